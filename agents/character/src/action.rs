@@ -1,0 +1,249 @@
+//! The structured action a character returns each turn: its JSON schema (handed to the
+//! model so constrained decoders can enforce it), and a parser that validates model
+//! output — repairing what it can — without ever evaluating it.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Name of the action schema in `response_format`.
+pub const ACTION_SCHEMA_NAME: &str = "character_action";
+
+/// The JSON schema of an action.
+#[must_use]
+pub fn action_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": ["speech", "action", "move"]},
+            "text": {"type": "string", "minLength": 1, "maxLength": 400},
+            "target": {"type": "string", "maxLength": 40},
+            "destination": {"type": "string", "maxLength": 40},
+            "thought": {"type": "string", "maxLength": 200}
+        },
+        "required": ["kind", "text", "target", "destination", "thought"],
+        "additionalProperties": false
+    })
+}
+
+/// What the character does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParsedKind {
+    Speech,
+    Action,
+    Move,
+}
+
+/// A validated action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedAction {
+    pub kind: ParsedKind,
+    pub text: String,
+    pub target: String,
+    pub destination: String,
+    pub thought: String,
+    /// The output needed repair (extracted from prose, truncated JSON closed, ...).
+    pub repaired: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Wire {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, alias = "speech", alias = "line", alias = "say")]
+    text: Option<String>,
+    #[serde(default, alias = "to")]
+    target: Option<String>,
+    #[serde(default)]
+    destination: Option<String>,
+    #[serde(default)]
+    thought: Option<String>,
+}
+
+const MAX_TEXT: usize = 400;
+
+/// Parses model output into an action. Tries, in order: the text as JSON; the first
+/// balanced `{...}` inside it (code fences, chatter around it); a truncated object closed
+/// off. Returns `None` when nothing usable is there.
+#[must_use]
+pub fn parse_action(output: &str) -> Option<ParsedAction> {
+    let trimmed = output.trim();
+    if let Some(action) = from_json(trimmed) {
+        return Some(action);
+    }
+    let candidate = balanced_object(trimmed)
+        .map(str::to_owned)
+        .or_else(|| close_truncated(trimmed))?;
+    from_json(&candidate).map(|mut a| {
+        a.repaired = true;
+        a
+    })
+}
+
+fn from_json(text: &str) -> Option<ParsedAction> {
+    let wire: Wire = serde_json::from_str(text).ok()?;
+    let text = clean(wire.text.as_deref().unwrap_or_default());
+    if text.is_empty() {
+        return None;
+    }
+    let destination = clean(wire.destination.as_deref().unwrap_or_default());
+    let kind = match wire.kind.as_deref().map(str::trim).map(str::to_lowercase).as_deref() {
+        Some("action" | "act" | "do") => ParsedKind::Action,
+        Some("move" | "movement" | "go") if !destination.is_empty() => ParsedKind::Move,
+        Some("move" | "movement" | "go") => ParsedKind::Action,
+        _ => ParsedKind::Speech,
+    };
+    Some(ParsedAction {
+        kind,
+        text,
+        target: clean(wire.target.as_deref().unwrap_or_default()),
+        destination: if kind == ParsedKind::Move {
+            destination
+        } else {
+            String::new()
+        },
+        thought: clean(wire.thought.as_deref().unwrap_or_default()),
+        repaired: false,
+    })
+}
+
+/// Trims, collapses whitespace and caps the length at a character boundary.
+fn clean(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match collapsed.char_indices().nth(MAX_TEXT) {
+        Some((cut, _)) => collapsed[..cut].to_owned(),
+        None => collapsed,
+    }
+}
+
+/// The first `{...}` with balanced braces, respecting JSON strings.
+fn balanced_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in text[start..].char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start..=start + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Closes an object cut off mid-way (the model ran out of tokens): ends an open string,
+/// drops a dangling key, and adds the missing braces.
+fn close_truncated(text: &str) -> Option<String> {
+    let start = text.find('{')?;
+    let mut body = text[start..].to_owned();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut depth = 0i32;
+    for c in body.chars() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                '"' => in_string = true,
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+    }
+    if escaped {
+        body.pop();
+    }
+    if in_string {
+        body.push('"');
+    }
+    let trimmed = body.trim_end().trim_end_matches(',');
+    let mut body = trimmed.to_owned();
+    if body.ends_with(':') {
+        body.push_str("\"\"");
+    }
+    for _ in 0..depth.max(0) {
+        body.push('}');
+    }
+    Some(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_json_parses_without_repair() {
+        let a = parse_action(
+            r#"{"kind":"speech","text":"  You have been in   Afghanistan. ","target":"watson","destination":"","thought":"tan lines"}"#,
+        )
+        .expect("parses");
+        assert_eq!(a.kind, ParsedKind::Speech);
+        assert_eq!(a.text, "You have been in Afghanistan.");
+        assert_eq!(a.target, "watson");
+        assert_eq!(a.thought, "tan lines");
+        assert!(!a.repaired);
+    }
+
+    #[test]
+    fn json_wrapped_in_chatter_or_fences_is_extracted() {
+        let a = parse_action("Sure! ```json\n{\"kind\":\"action\",\"text\":\"He bows {politely}.\"}\n``` done")
+            .expect("parses");
+        assert_eq!(a.kind, ParsedKind::Action);
+        assert_eq!(a.text, "He bows {politely}.");
+        assert!(a.repaired);
+    }
+
+    #[test]
+    fn truncated_json_is_closed() {
+        let a = parse_action(r#"{"kind":"speech","text":"I was about to say that the"#)
+            .expect("parses");
+        assert_eq!(a.text, "I was about to say that the");
+        let b = parse_action(r#"{"kind":"speech","text":"Fine.","target":"#).expect("parses");
+        assert_eq!((b.text.as_str(), b.target.as_str()), ("Fine.", ""));
+    }
+
+    #[test]
+    fn move_without_destination_becomes_an_action() {
+        let a = parse_action(r#"{"kind":"move","text":"He stands to leave."}"#).expect("parses");
+        assert_eq!(a.kind, ParsedKind::Action);
+        let b = parse_action(r#"{"kind":"move","text":"Off I go.","destination":"baker-street"}"#)
+            .expect("parses");
+        assert_eq!((b.kind, b.destination.as_str()), (ParsedKind::Move, "baker-street"));
+    }
+
+    #[test]
+    fn garbage_and_empty_text_are_rejected() {
+        assert_eq!(parse_action("I think, therefore I am."), None);
+        assert_eq!(parse_action(r#"{"kind":"speech","text":"   "}"#), None);
+        assert_eq!(parse_action(""), None);
+        assert_eq!(parse_action("}}}{{{"), None);
+    }
+
+    #[test]
+    fn long_text_is_capped_on_a_character_boundary() {
+        let long = "é".repeat(1000);
+        let a = parse_action(&format!(r#"{{"kind":"speech","text":"{long}"}}"#)).expect("parses");
+        assert_eq!(a.text.chars().count(), MAX_TEXT);
+    }
+}

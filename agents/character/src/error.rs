@@ -1,0 +1,25 @@
+use dramatis_proto::{DomainError, ErrorKind};
+
+/// Why an agent operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("character {character:?} of world {world:?} is not attached to this agent")]
+    NotAttached { world: String, character: String },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("event {seq} was not perceived by {character:?}; refusing it")]
+    NotPerceived { seq: u64, character: String },
+    #[error("language model: {0}")]
+    Model(#[from] dramatis_llm::LlmError),
+}
+
+impl DomainError for AgentError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::NotAttached { .. } => ErrorKind::NotFound,
+            Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
+            Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
+            Self::Model(_) => ErrorKind::Internal,
+        }
+    }
+}

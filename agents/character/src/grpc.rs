@@ -1,0 +1,165 @@
+//! The `dramatis.v1.Agent` gRPC service: converts, validates required fields, calls
+//! [`CharacterAgents`], maps errors through `dramatis_proto::status`.
+
+use std::pin::Pin;
+
+use dramatis_proto::status::to_status;
+use dramatis_proto::v1::agent_server::Agent as AgentApi;
+use dramatis_proto::v1::{self as pb, act_response};
+use futures::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::CharacterAgents;
+
+/// The gRPC face of [`CharacterAgents`].
+#[derive(Debug, Clone)]
+pub struct AgentGrpc {
+    agents: CharacterAgents,
+}
+
+impl AgentGrpc {
+    #[must_use]
+    pub fn new(agents: CharacterAgents) -> Self {
+        Self { agents }
+    }
+}
+
+fn character_ref(character: Option<&pb::CharacterRef>) -> Result<(String, String), Status> {
+    let character =
+        character.ok_or_else(|| Status::invalid_argument("character is required"))?;
+    if character.world_id.trim().is_empty() {
+        return Err(Status::invalid_argument("character.world_id is required"));
+    }
+    if character.character_id.trim().is_empty() {
+        return Err(Status::invalid_argument("character.character_id is required"));
+    }
+    Ok((character.world_id.clone(), character.character_id.clone()))
+}
+
+type ActStream = Pin<Box<dyn Stream<Item = Result<pb::ActResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl AgentApi for AgentGrpc {
+    async fn attach(
+        &self,
+        request: Request<pb::AttachRequest>,
+    ) -> Result<Response<pb::AttachResponse>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        let profile = request
+            .profile
+            .ok_or_else(|| Status::invalid_argument("profile is required"))?;
+        let (memory_items, resumed) = self
+            .agents
+            .attach(&world, &character, profile)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::AttachResponse {
+            memory_items,
+            resumed,
+        }))
+    }
+
+    async fn perceive(
+        &self,
+        request: Request<pb::PerceiveRequest>,
+    ) -> Result<Response<pb::PerceiveResponse>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        let (accepted, last_seq) = self
+            .agents
+            .perceive(&world, &character, &request.events)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::PerceiveResponse { accepted, last_seq }))
+    }
+
+    type ActStream = ActStream;
+
+    async fn act(&self, request: Request<pb::ActRequest>) -> Result<Response<ActStream>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        let frame = request
+            .frame
+            .ok_or_else(|| Status::invalid_argument("frame is required"))?;
+        // Fail fast on an unknown character, before the stream opens.
+        self.agents
+            .snapshot(&world, &character)
+            .await
+            .map_err(|e| to_status(&e))?;
+        let (out, rx) = tokio::sync::mpsc::channel(64);
+        let agents = self.agents.clone();
+        tokio::spawn(async move {
+            let (tokens_tx, mut tokens_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+            let forward_out = out.clone();
+            let forward = tokio::spawn(async move {
+                while let Some(token) = tokens_rx.recv().await {
+                    let item = pb::ActResponse {
+                        item: Some(act_response::Item::Token(token)),
+                    };
+                    if forward_out.send(Ok(item)).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let outcome = agents.act(&world, &character, &frame, Some(tokens_tx)).await;
+            let _ = forward.await;
+            let last = outcome
+                .map(|o| pb::ActResponse {
+                    item: Some(act_response::Item::Action(o.action)),
+                })
+                .map_err(|e| to_status(&e));
+            let _ = out.send(last).await;
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn answer(
+        &self,
+        request: Request<pb::AnswerRequest>,
+    ) -> Result<Response<pb::AnswerResponse>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        let (answer, usage) = self
+            .agents
+            .answer(&world, &character, &request.question)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::AnswerResponse {
+            answer,
+            usage: Some(usage),
+        }))
+    }
+
+    async fn snapshot(
+        &self,
+        request: Request<pb::SnapshotRequest>,
+    ) -> Result<Response<pb::SnapshotResponse>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        let shard = self
+            .agents
+            .snapshot(&world, &character)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::SnapshotResponse {
+            profile: Some(shard.profile.clone()),
+            memory: shard.memory().to_vec(),
+            last_seq: shard.last_seq(),
+            prompts: shard.prompts().to_vec(),
+        }))
+    }
+
+    async fn detach(
+        &self,
+        request: Request<pb::DetachRequest>,
+    ) -> Result<Response<pb::DetachResponse>, Status> {
+        let request = request.into_inner();
+        let (world, character) = character_ref(request.character.as_ref())?;
+        self.agents
+            .detach(&world, &character)
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::DetachResponse {}))
+    }
+}

@@ -1,0 +1,53 @@
+//! `dramatis-character` is the character agent service. It hosts one or more
+//! characters, each with its own shard: the character's profile, the facts it knows and
+//! the events it perceived. `Act` and `Answer` build prompts from that shard and the
+//! scene frame only.
+//!
+//! It must never call the world service, read another character's shard, or accept an
+//! event its character did not perceive.
+
+mod action;
+mod error;
+pub mod grpc;
+mod prompt;
+pub mod service;
+mod shard;
+mod stream_text;
+
+pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
+pub use error::AgentError;
+pub use service::{AgentOptions, CharacterAgents};
+pub use shard::Shard;
+
+use dramatis_proto::v1::agent_server::AgentServer;
+use dramatis_runtime::Shutdown;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+/// Why the agent service stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("grpc server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// Serves the agent service on `listener` until `shutdown` triggers.
+pub async fn run(
+    listener: TcpListener,
+    agents: CharacterAgents,
+    shutdown: Shutdown,
+) -> Result<(), ServeError> {
+    let (health, reflection, _reporter) =
+        dramatis_runtime::grpc::standard_services("dramatis.v1.Agent").await?;
+    tracing::info!(addr = ?listener.local_addr().ok(), "agent service listening");
+    tonic::transport::Server::builder()
+        .trace_fn(dramatis_runtime::telemetry::server_span)
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(AgentServer::new(grpc::AgentGrpc::new(agents)))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,85 @@
+//! Streams the spoken part of a JSON action while the model is still writing it: feeds on
+//! raw output pieces and yields only the characters of the `"text"` string value, so
+//! watchers see words appear rather than JSON.
+
+/// Incremental extractor of the `"text"` field's string value.
+#[derive(Debug, Default)]
+pub(crate) struct TextFieldStreamer {
+    seen: String,
+    state: State,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Looking for the `"text"` key.
+    #[default]
+    Seeking,
+    /// Inside the value string; `escape` when the last char was a backslash.
+    Inside { escape: bool },
+    Done,
+}
+
+impl TextFieldStreamer {
+    /// Feeds a piece of model output; returns the new visible text, if any.
+    pub(crate) fn push(&mut self, piece: &str) -> String {
+        let mut out = String::new();
+        for c in piece.chars() {
+            match self.state {
+                State::Done => break,
+                State::Seeking => {
+                    self.seen.push(c);
+                    if c == '"' && value_opened(&self.seen) {
+                        self.state = State::Inside { escape: false };
+                    }
+                }
+                State::Inside { escape: true } => {
+                    out.push(match c {
+                        'n' | 't' | 'r' => ' ',
+                        other => other,
+                    });
+                    self.state = State::Inside { escape: false };
+                }
+                State::Inside { escape: false } => match c {
+                    '\\' => self.state = State::Inside { escape: true },
+                    '"' => self.state = State::Done,
+                    other => out.push(other),
+                },
+            }
+        }
+        out
+    }
+}
+
+/// Whether `seen` ends with `"text"` `:` `"` (whitespace allowed around the colon).
+fn value_opened(seen: &str) -> bool {
+    let before_quote = seen[..seen.len() - 1].trim_end();
+    let Some(before_colon) = before_quote.strip_suffix(':') else {
+        return false;
+    };
+    before_colon.trim_end().ends_with("\"text\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yields_only_the_text_value_across_any_split() {
+        let output = r#"{"kind": "speech", "text" : "Hello, \"friend\"!", "thought": "no"}"#;
+        for size in 1..8 {
+            let mut streamer = TextFieldStreamer::default();
+            let chars: Vec<char> = output.chars().collect();
+            let visible: String = chars
+                .chunks(size)
+                .map(|c| streamer.push(&c.iter().collect::<String>()))
+                .collect();
+            assert_eq!(visible, "Hello, \"friend\"!", "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn other_fields_named_like_text_do_not_trigger() {
+        let mut streamer = TextFieldStreamer::default();
+        assert_eq!(streamer.push(r#"{"context": "x", "text": "yes"}"#), "yes");
+    }
+}

@@ -1,0 +1,24 @@
+//! `dramatis-llm` owns the language-model seam: the [`LanguageModel`] trait, an
+//! OpenAI-compatible chat-completions client (streaming, timeouts, retries), the
+//! built-in llama.cpp model and its OpenAI-compatible HTTP server, and a scripted
+//! model for tests that records every prompt it receives.
+//!
+//! It knows nothing of worlds, characters or gRPC: callers hand it messages and get
+//! text back.
+
+mod error;
+pub mod local;
+mod openai;
+mod roles;
+mod scripted;
+mod sse;
+mod types;
+
+pub use error::LlmError;
+pub use openai::{OpenAiClient, OpenAiConfig};
+pub use roles::{ModelRole, RoleModels};
+pub use scripted::{RecordedPrompt, ScriptRule, ScriptedModel};
+pub use types::{
+    ChatMessage, ChatRole, Completion, CompletionRequest, LanguageModel, ResponseSchema,
+    TokenSink,
+};

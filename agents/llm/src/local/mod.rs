@@ -1,0 +1,9 @@
+//! The built-in model: llama.cpp (through `llama-cpp-2`) running a small instruct GGUF on
+//! the CPU, served over an OpenAI-compatible HTTP endpoint on loopback so agents reach it
+//! with the same client as any real endpoint.
+
+mod engine;
+mod server;
+
+pub use engine::{EngineConfig, GenerationEvent, GenerationJob, LocalEngine};
+pub use server::{LocalServerConfig, serve};

@@ -1,0 +1,212 @@
+//! Command-line arguments. Every option with an environment variable can also be set
+//! as `DRAMATIS_*` in the environment; flags win over the environment.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Dramatis: a multi-agent story simulator. A world service schedules turns among
+/// character agents; each agent holds only what its character perceived.
+#[derive(Debug, Parser)]
+#[command(name = "dramatis", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// More log output on stderr (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Cli {
+    pub fn log_filter(&self) -> &'static str {
+        match (self.verbose, &self.command) {
+            (0, Command::Run(_) | Command::Watch(_) | Command::Ask(_) | Command::Scenarios(_)) => {
+                "warn"
+            }
+            (0, _) => "info",
+            (1, _) => "info,dramatis_world=debug,dramatis_character=debug",
+            _ => "debug",
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Play a scenario from start to end and print the transcript live.
+    ///
+    /// Starts the built-in language model when no endpoint is configured, the world
+    /// service, and one agent process per character.
+    Run(RunArgs),
+    /// Run the world service (gRPC, with health and reflection).
+    Serve(ServeArgs),
+    /// Run a character agent service.
+    Agent(AgentArgs),
+    /// Serve the built-in language model on an OpenAI-compatible HTTP endpoint.
+    Llm(LlmServeArgs),
+    /// Stream a world's transcript from a running world service.
+    Watch(WatchArgs),
+    /// Interview a character of a world on a running world service.
+    Ask(AskArgs),
+    /// List the shipped scenarios, or validate scenario files.
+    Scenarios(ScenariosArgs),
+    /// Measure orchestration overhead per turn with the scripted model.
+    Bench(BenchArgs),
+}
+
+impl Command {
+    pub fn service_name(&self) -> &'static str {
+        match self {
+            Self::Serve(_) => "dramatis-world",
+            Self::Agent(_) => "dramatis-agent",
+            Self::Llm(_) => "dramatis-llm",
+            _ => "dramatis",
+        }
+    }
+}
+
+/// Which language model characters use.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// OpenAI-compatible endpoint base URL, e.g. http://127.0.0.1:8080/v1. When absent,
+    /// the built-in model is started.
+    #[arg(long, env = "DRAMATIS_LLM_ENDPOINT")]
+    pub llm_endpoint: Option<String>,
+    /// Model name sent to the endpoint.
+    #[arg(long, env = "DRAMATIS_LLM_MODEL", default_value = "smollm2-135m-instruct")]
+    pub llm_model: String,
+    /// Bearer token for the endpoint.
+    #[arg(long, env = "DRAMATIS_LLM_API_KEY", hide_env_values = true)]
+    pub llm_api_key: Option<String>,
+    /// Seconds to wait for a response or for the next streamed piece.
+    #[arg(long, env = "DRAMATIS_LLM_TIMEOUT", default_value_t = 120)]
+    pub llm_timeout: u64,
+    /// Use the scripted model (no language model at all) answering from this JSON
+    /// fixture; `builtin` for its generic lines.
+    #[arg(long, env = "DRAMATIS_SCRIPTED", conflicts_with = "llm_endpoint")]
+    pub scripted: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A shipped scenario name (see `dramatis scenarios`) or a scenario file path.
+    pub scenario: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Host every character in one agent process instead of one process each.
+    #[arg(long)]
+    pub shared_agent: bool,
+    /// Where the event log and process logs go (default: a temporary directory).
+    #[arg(long, env = "DRAMATIS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+    /// Plain output without colours.
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "DRAMATIS_LISTEN", default_value = "127.0.0.1:7070")]
+    pub listen: SocketAddr,
+    /// Agent service endpoints (http://host:port) to place characters on, in turn.
+    /// When none is given, agent processes are started as worlds need them.
+    #[arg(long = "agent-endpoint", env = "DRAMATIS_AGENT_ENDPOINTS", value_delimiter = ',')]
+    pub agent_endpoints: Vec<String>,
+    /// When starting agents: one process per world instead of one per character.
+    #[arg(long)]
+    pub shared_agent: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Where the event log (and process logs) live.
+    #[arg(long, env = "DRAMATIS_DATA_DIR", default_value = "dramatis-data")]
+    pub data_dir: PathBuf,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address to listen on; port 0 picks a free one (printed on stdout).
+    #[arg(long, env = "DRAMATIS_AGENT_LISTEN", default_value = "127.0.0.1:7071")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LlmServeArgs {
+    /// Address to listen on; port 0 picks a free one (printed on stdout).
+    #[arg(long, env = "DRAMATIS_LLM_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// GGUF model file (default: the SmolLM2-135M-Instruct file fetched by set-up).
+    #[arg(long, env = "DRAMATIS_LLM_FILE")]
+    pub model_file: Option<PathBuf>,
+    /// Context window in tokens.
+    #[arg(long, default_value_t = 2048)]
+    pub context: u32,
+    /// CPU threads for decoding (default: all cores).
+    #[arg(long)]
+    pub threads: Option<i32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArg {
+    /// World service address.
+    #[arg(long, env = "DRAMATIS_SERVER", default_value = "http://127.0.0.1:7070")]
+    pub server: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// World id.
+    pub world: String,
+    /// First sequence number to show.
+    #[arg(long, default_value_t = 1)]
+    pub from: u64,
+    /// Print what is logged so far and exit instead of following.
+    #[arg(long)]
+    pub no_follow: bool,
+    #[command(flatten)]
+    pub server: ServerArg,
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// World id.
+    pub world: String,
+    /// Character id, name or alias.
+    pub character: String,
+    /// The question.
+    pub question: String,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ScenariosArgs {
+    /// Scenario files to validate (default: list the shipped scenarios).
+    pub files: Vec<PathBuf>,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenario to play (shipped name or path).
+    #[arg(default_value = "study-in-scarlet")]
+    pub scenario: String,
+    /// How many times to play it.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+}

@@ -1,0 +1,25 @@
+//! One module per subcommand.
+
+mod ask;
+mod bench;
+mod client;
+mod llm;
+mod run;
+mod scenarios;
+mod serve;
+mod watch;
+
+use crate::args::{Cli, Command};
+
+pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Serve(args) => serve::serve(args).await,
+        Command::Agent(args) => serve::agent(args).await,
+        Command::Llm(args) => llm::llm(args).await,
+        Command::Watch(args) => watch::watch(args).await,
+        Command::Ask(args) => ask::ask(args).await,
+        Command::Scenarios(args) => scenarios::scenarios(&args),
+        Command::Bench(args) => bench::bench(args).await,
+    }
+}

@@ -1,0 +1,54 @@
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_runtime::Shutdown;
+use dramatis_world::WorldServiceOptions;
+use dramatis_world::agents::{AgentDirectory, StaticAgents};
+
+use crate::args::{AgentArgs, ServeArgs};
+use crate::models::role_models;
+use crate::spawn::{SpawnedAgents, start_builtin_llm};
+
+pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    shutdown.trigger_on_signals();
+    let logs = args.data_dir.join("logs");
+    let mut _llm = None;
+    let agents: Arc<dyn AgentDirectory> = if args.agent_endpoints.is_empty() {
+        if args.model.llm_endpoint.is_none() && args.model.scripted.is_none() {
+            let (spawned, endpoint) = start_builtin_llm(&logs).await?;
+            tracing::info!(%endpoint, "started the built-in model");
+            args.model.llm_endpoint = Some(endpoint);
+            _llm = Some(spawned);
+        }
+        Arc::new(SpawnedAgents::new(args.model.clone(), logs, args.shared_agent))
+    } else {
+        Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
+    };
+    let options = WorldServiceOptions {
+        scenarios_dir: args
+            .scenarios_dir
+            .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
+        log_path: args.data_dir.join("events.redb"),
+        agents,
+    };
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    crate::spawn::announce(listener.local_addr()?);
+    dramatis_world::run(listener, options, shutdown).await?;
+    Ok(())
+}
+
+pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    shutdown.trigger_on_signals();
+    let agents = CharacterAgents::new(AgentOptions::new(role_models(&args.model)?));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    crate::spawn::announce(listener.local_addr()?);
+    dramatis_character::run(listener, agents, shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,58 @@
+use dramatis_proto::{DomainError, ErrorKind};
+
+use crate::scenario::ScenarioError;
+
+/// Why a world operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WorldError {
+    #[error("world {0:?} not found")]
+    WorldNotFound(String),
+    #[error("world {0:?} already exists")]
+    WorldExists(String),
+    #[error("no shipped scenario named {0:?} (see ListScenarios)")]
+    ScenarioNotFound(String),
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    #[error("world {world:?} has no character {character:?}")]
+    CharacterNotFound { world: String, character: String },
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("agent for {character:?} failed: {message}")]
+    Agent {
+        character: String,
+        kind: ErrorKind,
+        message: String,
+    },
+    #[error("event log: {0}")]
+    Log(String),
+    #[error("world {0:?} was deleted")]
+    Deleted(String),
+}
+
+impl DomainError for WorldError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            Self::WorldNotFound(_) | Self::ScenarioNotFound(_) | Self::CharacterNotFound { .. } => {
+                ErrorKind::NotFound
+            }
+            Self::WorldExists(_) => ErrorKind::AlreadyExists,
+            Self::Scenario(_) | Self::InvalidArgument(_) => ErrorKind::InvalidArgument,
+            Self::Agent { kind, .. } => match kind {
+                ErrorKind::InvalidArgument | ErrorKind::NotFound => ErrorKind::Internal,
+                other => *other,
+            },
+            Self::Log(_) => ErrorKind::Internal,
+            Self::Deleted(_) => ErrorKind::FailedPrecondition,
+        }
+    }
+}
+
+impl WorldError {
+    pub(crate) fn agent(character: &str, status: &tonic::Status) -> Self {
+        Self::Agent {
+            character: character.to_owned(),
+            kind: ErrorKind::from_code(status.code()),
+            message: format!("{}: {}", status.code(), status.message()),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The `dramatis.v1.World` gRPC service: converts requests, calls [`Worlds`], maps
+//! errors through `dramatis_proto::status`. No story logic lives here.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use dramatis_proto::status::to_status;
+use dramatis_proto::v1::world_server::World as WorldApi;
+use dramatis_proto::v1::{self as pb, advance_request, create_world_request};
+use futures::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::service::{ScenarioSource, Worlds};
+use crate::world::Until;
+
+/// The gRPC face of a [`Worlds`] registry.
+#[derive(Debug, Clone)]
+pub struct WorldGrpc {
+    worlds: Worlds,
+}
+
+impl WorldGrpc {
+    #[must_use]
+    pub fn new(worlds: Worlds) -> Self {
+        Self { worlds }
+    }
+}
+
+fn required(value: &str, field: &str) -> Result<(), Status> {
+    if value.trim().is_empty() {
+        Err(Status::invalid_argument(format!("{field} is required")))
+    } else {
+        Ok(())
+    }
+}
+
+type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl WorldApi for WorldGrpc {
+    async fn list_scenarios(
+        &self,
+        _request: Request<pb::ListScenariosRequest>,
+    ) -> Result<Response<pb::ListScenariosResponse>, Status> {
+        let catalog = self.worlds.catalog().clone();
+        let listed = tokio::task::spawn_blocking(move || catalog.list())
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let scenarios = listed
+            .into_iter()
+            .filter_map(|entry| match entry {
+                Ok(s) => Some(pb::ScenarioInfo {
+                    name: s.name,
+                    title: s.title,
+                    description: s.description,
+                    characters: s.characters,
+                    scenes: u32::try_from(s.scenes).unwrap_or(u32::MAX),
+                    path: s.path.to_string_lossy().into_owned(),
+                }),
+                Err(error) => {
+                    tracing::warn!(%error, "skipping invalid shipped scenario");
+                    None
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::ListScenariosResponse { scenarios }))
+    }
+
+    async fn create_world(
+        &self,
+        request: Request<pb::CreateWorldRequest>,
+    ) -> Result<Response<pb::WorldInfo>, Status> {
+        let request = request.into_inner();
+        let source = match request.source {
+            Some(create_world_request::Source::ScenarioName(name)) => {
+                required(&name, "scenario_name")?;
+                ScenarioSource::Name(name)
+            }
+            Some(create_world_request::Source::ScenarioPath(path)) => {
+                required(&path, "scenario_path")?;
+                ScenarioSource::Path(PathBuf::from(path))
+            }
+            None => {
+                return Err(Status::invalid_argument(
+                    "source is required: give scenario_name or scenario_path",
+                ));
+            }
+        };
+        let world_id = Some(request.world_id).filter(|w| !w.is_empty());
+        let world = self
+            .worlds
+            .create(source, world_id)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(world.info()))
+    }
+
+    async fn get_world(
+        &self,
+        request: Request<pb::GetWorldRequest>,
+    ) -> Result<Response<pb::WorldInfo>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        Ok(Response::new(world.info()))
+    }
+
+    async fn list_worlds(
+        &self,
+        _request: Request<pb::ListWorldsRequest>,
+    ) -> Result<Response<pb::ListWorldsResponse>, Status> {
+        let worlds = self.worlds.list().iter().map(|w| w.info()).collect();
+        Ok(Response::new(pb::ListWorldsResponse { worlds }))
+    }
+
+    async fn delete_world(
+        &self,
+        request: Request<pb::DeleteWorldRequest>,
+    ) -> Result<Response<pb::DeleteWorldResponse>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        self.worlds
+            .delete(&request.world_id)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::DeleteWorldResponse {}))
+    }
+
+    async fn advance(
+        &self,
+        request: Request<pb::AdvanceRequest>,
+    ) -> Result<Response<pb::AdvanceResponse>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        let until = match request.until {
+            Some(advance_request::Until::Turns(0)) => {
+                return Err(Status::invalid_argument("turns must be at least 1"));
+            }
+            Some(advance_request::Until::Turns(n)) => Until::Turns(n),
+            Some(advance_request::Until::SceneEnd(true)) => Until::SceneEnd,
+            Some(advance_request::Until::ScriptEnd(true)) => Until::ScriptEnd,
+            Some(_) | None => {
+                return Err(Status::invalid_argument(
+                    "until is required: turns > 0, scene_end = true or script_end = true",
+                ));
+            }
+        };
+        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let events = world.advance(until).await.map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::AdvanceResponse {
+            events,
+            world: Some(world.info()),
+        }))
+    }
+
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        world.hub().watch(request.from_seq, !request.no_follow, tx);
+        let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn ask(&self, request: Request<pb::AskRequest>) -> Result<Response<pb::AskResponse>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        required(&request.character, "character")?;
+        required(&request.question, "question")?;
+        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let answer = world
+            .ask(&request.character, &request.question)
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(answer))
+    }
+}

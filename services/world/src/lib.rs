@@ -1,0 +1,70 @@
+//! `dramatis-world` is the world service (the orchestrator): it loads scenarios, keeps
+//! each world's state and durable event log, schedules scripted scenes turn by turn,
+//! routes every event to exactly the characters who perceive it, and streams the
+//! transcript to watchers.
+//!
+//! It reaches character agents only through `agent.proto` and never links their memory:
+//! the world knows the truth, agents know what their characters perceived.
+
+pub mod agents;
+mod error;
+pub mod grpc;
+pub mod hub;
+pub mod log;
+pub mod router;
+pub mod scenario;
+pub mod scheduler;
+pub mod service;
+pub mod state;
+pub mod world;
+
+use dramatis_proto::v1::world_server::WorldServer;
+use dramatis_runtime::Shutdown;
+pub use error::WorldError;
+pub use service::{ScenarioSource, WorldServiceOptions, Worlds};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+/// Why the world service stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    World(#[from] WorldError),
+    #[error("grpc server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// Serves the world service on `listener` until `shutdown` triggers. Worlds recorded
+/// in the log are restored first.
+pub async fn run(
+    listener: TcpListener,
+    options: WorldServiceOptions,
+    shutdown: Shutdown,
+) -> Result<(), ServeError> {
+    let worlds = Worlds::open(&options)?;
+    let restored = worlds.restore().await?;
+    serve_worlds(listener, worlds, shutdown, restored).await
+}
+
+/// Serves an opened registry (tests keep a handle to it).
+pub async fn serve_worlds(
+    listener: TcpListener,
+    worlds: Worlds,
+    shutdown: Shutdown,
+    restored: usize,
+) -> Result<(), ServeError> {
+    let (health, reflection, _reporter) =
+        dramatis_runtime::grpc::standard_services("dramatis.v1.World").await?;
+    let addr = listener.local_addr().ok();
+    tracing::info!(?addr, restored, "world service listening");
+    tonic::transport::Server::builder()
+        .trace_fn(dramatis_runtime::telemetry::server_span)
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(WorldServer::new(grpc::WorldGrpc::new(worlds)))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! Scenario format v1: a TOML file describing a world (locations and the distances
+//! between them), its characters (profile, style, starting place), who knows which
+//! facts at the start, and a script of scenes. See `scenarios/README.md`.
+//!
+//! Loading validates everything and reports each problem with the file, line and field.
+
+mod catalog;
+mod raw;
+mod validate;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub use catalog::{ScenarioCatalog, ScenarioSummary};
+
+/// The supported `version` of the format.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A validated scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub world: String,
+    pub locations: Vec<Location>,
+    /// Undirected distances between locations (in travel turns).
+    pub paths: Vec<Path_>,
+    pub characters: Vec<Character>,
+    pub facts: Vec<Fact>,
+    pub scenes: Vec<Scene>,
+    /// Where the scenario was read from.
+    pub source: PathBuf,
+}
+
+/// A place in the world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+/// An edge of the location graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Path_ {
+    pub from: String,
+    pub to: String,
+    pub distance: u32,
+}
+
+/// A character of the story.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Character {
+    pub id: String,
+    pub name: String,
+    pub aliases: Vec<String>,
+    pub profile: String,
+    pub style: String,
+    pub location: String,
+}
+
+/// Something known at the start by exactly the listed characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fact {
+    pub id: String,
+    pub text: String,
+    pub known_by: BTreeSet<String>,
+}
+
+/// A scripted scene.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scene {
+    pub id: String,
+    pub location: String,
+    /// Who acts, in script order.
+    pub cast: Vec<String>,
+    /// What the scene is for. The world uses it to judge the end; agents never see it.
+    pub beat: String,
+    /// Phrases whose appearance in a line means the beat was reached.
+    pub end_cues: Vec<String>,
+    /// Turns before a cue may end the scene.
+    pub min_turns: u32,
+    pub max_turns: u32,
+    /// Narration told to everyone present when the scene opens.
+    pub opening: String,
+    /// Per-character direction, written from that character's point of view.
+    pub directions: BTreeMap<String, String>,
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates scenario text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
+        let raw: raw::RawScenario = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |span| line_of(text, span.start));
+            ScenarioError::Invalid {
+                path: path.to_path_buf(),
+                problems: vec![Problem {
+                    line,
+                    field: String::new(),
+                    message: e.message().to_owned(),
+                }],
+            }
+        })?;
+        validate::validate(raw, text, path)
+    }
+
+    #[must_use]
+    pub fn location(&self, id: &str) -> Option<&Location> {
+        self.locations.iter().find(|l| l.id == id)
+    }
+
+    #[must_use]
+    pub fn character(&self, id: &str) -> Option<&Character> {
+        self.characters.iter().find(|c| c.id == id)
+    }
+
+    /// Finds a character by id, name or alias (case-insensitive).
+    #[must_use]
+    pub fn find_character(&self, needle: &str) -> Option<&Character> {
+        let needle = needle.trim().to_lowercase();
+        self.characters.iter().find(|c| {
+            c.id.to_lowercase() == needle
+                || c.name.to_lowercase() == needle
+                || c.aliases.iter().any(|a| a.to_lowercase() == needle)
+        })
+    }
+
+    /// Locations one path away from `location`, with their distances.
+    #[must_use]
+    pub fn neighbours(&self, location: &str) -> Vec<(&str, u32)> {
+        self.paths
+            .iter()
+            .filter_map(|p| {
+                if p.from == location {
+                    Some((p.to.as_str(), p.distance))
+                } else if p.to == location {
+                    Some((p.from.as_str(), p.distance))
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    /// Facts `character` knows at the start.
+    pub fn knowledge_of<'a>(&'a self, character: &'a str) -> impl Iterator<Item = &'a Fact> + 'a {
+        self.facts
+            .iter()
+            .filter(move |f| f.known_by.contains(character))
+    }
+}
+
+/// One problem found in a scenario file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub line: usize,
+    /// Dotted path of the field, e.g. `scenes[2].cast[1]`.
+    pub field: String,
+    pub message: String,
+}
+
+/// Why a scenario could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {}: {message}", path.display())]
+    Io { path: PathBuf, message: String },
+    #[error("{}", render(path, problems))]
+    Invalid {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
+}
+
+fn render(path: &Path, problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| {
+            if p.field.is_empty() {
+                format!("{}:{}: {}", path.display(), p.line, p.message)
+            } else {
+                format!("{}:{}: {}: {}", path.display(), p.line, p.field, p.message)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// 1-based line number of a byte offset.
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}

@@ -1,0 +1,93 @@
+//! The scenario file as written, with source spans for every value that can be wrong.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub(crate) type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScenario {
+    pub version: S<u32>,
+    pub name: S<String>,
+    pub title: S<String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub world: RawWorld,
+    #[serde(default)]
+    pub locations: Vec<RawLocation>,
+    #[serde(default)]
+    pub paths: Vec<RawPath>,
+    #[serde(default)]
+    pub characters: Vec<RawCharacter>,
+    #[serde(default)]
+    pub facts: Vec<RawFact>,
+    #[serde(default)]
+    pub scenes: Vec<RawScene>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWorld {
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLocation {
+    pub id: S<String>,
+    pub name: S<String>,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPath {
+    pub from: S<String>,
+    pub to: S<String>,
+    pub distance: S<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCharacter {
+    pub id: S<String>,
+    pub name: S<String>,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    pub profile: S<String>,
+    #[serde(default)]
+    pub style: String,
+    pub location: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFact {
+    pub id: S<String>,
+    pub text: S<String>,
+    pub known_by: S<Vec<S<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawScene {
+    pub id: S<String>,
+    pub location: S<String>,
+    pub cast: S<Vec<S<String>>>,
+    pub beat: S<String>,
+    #[serde(default)]
+    pub end_cues: Vec<String>,
+    #[serde(default)]
+    pub min_turns: Option<S<u32>>,
+    pub max_turns: S<u32>,
+    #[serde(default)]
+    pub opening: String,
+    #[serde(default)]
+    pub directions: Option<S<BTreeMap<S<String>, String>>>,
+}

@@ -1,0 +1,279 @@
+//! Turns a parsed file into a [`Scenario`], collecting every problem with its line.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::Path;
+
+use super::raw::{RawScenario, S};
+use super::{
+    Character, FORMAT_VERSION, Fact, Location, Path_, Problem, Scenario, ScenarioError, Scene,
+    line_of,
+};
+
+struct Checker<'a> {
+    text: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Checker<'_> {
+    fn report<T>(&mut self, at: &S<T>, field: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem {
+            line: line_of(self.text, at.span().start),
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    fn non_empty(&mut self, value: &S<String>, field: impl Into<String>) {
+        if value.get_ref().trim().is_empty() {
+            self.report(value, field, "must not be empty");
+        }
+    }
+
+    /// Checks an id's shape and uniqueness among `seen`.
+    fn id(&mut self, id: &S<String>, field: &str, kind: &str, seen: &mut HashSet<String>) {
+        let value = id.get_ref();
+        if value.is_empty()
+            || !value
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+        {
+            self.report(
+                id,
+                field,
+                format!("{kind} id {value:?} must be lowercase letters, digits, '-' or '_'"),
+            );
+        } else if !seen.insert(value.clone()) {
+            self.report(id, field, format!("duplicate {kind} id {value:?}"));
+        }
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+pub(super) fn validate(
+    raw: RawScenario,
+    text: &str,
+    path: &Path,
+) -> Result<Scenario, ScenarioError> {
+    let mut c = Checker {
+        text,
+        problems: Vec::new(),
+    };
+    if *raw.version.get_ref() != FORMAT_VERSION {
+        c.report(
+            &raw.version,
+            "version",
+            format!(
+                "unsupported version {}; this build reads version {FORMAT_VERSION}",
+                raw.version.get_ref()
+            ),
+        );
+    }
+    c.non_empty(&raw.name, "name");
+    c.non_empty(&raw.title, "title");
+
+    let mut location_ids = HashSet::new();
+    for (i, l) in raw.locations.iter().enumerate() {
+        c.id(&l.id, &format!("locations[{i}].id"), "location", &mut location_ids);
+        c.non_empty(&l.name, format!("locations[{i}].name"));
+    }
+    if raw.locations.is_empty() {
+        c.report(&raw.name, "locations", "a scenario needs at least one location");
+    }
+
+    for (i, p) in raw.paths.iter().enumerate() {
+        for (end, field) in [(&p.from, "from"), (&p.to, "to")] {
+            if !location_ids.contains(end.get_ref()) {
+                c.report(
+                    end,
+                    format!("paths[{i}].{field}"),
+                    format!("unknown location {:?}", end.get_ref()),
+                );
+            }
+        }
+        if p.from.get_ref() == p.to.get_ref() {
+            c.report(&p.to, format!("paths[{i}].to"), "a path must join two different locations");
+        }
+        if *p.distance.get_ref() == 0 {
+            c.report(&p.distance, format!("paths[{i}].distance"), "distance must be at least 1");
+        }
+    }
+
+    let mut character_ids = HashSet::new();
+    for (i, ch) in raw.characters.iter().enumerate() {
+        c.id(&ch.id, &format!("characters[{i}].id"), "character", &mut character_ids);
+        c.non_empty(&ch.name, format!("characters[{i}].name"));
+        c.non_empty(&ch.profile, format!("characters[{i}].profile"));
+        if !location_ids.contains(ch.location.get_ref()) {
+            c.report(
+                &ch.location,
+                format!("characters[{i}].location"),
+                format!(
+                    "character {:?} starts at unknown location {:?}",
+                    ch.id.get_ref(),
+                    ch.location.get_ref()
+                ),
+            );
+        }
+    }
+    if raw.characters.is_empty() {
+        c.report(&raw.name, "characters", "a scenario needs at least one character");
+    }
+
+    let mut fact_ids = HashSet::new();
+    for (i, f) in raw.facts.iter().enumerate() {
+        c.id(&f.id, &format!("facts[{i}].id"), "fact", &mut fact_ids);
+        c.non_empty(&f.text, format!("facts[{i}].text"));
+        if f.known_by.get_ref().is_empty() {
+            c.report(&f.known_by, format!("facts[{i}].known_by"), "name at least one character");
+        }
+        for (j, who) in f.known_by.get_ref().iter().enumerate() {
+            if !character_ids.contains(who.get_ref()) {
+                c.report(
+                    who,
+                    format!("facts[{i}].known_by[{j}]"),
+                    format!("unknown character {:?}", who.get_ref()),
+                );
+            }
+        }
+    }
+
+    let mut scene_ids = HashSet::new();
+    for (i, s) in raw.scenes.iter().enumerate() {
+        c.id(&s.id, &format!("scenes[{i}].id"), "scene", &mut scene_ids);
+        if !location_ids.contains(s.location.get_ref()) {
+            c.report(
+                &s.location,
+                format!("scenes[{i}].location"),
+                format!("unknown location {:?}", s.location.get_ref()),
+            );
+        }
+        c.non_empty(&s.beat, format!("scenes[{i}].beat"));
+        if s.cast.get_ref().is_empty() {
+            c.report(&s.cast, format!("scenes[{i}].cast"), "a scene needs at least one actor");
+        }
+        let mut in_cast = HashSet::new();
+        for (j, who) in s.cast.get_ref().iter().enumerate() {
+            if !character_ids.contains(who.get_ref()) {
+                c.report(
+                    who,
+                    format!("scenes[{i}].cast[{j}]"),
+                    format!("unknown character {:?}", who.get_ref()),
+                );
+            } else if !in_cast.insert(who.get_ref().clone()) {
+                c.report(
+                    who,
+                    format!("scenes[{i}].cast[{j}]"),
+                    format!("character {:?} is cast twice", who.get_ref()),
+                );
+            }
+        }
+        if *s.max_turns.get_ref() == 0 {
+            c.report(&s.max_turns, format!("scenes[{i}].max_turns"), "must be at least 1");
+        }
+        if let Some(min) = &s.min_turns {
+            if min.get_ref() > s.max_turns.get_ref() {
+                c.report(min, format!("scenes[{i}].min_turns"), "must not exceed max_turns");
+            }
+        }
+        if let Some(directions) = &s.directions {
+            for who in directions.get_ref().keys() {
+                if !in_cast.contains(who.get_ref()) {
+                    c.report(
+                        who,
+                        format!("scenes[{i}].directions.{}", who.get_ref()),
+                        format!("{:?} is not in this scene's cast", who.get_ref()),
+                    );
+                }
+            }
+        }
+    }
+    if raw.scenes.is_empty() {
+        c.report(&raw.name, "scenes", "a scripted scenario needs at least one scene");
+    }
+
+    if !c.problems.is_empty() {
+        c.problems.sort_by_key(|p| p.line);
+        return Err(ScenarioError::Invalid {
+            path: path.to_path_buf(),
+            problems: c.problems,
+        });
+    }
+
+    Ok(Scenario {
+        name: raw.name.into_inner(),
+        title: raw.title.into_inner(),
+        description: raw.description,
+        world: raw.world.description,
+        locations: raw
+            .locations
+            .into_iter()
+            .map(|l| Location {
+                id: l.id.into_inner(),
+                name: l.name.into_inner(),
+                description: l.description,
+            })
+            .collect(),
+        paths: raw
+            .paths
+            .into_iter()
+            .map(|p| Path_ {
+                from: p.from.into_inner(),
+                to: p.to.into_inner(),
+                distance: p.distance.into_inner(),
+            })
+            .collect(),
+        characters: raw
+            .characters
+            .into_iter()
+            .map(|ch| Character {
+                id: ch.id.into_inner(),
+                name: ch.name.into_inner(),
+                aliases: ch.aliases,
+                profile: ch.profile.into_inner(),
+                style: ch.style,
+                location: ch.location.into_inner(),
+            })
+            .collect(),
+        facts: raw
+            .facts
+            .into_iter()
+            .map(|f| Fact {
+                id: f.id.into_inner(),
+                text: f.text.into_inner(),
+                known_by: f
+                    .known_by
+                    .into_inner()
+                    .into_iter()
+                    .map(S::into_inner)
+                    .collect::<BTreeSet<_>>(),
+            })
+            .collect(),
+        scenes: raw
+            .scenes
+            .into_iter()
+            .map(|s| {
+                let max_turns = s.max_turns.into_inner();
+                Scene {
+                    id: s.id.into_inner(),
+                    location: s.location.into_inner(),
+                    cast: s.cast.into_inner().into_iter().map(S::into_inner).collect(),
+                    beat: s.beat.into_inner(),
+                    end_cues: s.end_cues,
+                    min_turns: s.min_turns.map_or(max_turns.min(2), S::into_inner),
+                    max_turns,
+                    opening: s.opening,
+                    directions: s
+                        .directions
+                        .map(|d| {
+                            d.into_inner()
+                                .into_iter()
+                                .map(|(k, v)| (k.into_inner(), v))
+                                .collect::<BTreeMap<_, _>>()
+                        })
+                        .unwrap_or_default(),
+                }
+            })
+            .collect(),
+        source: path.to_path_buf(),
+    })
+}

@@ -1,0 +1,199 @@
+//! The registry of worlds in one world service: create (from a shipped scenario or a
+//! path), look up, list, delete, and rebuild from the event log after a restart.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use dramatis_proto::v1 as pb;
+
+use crate::agents::{AgentDirectory, AgentPool};
+use crate::log::{EventLog, WorldRecord};
+use crate::scenario::{Scenario, ScenarioCatalog};
+use crate::world::World;
+use crate::WorldError;
+
+/// Settings of a world service.
+#[derive(Debug, Clone)]
+pub struct WorldServiceOptions {
+    /// Directory of shipped scenarios.
+    pub scenarios_dir: PathBuf,
+    /// The event-log file.
+    pub log_path: PathBuf,
+    /// Where character agents are.
+    pub agents: Arc<dyn AgentDirectory>,
+}
+
+/// Where a new world's scenario comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScenarioSource {
+    Name(String),
+    Path(PathBuf),
+}
+
+/// All worlds of this service. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Worlds {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    worlds: DashMap<String, Arc<World>>,
+    catalog: ScenarioCatalog,
+    log: EventLog,
+    agents: Arc<dyn AgentDirectory>,
+    pool: AgentPool,
+}
+
+impl Worlds {
+    /// Opens the log; worlds recorded in it are rebuilt by [`Worlds::restore`].
+    pub fn open(options: &WorldServiceOptions) -> Result<Self, WorldError> {
+        Ok(Self {
+            inner: Arc::new(Inner {
+                worlds: DashMap::new(),
+                catalog: ScenarioCatalog::new(&options.scenarios_dir),
+                log: EventLog::open(&options.log_path)?,
+                agents: Arc::clone(&options.agents),
+                pool: AgentPool::default(),
+            }),
+        })
+    }
+
+    #[must_use]
+    pub fn catalog(&self) -> &ScenarioCatalog {
+        &self.inner.catalog
+    }
+
+    /// Rebuilds every world recorded in the log: state from its events, and each
+    /// agent re-attached and sent again only what its character perceived.
+    pub async fn restore(&self) -> Result<usize, WorldError> {
+        let mut restored = 0;
+        for record in self.inner.log.worlds().await? {
+            let scenario = match Scenario::load(&PathBuf::from(&record.scenario_path)) {
+                Ok(s) => Arc::new(s),
+                Err(error) => {
+                    tracing::warn!(world_id = %record.world_id, %error, "cannot restore world");
+                    continue;
+                }
+            };
+            let history = self.inner.log.read(&record.world_id, 1).await?;
+            let world = self.start(record.world_id.clone(), scenario, history).await?;
+            self.inner.worlds.insert(record.world_id, Arc::new(world));
+            restored += 1;
+        }
+        Ok(restored)
+    }
+
+    async fn start(
+        &self,
+        id: String,
+        scenario: Arc<Scenario>,
+        history: Vec<pb::Event>,
+    ) -> Result<World, WorldError> {
+        let mut clients = BTreeMap::new();
+        for character in &scenario.characters {
+            let endpoint = self.inner.agents.endpoint_for(&id, &character.id).await?;
+            clients.insert(
+                character.id.clone(),
+                self.inner.pool.client(&endpoint, &character.id)?,
+            );
+        }
+        World::start(id, scenario, self.inner.log.clone(), clients, history).await
+    }
+
+    /// Creates and starts a world.
+    pub async fn create(
+        &self,
+        source: ScenarioSource,
+        world_id: Option<String>,
+    ) -> Result<Arc<World>, WorldError> {
+        let scenario = match &source {
+            ScenarioSource::Name(name) => self
+                .inner
+                .catalog
+                .load(name)
+                .ok_or_else(|| WorldError::ScenarioNotFound(name.clone()))??,
+            ScenarioSource::Path(path) => Scenario::load(path)?,
+        };
+        let id = match world_id.filter(|w| !w.trim().is_empty()) {
+            Some(id) => {
+                if !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    return Err(WorldError::InvalidArgument(format!(
+                        "world_id {id:?} may hold only letters, digits, '-' and '_'"
+                    )));
+                }
+                id
+            }
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        if self.inner.worlds.contains_key(&id) {
+            return Err(WorldError::WorldExists(id));
+        }
+        let source_path = std::fs::canonicalize(&scenario.source)
+            .unwrap_or_else(|_| scenario.source.clone());
+        let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
+            Ok(world) => Arc::new(world),
+            Err(error) => {
+                self.inner.agents.release(&id).await;
+                return Err(error);
+            }
+        };
+        match self.inner.worlds.entry(id.clone()) {
+            dashmap::Entry::Occupied(_) => return Err(WorldError::WorldExists(id)),
+            dashmap::Entry::Vacant(slot) => {
+                slot.insert(Arc::clone(&world));
+            }
+        }
+        self.inner
+            .log
+            .put_world(WorldRecord {
+                world_id: id.clone(),
+                scenario_path: source_path.to_string_lossy().into_owned(),
+                created_ms: crate::world::now_ms(),
+            })
+            .await?;
+        tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");
+        Ok(world)
+    }
+
+    /// The world with this id.
+    pub fn get(&self, world_id: &str) -> Result<Arc<World>, WorldError> {
+        self.inner
+            .worlds
+            .get(world_id)
+            .map(|w| Arc::clone(w.value()))
+            .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))
+    }
+
+    /// Every world, ordered by id.
+    #[must_use]
+    pub fn list(&self) -> Vec<Arc<World>> {
+        let mut worlds: Vec<_> = self
+            .inner
+            .worlds
+            .iter()
+            .map(|w| Arc::clone(w.value()))
+            .collect();
+        worlds.sort_by(|a, b| a.id().cmp(b.id()));
+        worlds
+    }
+
+    /// Stops a world, frees its agents and removes its log.
+    pub async fn delete(&self, world_id: &str) -> Result<(), WorldError> {
+        let (_, world) = self
+            .inner
+            .worlds
+            .remove(world_id)
+            .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))?;
+        world.shut().await;
+        self.inner.agents.release(world_id).await;
+        self.inner.log.delete_world(world_id).await?;
+        tracing::info!(world_id, "world deleted");
+        Ok(())
+    }
+}

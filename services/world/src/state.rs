@@ -1,0 +1,110 @@
+//! The state of a world that events change: where everyone is, which scene is running
+//! and how far it got. Derived only from events (`apply`), so replaying the log
+//! rebuilds it exactly.
+
+use std::collections::BTreeMap;
+
+use dramatis_proto::v1::{Event, EventKind, Usage};
+
+use crate::scenario::Scenario;
+
+/// The mutable state of one world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorldState {
+    /// Character id -> location id.
+    pub locations: BTreeMap<String, String>,
+    /// 0-based index of the scene running or next to run.
+    pub scene: usize,
+    pub scene_open: bool,
+    /// Turns taken in the open scene.
+    pub scene_turn: u32,
+    pub total_turns: u32,
+    pub last_actor: Option<String>,
+    pub last_target: Option<String>,
+    /// A line of the open scene carried one of its end cues.
+    pub beat_reached: bool,
+    pub usage: Usage,
+}
+
+impl WorldState {
+    /// The state before the first event.
+    #[must_use]
+    pub fn initial(scenario: &Scenario) -> Self {
+        Self {
+            locations: scenario
+                .characters
+                .iter()
+                .map(|c| (c.id.clone(), c.location.clone()))
+                .collect(),
+            scene: 0,
+            scene_open: false,
+            scene_turn: 0,
+            total_turns: 0,
+            last_actor: None,
+            last_target: None,
+            beat_reached: false,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Whether the script has run out.
+    #[must_use]
+    pub fn finished(&self, scenario: &Scenario) -> bool {
+        self.scene >= scenario.scenes.len()
+    }
+
+    /// Characters at `location`, in id order.
+    #[must_use]
+    pub fn present_at(&self, location: &str) -> Vec<String> {
+        self.locations
+            .iter()
+            .filter(|(_, at)| at.as_str() == location)
+            .map(|(who, _)| who.clone())
+            .collect()
+    }
+
+    /// Folds one event into the state.
+    pub fn apply(&mut self, scenario: &Scenario, event: &Event) {
+        if let Some(usage) = &event.usage {
+            self.usage.llm_calls += usage.llm_calls;
+            self.usage.prompt_tokens += usage.prompt_tokens;
+            self.usage.completion_tokens += usage.completion_tokens;
+            self.usage.latency_ms += usage.latency_ms;
+        }
+        match event.kind() {
+            EventKind::SceneStart => {
+                self.scene_open = true;
+                self.scene_turn = 0;
+                self.beat_reached = false;
+                self.last_actor = None;
+                self.last_target = None;
+            }
+            EventKind::SceneEnd => {
+                self.scene_open = false;
+                self.scene += 1;
+            }
+            EventKind::Movement => {
+                self.locations
+                    .insert(event.speaker.clone(), event.location.clone());
+            }
+            EventKind::Speech | EventKind::Action | EventKind::Narration | EventKind::Unspecified => {}
+        }
+        if event.turn > 0 {
+            self.scene_turn += 1;
+            self.total_turns += 1;
+            self.last_actor = Some(event.speaker.clone());
+            self.last_target = (!event.target.is_empty()).then(|| event.target.clone());
+            if let Some(scene) = scenario.scenes.get(self.scene) {
+                let text = event.text.to_lowercase();
+                if self.scene_turn >= scene.min_turns
+                    && scene
+                        .end_cues
+                        .iter()
+                        .any(|cue| text.contains(&cue.to_lowercase()))
+                {
+                    self.beat_reached = true;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,569 @@
+//! One running world: its scenario, state, transcript hub and the agents of its
+//! characters. `advance` runs the scripted story; every event is logged, then
+//! published, then delivered to exactly the characters who perceived it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use dramatis_proto::v1::{
+    self as pb, Action, ActionKind, Event, EventKind, TokenChunk, Usage, WorldStatus,
+    act_response,
+};
+use futures::future::try_join_all;
+use tracing::{Instrument, info_span};
+
+use crate::agents::AgentRpc;
+use crate::hub::TranscriptHub;
+use crate::log::EventLog;
+use crate::router::PerceptionRouter;
+use crate::scenario::Scenario;
+use crate::scheduler::{Step, next_step};
+use crate::state::WorldState;
+use crate::WorldError;
+
+/// How far one `advance` call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    Turns(u32),
+    SceneEnd,
+    ScriptEnd,
+}
+
+/// An event before the world numbers it and decides who perceives it.
+#[derive(Debug, Clone, Default)]
+struct Draft {
+    kind: EventKind,
+    speaker: String,
+    text: String,
+    target: String,
+    /// Where it happens (for movement: the destination).
+    location: String,
+    /// For movement: where the actor left from.
+    origin: Option<String>,
+    thought: String,
+    turn: u32,
+    usage: Option<Usage>,
+}
+
+struct Slot {
+    client: AgentRpc,
+    /// Highest seq already considered for delivery to this character.
+    delivered: tokio::sync::Mutex<u64>,
+}
+
+/// A world.
+pub struct World {
+    id: String,
+    scenario: Arc<Scenario>,
+    log: EventLog,
+    hub: TranscriptHub,
+    /// Held for the length of an `advance`: one story step at a time.
+    state: tokio::sync::Mutex<WorldState>,
+    /// The latest state, readable while an advance runs.
+    snapshot: std::sync::Mutex<WorldState>,
+    slots: BTreeMap<String, Slot>,
+    advancing: AtomicBool,
+    deleted: AtomicBool,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("World").field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl World {
+    /// Builds a world over `history` (its logged events, possibly none) and attaches
+    /// every character to its agent. Agents receive each character's profile and only
+    /// the facts that character knows.
+    pub(crate) async fn start(
+        id: String,
+        scenario: Arc<Scenario>,
+        log: EventLog,
+        clients: BTreeMap<String, AgentRpc>,
+        history: Vec<Event>,
+    ) -> Result<Self, WorldError> {
+        let mut state = WorldState::initial(&scenario);
+        for event in &history {
+            state.apply(&scenario, event);
+        }
+        let mut slots = BTreeMap::new();
+        let attaches = clients.iter().map(|(character_id, client)| {
+            let mut client = client.clone();
+            let request = attach_request(&id, &scenario, character_id);
+            async move {
+                client
+                    .attach(request)
+                    .await
+                    .map_err(|s| WorldError::agent(character_id, &s))
+            }
+        });
+        try_join_all(attaches).await?;
+        for (character_id, client) in clients {
+            slots.insert(
+                character_id,
+                Slot {
+                    client,
+                    delivered: tokio::sync::Mutex::new(0),
+                },
+            );
+        }
+        Ok(Self {
+            id,
+            scenario,
+            log,
+            hub: TranscriptHub::new(history),
+            snapshot: std::sync::Mutex::new(state.clone()),
+            state: tokio::sync::Mutex::new(state),
+            slots,
+            advancing: AtomicBool::new(false),
+            deleted: AtomicBool::new(false),
+        })
+    }
+
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    #[must_use]
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    #[must_use]
+    pub fn hub(&self) -> &TranscriptHub {
+        &self.hub
+    }
+
+    /// The world as clients see it.
+    #[must_use]
+    pub fn info(&self) -> pb::WorldInfo {
+        let state = self
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let finished = state.finished(&self.scenario);
+        let status = if finished {
+            WorldStatus::Finished
+        } else if self.advancing.load(Ordering::Relaxed) {
+            WorldStatus::Running
+        } else {
+            WorldStatus::Ready
+        };
+        pb::WorldInfo {
+            world_id: self.id.clone(),
+            scenario: self.scenario.name.clone(),
+            title: self.scenario.title.clone(),
+            status: status as i32,
+            current_scene: if finished {
+                0
+            } else {
+                u32::try_from(state.scene + 1).unwrap_or(u32::MAX)
+            },
+            total_scenes: u32::try_from(self.scenario.scenes.len()).unwrap_or(u32::MAX),
+            scene_turn: state.scene_turn,
+            next_seq: self.hub.next_seq(),
+            characters: self
+                .scenario
+                .characters
+                .iter()
+                .map(|c| pb::CharacterState {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    location: state.locations.get(&c.id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+            usage: Some(state.usage),
+            total_turns: state.total_turns,
+        }
+    }
+
+    /// Runs the story until `until`; returns the events it produced.
+    pub async fn advance(&self, until: Until) -> Result<Vec<Event>, WorldError> {
+        let mut state = self.state.lock().await;
+        self.advancing.store(true, Ordering::Relaxed);
+        let result = self.advance_locked(&mut state, until).await;
+        self.advancing.store(false, Ordering::Relaxed);
+        result
+    }
+
+    async fn advance_locked(
+        &self,
+        state: &mut WorldState,
+        until: Until,
+    ) -> Result<Vec<Event>, WorldError> {
+        let mut produced = Vec::new();
+        let mut turns = 0;
+        if until == Until::Turns(0) {
+            return Ok(produced);
+        }
+        loop {
+            if self.deleted.load(Ordering::Relaxed) {
+                return Err(WorldError::Deleted(self.id.clone()));
+            }
+            match next_step(state, &self.scenario) {
+                Step::Finished => break,
+                Step::OpenScene => {
+                    for draft in self.opening_drafts(state) {
+                        produced.push(self.emit(state, draft).await?);
+                    }
+                }
+                Step::Turn { actor } => {
+                    let span = info_span!("turn", world_id = %self.id, character = %actor,
+                        turn = state.scene_turn + 1);
+                    let draft = self.run_turn(state, &actor).instrument(span).await?;
+                    produced.push(self.emit(state, draft).await?);
+                    turns += 1;
+                    if until == Until::Turns(turns) {
+                        break;
+                    }
+                }
+                Step::CloseScene { reason } => {
+                    let location = self.scenario.scenes[state.scene].location.clone();
+                    let draft = Draft {
+                        kind: EventKind::SceneEnd,
+                        text: reason,
+                        location,
+                        ..Draft::default()
+                    };
+                    produced.push(self.emit(state, draft).await?);
+                    if until == Until::SceneEnd {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(produced)
+    }
+
+    /// Movements of the cast to the scene's location, the scene marker, the opening.
+    fn opening_drafts(&self, state: &WorldState) -> Vec<Draft> {
+        let scene = &self.scenario.scenes[state.scene];
+        let place = self
+            .scenario
+            .location(&scene.location)
+            .map_or(scene.location.as_str(), |l| l.name.as_str());
+        let mut drafts = Vec::new();
+        for who in &scene.cast {
+            let at = state.locations.get(who).cloned().unwrap_or_default();
+            if at != scene.location {
+                let name = self.name_of(who);
+                drafts.push(Draft {
+                    kind: EventKind::Movement,
+                    speaker: who.clone(),
+                    text: format!("{name} goes to {place}."),
+                    location: scene.location.clone(),
+                    origin: Some(at),
+                    ..Draft::default()
+                });
+            }
+        }
+        drafts.push(Draft {
+            kind: EventKind::SceneStart,
+            text: format!("Scene {}: {place}", state.scene + 1),
+            location: scene.location.clone(),
+            ..Draft::default()
+        });
+        if !scene.opening.trim().is_empty() {
+            drafts.push(Draft {
+                kind: EventKind::Narration,
+                text: scene.opening.trim().to_owned(),
+                location: scene.location.clone(),
+                ..Draft::default()
+            });
+        }
+        drafts
+    }
+
+    fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
+        self.scenario.character(id).map_or(id, |c| c.name.as_str())
+    }
+
+    /// Numbers, logs, publishes and delivers one event.
+    async fn emit(&self, state: &mut WorldState, draft: Draft) -> Result<Event, WorldError> {
+        // Movement is seen by those at the destination and, since the actor is still at
+        // the origin, by everyone who saw the actor leave (the actor included).
+        let perceivers =
+            PerceptionRouter::perceivers(state, &draft.location, draft.origin.as_deref(), &[]);
+        let scene = self.scenario.scenes.get(state.scene);
+        let (draft_speaker, draft_target) = (draft.speaker.clone(), draft.target.clone());
+        let event = Event {
+            world_id: self.id.clone(),
+            seq: self.hub.next_seq(),
+            scene_index: u32::try_from(state.scene + 1).unwrap_or(u32::MAX),
+            scene_id: scene.map(|s| s.id.clone()).unwrap_or_default(),
+            speaker: draft.speaker,
+            kind: draft.kind as i32,
+            text: draft.text,
+            target: draft.target,
+            location: draft.location,
+            perceivers,
+            thought: draft.thought,
+            usage: draft.usage,
+            timestamp_ms: now_ms(),
+            turn: draft.turn,
+            speaker_name: self.name_of(&draft_speaker).to_owned(),
+            target_name: self.name_of(&draft_target).to_owned(),
+        };
+        self.log.append(vec![event.clone()]).await?;
+        state.apply(&self.scenario, &event);
+        *self
+            .snapshot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state.clone();
+        self.hub.publish(event.clone());
+        try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c))).await?;
+        Ok(event)
+    }
+
+    /// Sends `character` every logged event it perceived and has not been sent yet.
+    async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
+        let Some(slot) = self.slots.get(character) else {
+            return Ok(());
+        };
+        let mut delivered = slot.delivered.lock().await;
+        let fresh = self.hub.events_from(*delivered + 1);
+        let Some(last) = fresh.last().map(|e| e.seq) else {
+            return Ok(());
+        };
+        let views: Vec<Event> = fresh
+            .iter()
+            .filter_map(|e| PerceptionRouter::view_for(e, character))
+            .collect();
+        if !views.is_empty() {
+            let request = pb::PerceiveRequest {
+                character: Some(self.character_ref(character)),
+                events: views,
+            };
+            slot.client
+                .clone()
+                .perceive(request)
+                .await
+                .map_err(|s| WorldError::agent(character, &s))?;
+        }
+        *delivered = last;
+        Ok(())
+    }
+
+    fn character_ref(&self, character: &str) -> pb::CharacterRef {
+        pb::CharacterRef {
+            world_id: self.id.clone(),
+            character_id: character.to_owned(),
+        }
+    }
+
+    /// Asks the actor's agent for its action, streaming its tokens to watchers.
+    async fn run_turn(&self, state: &WorldState, actor: &str) -> Result<Draft, WorldError> {
+        let slot = self
+            .slots
+            .get(actor)
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: actor.to_owned(),
+            })?;
+        self.deliver_pending(actor).await?;
+        let started = Instant::now();
+        let request = pb::ActRequest {
+            character: Some(self.character_ref(actor)),
+            frame: Some(self.frame_for(state, actor)),
+        };
+        let mut stream = slot
+            .client
+            .clone()
+            .act(request)
+            .await
+            .map_err(|s| WorldError::agent(actor, &s))?
+            .into_inner();
+        let seq = self.hub.next_seq();
+        let mut action = None;
+        while let Some(message) = stream
+            .message()
+            .await
+            .map_err(|s| WorldError::agent(actor, &s))?
+        {
+            match message.item {
+                Some(act_response::Item::Token(text)) => self.hub.publish_token(TokenChunk {
+                    seq,
+                    speaker: actor.to_owned(),
+                    text,
+                    speaker_name: self.name_of(actor).to_owned(),
+                }),
+                Some(act_response::Item::Action(a)) => action = Some(a),
+                None => {}
+            }
+        }
+        let action = action.ok_or_else(|| WorldError::Agent {
+            character: actor.to_owned(),
+            kind: dramatis_proto::ErrorKind::Internal,
+            message: "act stream ended without an action".into(),
+        })?;
+        let mut draft = self.resolve(state, actor, action);
+        if let Some(usage) = &mut draft.usage {
+            usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        }
+        Ok(draft)
+    }
+
+    fn frame_for(&self, state: &WorldState, actor: &str) -> pb::SceneFrame {
+        let scene = &self.scenario.scenes[state.scene];
+        let location = self.scenario.location(&scene.location);
+        pb::SceneFrame {
+            scene_id: scene.id.clone(),
+            scene_index: u32::try_from(state.scene + 1).unwrap_or(u32::MAX),
+            location_id: scene.location.clone(),
+            location_name: location.map(|l| l.name.clone()).unwrap_or_default(),
+            location_description: location.map(|l| l.description.clone()).unwrap_or_default(),
+            present: state
+                .present_at(&scene.location)
+                .into_iter()
+                .filter(|who| who != actor)
+                .map(|who| pb::PresentCharacter {
+                    name: self.name_of(&who).to_owned(),
+                    id: who,
+                })
+                .collect(),
+            direction: scene.directions.get(actor).cloned().unwrap_or_default(),
+            turn: state.scene_turn + 1,
+            max_turns: scene.max_turns,
+            exits: self
+                .scenario
+                .neighbours(&scene.location)
+                .into_iter()
+                .map(|(id, _)| id.to_owned())
+                .collect(),
+        }
+    }
+
+    /// Turns an agent's action into an event the world accepts: targets must be present,
+    /// movement must follow a path from here; anything else degrades to a plain action.
+    fn resolve(&self, state: &WorldState, actor: &str, action: Action) -> Draft {
+        let here = state.locations.get(actor).cloned().unwrap_or_default();
+        let present = state.present_at(&here);
+        let target = self
+            .scenario
+            .find_character(&action.target)
+            .map(|c| c.id.clone())
+            .filter(|t| t != actor && present.contains(t))
+            .unwrap_or_default();
+        let name = self.name_of(actor).to_owned();
+        let mut text = action.text.trim().to_owned();
+        if text.is_empty() {
+            text = format!("{name} pauses.");
+        }
+        let mut draft = Draft {
+            kind: EventKind::Speech,
+            speaker: actor.to_owned(),
+            text,
+            target,
+            location: here.clone(),
+            thought: action.thought.trim().to_owned(),
+            turn: state.scene_turn + 1,
+            usage: action.usage,
+            ..Draft::default()
+        };
+        match action.kind() {
+            ActionKind::Speech | ActionKind::Unspecified => {}
+            ActionKind::Action => draft.kind = EventKind::Action,
+            ActionKind::Movement => {
+                let destination = self.scenario.locations.iter().find(|l| {
+                    l.id.eq_ignore_ascii_case(action.destination.trim())
+                        || l.name.eq_ignore_ascii_case(action.destination.trim())
+                });
+                let reachable = destination.filter(|l| {
+                    self.scenario
+                        .neighbours(&here)
+                        .iter()
+                        .any(|(id, _)| *id == l.id)
+                });
+                if let Some(place) = reachable {
+                    draft.kind = EventKind::Movement;
+                    draft.origin = Some(here);
+                    draft.location = place.id.clone();
+                    draft.target.clear();
+                } else {
+                    draft.kind = EventKind::Action;
+                }
+            }
+        }
+        draft
+    }
+
+    /// Puts a question to one character; its agent answers from its own shard.
+    pub async fn ask(&self, character: &str, question: &str) -> Result<pb::AskResponse, WorldError> {
+        let id = self
+            .scenario
+            .find_character(character)
+            .map(|c| c.id.clone())
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })?;
+        if question.trim().is_empty() {
+            return Err(WorldError::InvalidArgument("question must not be empty".into()));
+        }
+        self.deliver_pending(&id).await?;
+        let slot = &self.slots[&id];
+        let answer = slot
+            .client
+            .clone()
+            .answer(pb::AnswerRequest {
+                character: Some(self.character_ref(&id)),
+                question: question.to_owned(),
+            })
+            .await
+            .map_err(|s| WorldError::agent(&id, &s))?
+            .into_inner();
+        Ok(pb::AskResponse {
+            character: id,
+            answer: answer.answer,
+            usage: answer.usage,
+        })
+    }
+
+    /// Stops the world and detaches its characters (best effort).
+    pub(crate) async fn shut(&self) {
+        self.deleted.store(true, Ordering::Relaxed);
+        for (character, slot) in &self.slots {
+            let request = pb::DetachRequest {
+                character: Some(self.character_ref(character)),
+            };
+            if let Err(status) = slot.client.clone().detach(request).await {
+                tracing::debug!(%status, character, "detach failed");
+            }
+        }
+    }
+}
+
+fn attach_request(world_id: &str, scenario: &Scenario, character_id: &str) -> pb::AttachRequest {
+    let character = scenario.character(character_id);
+    pb::AttachRequest {
+        character: Some(pb::CharacterRef {
+            world_id: world_id.to_owned(),
+            character_id: character_id.to_owned(),
+        }),
+        profile: character.map(|c| pb::CharacterProfile {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            aliases: c.aliases.clone(),
+            profile: c.profile.clone(),
+            speaking_style: c.style.clone(),
+            knowledge: scenario
+                .knowledge_of(&c.id)
+                .map(|f| pb::KnownFact {
+                    id: f.id.clone(),
+                    text: f.text.clone(),
+                })
+                .collect(),
+        }),
+    }
+}
