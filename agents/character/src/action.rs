@@ -8,19 +8,26 @@ use serde_json::{Value, json};
 /// Name of the action schema in `response_format`.
 pub const ACTION_SCHEMA_NAME: &str = "character_action";
 
-/// The JSON schema of an action.
+/// The JSON schema of an action for one turn: `target` must be someone present (or
+/// empty) and `destination` a reachable place (or empty), so a constrained decoder
+/// cannot produce anything the world would have to reject.
 #[must_use]
-pub fn action_schema() -> Value {
+pub fn action_schema(present: &[String], exits: &[String]) -> Value {
+    let choices = |ids: &[String]| {
+        let mut all = vec![String::new()];
+        all.extend(ids.iter().cloned());
+        all
+    };
     json!({
         "type": "object",
         "properties": {
             "kind": {"type": "string", "enum": ["speech", "action", "move"]},
-            "text": {"type": "string", "minLength": 1, "maxLength": 400},
-            "target": {"type": "string", "maxLength": 40},
-            "destination": {"type": "string", "maxLength": 40},
-            "thought": {"type": "string", "maxLength": 200}
+            "target": {"type": "string", "enum": choices(present)},
+            "text": {"type": "string", "minLength": 1, "maxLength": 240},
+            "thought": {"type": "string", "maxLength": 100},
+            "destination": {"type": "string", "enum": choices(exits)}
         },
-        "required": ["kind", "text", "target", "destination", "thought"],
+        "required": ["kind", "target", "text", "thought", "destination"],
         "additionalProperties": false
     })
 }

@@ -1,5 +1,7 @@
 //! Prompts, built from one shard and the scene frame — nothing else is in scope here.
-//! Prompts stay short: the built-in model is small and every token costs time.
+//! Prompts stay short: the built-in model is small and every token costs time. A single
+//! worked example (about people who are not in any story) shows small models the shape
+//! of a reply without lending them any facts.
 
 use std::fmt::Write as _;
 
@@ -15,38 +17,47 @@ pub(crate) struct BuiltPrompt {
     pub memory_ids: Vec<String>,
 }
 
-fn persona(shard: &Shard) -> String {
+const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON object: what \
+    your character says or does next, in their own voice. Use only what your character knows.";
+
+const EXAMPLE_USER: &str = "Character: Martha, a baker. Speaks briskly.\nRecent:\n- Tom: \"Is the \
+    bread fresh today?\"\nPlace: the bakery. With you: Tom (id tom).\nYour aim: sell Tom a loaf.";
+
+const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","destination":""}"#;
+
+fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
-    let mut text = format!("You are {}. {}", p.name, p.profile.trim());
+    let mut text = format!("Character: {}, {}", p.name, p.profile.trim());
     if !p.speaking_style.trim().is_empty() {
-        let _ = write!(text, " You speak {}.", p.speaking_style.trim().trim_end_matches('.'));
+        let _ = write!(text, " Speaks {}.", p.speaking_style.trim().trim_end_matches('.'));
     }
-    text.push_str(
-        " Stay in character. You know only what you remember below; never invent what you \
-         could not have seen or been told.",
-    );
     text
 }
 
-fn memories(items: &[&MemoryItem]) -> String {
-    if items.is_empty() {
-        return "You remember nothing relevant.".into();
+/// Starting knowledge under "You know", perceived events under "Recent".
+fn memories(text: &mut String, items: &[&MemoryItem]) {
+    let known: Vec<&&MemoryItem> = items.iter().filter(|m| m.source == "knowledge").collect();
+    let recent: Vec<&&MemoryItem> = items.iter().filter(|m| m.source != "knowledge").collect();
+    if !known.is_empty() {
+        text.push_str("\nYou know:");
+        for item in known {
+            let _ = write!(text, "\n- {}", item.text);
+        }
     }
-    let mut text = String::from("What you remember:");
-    for item in items {
-        let _ = write!(text, "\n- {}", item.text);
+    if !recent.is_empty() {
+        text.push_str("\nRecent:");
+        for item in recent {
+            let _ = write!(text, "\n- {}", item.text);
+        }
     }
-    text
 }
 
 /// The prompt for a turn.
 pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
     let recalled = shard.recall();
-    let mut user = memories(&recalled);
-    let _ = write!(user, "\n\nYou are at {}.", frame.location_name);
-    if !frame.location_description.trim().is_empty() {
-        let _ = write!(user, " {}", frame.location_description.trim());
-    }
+    let mut user = character_line(shard);
+    memories(&mut user, &recalled);
+    let _ = write!(user, "\nPlace: {}.", frame.location_name);
     if frame.present.is_empty() {
         user.push_str(" You are alone.");
     } else {
@@ -55,25 +66,18 @@ pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
             .iter()
             .map(|p| format!("{} (id {})", p.name, p.id))
             .collect();
-        let _ = write!(user, " Here with you: {}.", present.join(", "));
+        let _ = write!(user, " With you: {}.", present.join(", "));
     }
     if !frame.direction.trim().is_empty() {
-        let _ = write!(user, "\nYour aim now: {}", frame.direction.trim());
+        let _ = write!(user, "\nYour aim: {}", frame.direction.trim());
     }
-    let _ = write!(
-        user,
-        "\n\nWhat do you do next? Reply with JSON only: {{\"kind\": \"speech\" or \"action\" or \
-         \"move\", \"text\": your words or deed in one or two sentences, \"target\": id of whom \
-         you address or \"\", \"destination\": a place id if you move ({}) or \"\", \
-         \"thought\": a short private thought}}.",
-        if frame.exits.is_empty() {
-            "none".to_owned()
-        } else {
-            frame.exits.join(", ")
-        }
-    );
     BuiltPrompt {
-        messages: vec![ChatMessage::system(persona(shard)), ChatMessage::user(user)],
+        messages: vec![
+            ChatMessage::system(ACT_SYSTEM),
+            ChatMessage::user(EXAMPLE_USER),
+            ChatMessage::assistant(EXAMPLE_REPLY),
+            ChatMessage::user(user),
+        ],
         memory_ids: recalled.iter().map(|m| m.id.clone()).collect(),
     }
 }
@@ -81,14 +85,18 @@ pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
 /// The prompt for an interview question.
 pub(crate) fn answer(shard: &Shard, question: &str) -> BuiltPrompt {
     let recalled = shard.recall();
-    let user = format!(
-        "{}\n\nSomeone asks you: {}\nAnswer in character in one or two sentences, from what you \
-         remember only. If you do not know, say so in character.",
-        memories(&recalled),
-        question.trim()
+    let mut context = character_line(shard);
+    memories(&mut context, &recalled);
+    let system = format!(
+        "You are {name}. Answer questions in character, in one or two sentences, using only \
+         what {name} knows. If {name} does not know, say so in character.",
+        name = shard.profile.name
     );
     BuiltPrompt {
-        messages: vec![ChatMessage::system(persona(shard)), ChatMessage::user(user)],
+        messages: vec![
+            ChatMessage::system(system),
+            ChatMessage::user(format!("{context}\n\nQuestion: {}", question.trim())),
+        ],
         memory_ids: recalled.iter().map(|m| m.id.clone()).collect(),
     }
 }

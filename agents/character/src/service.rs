@@ -172,6 +172,8 @@ impl CharacterAgents {
         let started = Instant::now();
         let mut usage = Usage::default();
         let mut parsed = None;
+        let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
+        let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
             let temperature = if attempt == 0 {
                 self.options.temperature
@@ -183,9 +185,11 @@ impl CharacterAgents {
                 .with_temperature(temperature)
                 .with_schema(ResponseSchema {
                     name: ACTION_SCHEMA_NAME.into(),
-                    schema: action_schema(),
+                    schema: schema.clone(),
                 });
-            let completion = stream_completion(model.as_ref(), &request, tokens.as_ref()).await?;
+            // Only the first attempt streams: a retry's words would run into the first's.
+            let sink = if attempt == 0 { tokens.as_ref() } else { None };
+            let completion = stream_completion(model.as_ref(), &request, sink).await?;
             usage.llm_calls += 1;
             usage.prompt_tokens += completion.prompt_tokens;
             usage.completion_tokens += completion.completion_tokens;

@@ -38,6 +38,14 @@ impl ChatMessage {
             content: content.into(),
         }
     }
+
+    #[must_use]
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self {
+            role: ChatRole::Assistant,
+            content: content.into(),
+        }
+    }
 }
 
 /// A JSON schema the answer must follow. Endpoints that support structured output

@@ -223,6 +223,8 @@ fn build_sampler(model: &LlamaModel, job: &GenerationJob) -> Result<LlamaSampler
                 .map_err(|e| format!("grammar rejected: {e}"))?,
         );
     }
+    // Small models loop on phrases; a mild penalty on recent tokens keeps lines moving.
+    chain.push(LlamaSampler::penalties(model.n_vocab(), 64, 1.15, 0.0, 0.0));
     if job.temperature <= 0.0 {
         chain.push(LlamaSampler::greedy());
     } else {

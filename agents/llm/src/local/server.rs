@@ -124,7 +124,12 @@ async fn chat_completions(
         max_tokens: request.max_tokens.unwrap_or(256).clamp(1, 2048),
         temperature: request.temperature.unwrap_or(0.7),
         grammar,
-        seed: request.seed.unwrap_or(0x5EED),
+        seed: request.seed.unwrap_or_else(|| {
+            // Unseeded requests vary from call to call, as with any hosted endpoint.
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        }),
         events,
     };
     if let Err(e) = state.engine.submit(job) {
