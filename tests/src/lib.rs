@@ -1,1 +1,129 @@
-//! placeholder
+//! Test harness: a real world service and real agent services on loopback ports, one
+//! agent per character, each with its own scripted model so tests can read exactly
+//! what each character's agent sent to its language model.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
+use dramatis_proto::v1::agent_client::AgentClient;
+use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_runtime::Shutdown;
+use dramatis_world::agents::AgentDirectory;
+use dramatis_world::{WorldError, WorldServiceOptions};
+use tonic::transport::Channel;
+
+/// The repository root.
+#[must_use]
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// Shipped scenarios.
+#[must_use]
+pub fn scenarios_dir() -> PathBuf {
+    repo_root().join("scenarios")
+}
+
+/// Places each character on its own agent endpoint.
+#[derive(Debug)]
+struct MappedAgents(BTreeMap<String, String>);
+
+#[async_trait]
+impl AgentDirectory for MappedAgents {
+    async fn endpoint_for(&self, _world: &str, character: &str) -> Result<String, WorldError> {
+        self.0
+            .get(character)
+            .cloned()
+            .ok_or_else(|| WorldError::InvalidArgument(format!("no agent for {character}")))
+    }
+}
+
+/// One agent service of the cluster.
+#[derive(Debug, Clone)]
+pub struct TestAgent {
+    pub endpoint: String,
+    pub model: ScriptedModel,
+}
+
+impl TestAgent {
+    pub async fn client(&self) -> AgentClient<Channel> {
+        AgentClient::connect(self.endpoint.clone())
+            .await
+            .expect("agent reachable")
+    }
+}
+
+/// A running world service with one agent service per character.
+#[derive(Debug)]
+pub struct Cluster {
+    pub world_endpoint: String,
+    pub agents: BTreeMap<String, TestAgent>,
+    pub shutdown: Shutdown,
+    pub data: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts agents for `characters` (all answering from `rules`) and a world service.
+    pub async fn start(characters: &[&str], rules: &[ScriptRule]) -> Self {
+        let shutdown = Shutdown::new();
+        let mut agents = BTreeMap::new();
+        for character in characters {
+            let model = ScriptedModel::new(rules.to_vec());
+            let service =
+                CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(model.clone()))));
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind agent");
+            let endpoint = format!("http://{}", listener.local_addr().expect("agent addr"));
+            tokio::spawn(dramatis_character::run(listener, service, shutdown.clone()));
+            agents.insert((*character).to_owned(), TestAgent { endpoint, model });
+        }
+        let data = tempfile::tempdir().expect("tempdir");
+        let directory = MappedAgents(
+            agents
+                .iter()
+                .map(|(c, a)| (c.clone(), a.endpoint.clone()))
+                .collect(),
+        );
+        let options = WorldServiceOptions {
+            scenarios_dir: scenarios_dir(),
+            log_path: data.path().join("events.redb"),
+            agents: Arc::new(directory),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind world");
+        let world_endpoint = format!("http://{}", listener.local_addr().expect("world addr"));
+        tokio::spawn(dramatis_world::run(listener, options, shutdown.clone()));
+        Self {
+            world_endpoint,
+            agents,
+            shutdown,
+            data,
+        }
+    }
+
+    pub async fn world(&self) -> WorldClient<Channel> {
+        WorldClient::connect(self.world_endpoint.clone())
+            .await
+            .expect("world reachable")
+    }
+
+    #[must_use]
+    pub fn agent(&self, character: &str) -> &TestAgent {
+        &self.agents[character]
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+    }
+}

@@ -40,8 +40,9 @@ pub fn next_step(state: &WorldState, scenario: &Scenario) -> Step {
     }
 }
 
-/// Who acts next: the person just addressed if they are in the cast and present;
-/// otherwise the next present cast member after the last actor, in script order.
+/// Who acts next: the person just addressed, if in the cast and present; otherwise the
+/// present cast member who has spoken least in this scene (never the last actor unless
+/// alone), ties going to script order after the last actor.
 #[must_use]
 pub fn next_actor(state: &WorldState, scene: &Scene) -> Option<String> {
     let present: Vec<&String> = scene
@@ -57,13 +58,14 @@ pub fn next_actor(state: &WorldState, scene: &Scene) -> Option<String> {
             return Some(target.clone());
         }
     }
-    let Some(last) = &state.last_actor else {
-        return Some(present[0].clone());
-    };
-    let start = scene.cast.iter().position(|c| c == last).unwrap_or(0);
-    (1..=scene.cast.len())
+    let last = state.last_actor.as_ref();
+    let start = last
+        .and_then(|l| scene.cast.iter().position(|c| c == l))
+        .map_or(0, |i| i + 1);
+    (0..scene.cast.len())
         .map(|k| &scene.cast[(start + k) % scene.cast.len()])
-        .find(|c| present.contains(c) && (*c != last || present.len() == 1))
+        .filter(|c| present.contains(c) && (Some(*c) != last || present.len() == 1))
+        .min_by_key(|c| state.turns_by.get(*c).copied().unwrap_or(0))
         .cloned()
 }
 
@@ -113,20 +115,26 @@ mod tests {
     }
 
     #[test]
-    fn round_robin_unless_someone_is_addressed() {
+    fn addressed_character_answers_then_the_quietest_acts() {
         let scenario = scenario();
         let scene = &scenario.scenes[0];
         let mut state = WorldState::initial(&scenario);
+        let mut took_turn = |state: &mut WorldState, who: &str, target: Option<&str>| {
+            state.last_actor = Some(who.into());
+            state.last_target = target.map(Into::into);
+            *state.turns_by.entry(who.into()).or_default() += 1;
+        };
         assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
-        state.last_actor = Some("a".into());
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("b"));
-        state.last_target = Some("c".into());
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("c"));
-        state.last_actor = Some("c".into());
-        state.last_target = None;
+        took_turn(&mut state, "a", Some("c"));
+        assert_eq!(next_actor(&state, scene).as_deref(), Some("c"), "the addressed answers");
+        took_turn(&mut state, "c", Some("a"));
         assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
-        state.locations.insert("a".into(), "elsewhere".into());
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("b"));
+        took_turn(&mut state, "a", None);
+        assert_eq!(next_actor(&state, scene).as_deref(), Some("b"), "the quiet one gets a turn");
+        took_turn(&mut state, "b", None);
+        assert_eq!(next_actor(&state, scene).as_deref(), Some("c"), "fewest turns, then script order");
+        state.locations.insert("c".into(), "elsewhere".into());
+        assert_eq!(next_actor(&state, scene).as_deref(), Some("a"), "absent characters never act");
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub struct WorldState {
     pub last_target: Option<String>,
     /// A line of the open scene carried one of its end cues.
     pub beat_reached: bool,
+    /// Turns each character took in the open scene.
+    pub turns_by: BTreeMap<String, u32>,
     pub usage: Usage,
 }
 
@@ -43,6 +45,7 @@ impl WorldState {
             last_actor: None,
             last_target: None,
             beat_reached: false,
+            turns_by: BTreeMap::new(),
             usage: Usage::default(),
         }
     }
@@ -78,6 +81,7 @@ impl WorldState {
                 self.beat_reached = false;
                 self.last_actor = None;
                 self.last_target = None;
+                self.turns_by.clear();
             }
             EventKind::SceneEnd => {
                 self.scene_open = false;
@@ -93,6 +97,7 @@ impl WorldState {
             self.scene_turn += 1;
             self.total_turns += 1;
             self.last_actor = Some(event.speaker.clone());
+            *self.turns_by.entry(event.speaker.clone()).or_default() += 1;
             self.last_target = (!event.target.is_empty()).then(|| event.target.clone());
             if let Some(scene) = scenario.scenes.get(self.scene) {
                 let text = event.text.to_lowercase();

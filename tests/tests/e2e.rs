@@ -1,0 +1,278 @@
+//! The shipped scenario end to end over loopback: a real world service, one real agent
+//! service per character, the scripted model.
+
+use std::collections::BTreeMap;
+
+use dramatis_llm::ScriptRule;
+use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_proto::v1::{
+    AdvanceRequest, AskRequest, CreateWorldRequest, Event, EventKind, GetWorldRequest,
+    SnapshotRequest, WatchRequest, advance_request, create_world_request, watch_response,
+    CharacterRef,
+};
+use dramatis_tests::Cluster;
+use tonic::transport::Channel;
+
+const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
+const LAB_CANARY: &str = "CANARY-AFGHANISTAN-7731";
+const THOUGHT_CANARY: &str = "THOUGHT-CANARY-5120";
+const CRITERION_CANARY: &str = "CANARY-CRITERION-4402";
+
+fn rules() -> Vec<ScriptRule> {
+    vec![
+        ScriptRule {
+            when: vec!["Character: Sherlock Holmes".into(), "perfected your test".into()],
+            reply: format!(
+                r#"{{"kind":"speech","target":"watson","text":"You have been in Afghanistan, I perceive. {LAB_CANARY}","thought":"{THOUGHT_CANARY} tan stops at the wrists","destination":""}}"#
+            ),
+        },
+        ScriptRule {
+            when: vec!["Character: Stamford".into(), "spotted your old chief".into()],
+            reply: format!(
+                r#"{{"kind":"speech","target":"watson","text":"The fellow at the lab beats corpses with a stick! {CRITERION_CANARY}","thought":"","destination":""}}"#
+            ),
+        },
+    ]
+}
+
+async fn create(world: &mut WorldClient<Channel>, id: &str) -> String {
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioName(
+                "study-in-scarlet".into(),
+            )),
+            world_id: id.into(),
+        })
+        .await
+        .expect("world created")
+        .into_inner()
+        .world_id
+}
+
+async fn advance(
+    world: &mut WorldClient<Channel>,
+    id: &str,
+    until: advance_request::Until,
+) -> Vec<Event> {
+    world
+        .advance(AdvanceRequest {
+            world_id: id.into(),
+            until: Some(until),
+        })
+        .await
+        .expect("advance")
+        .into_inner()
+        .events
+}
+
+/// Events (and the streamed text per seq) from a watcher, up to `last` inclusive.
+async fn collect(
+    mut stream: tonic::Streaming<dramatis_proto::v1::WatchResponse>,
+    mut last: tokio::sync::watch::Receiver<u64>,
+) -> (Vec<Event>, BTreeMap<u64, String>) {
+    let mut events = Vec::new();
+    let mut tokens: BTreeMap<u64, String> = BTreeMap::new();
+    loop {
+        if events.last().is_some_and(|e: &Event| e.seq >= *last.borrow()) {
+            return (events, tokens);
+        }
+        tokio::select! {
+            message = stream.message() => match message.expect("stream healthy") {
+                Some(item) => match item.item {
+                    Some(watch_response::Item::Event(e)) => events.push(e),
+                    Some(watch_response::Item::Token(t)) => {
+                        tokens.entry(t.seq).or_default().push_str(&t.text);
+                    }
+                    None => {}
+                },
+                None => return (events, tokens),
+            },
+            _ = last.changed() => {}
+        }
+    }
+}
+
+async fn watch(
+    world: &mut WorldClient<Channel>,
+    id: &str,
+    from_seq: u64,
+) -> tonic::Streaming<dramatis_proto::v1::WatchResponse> {
+    world
+        .watch(WatchRequest {
+            world_id: id.into(),
+            from_seq,
+            no_follow: false,
+        })
+        .await
+        .expect("watch")
+        .into_inner()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = create(&mut world, "story").await;
+    let (last_tx, last_rx) = tokio::sync::watch::channel(u64::MAX);
+
+    let early = tokio::spawn(collect(watch(&mut world, &id, 1).await, last_rx.clone()));
+    let mut produced = advance(&mut world, &id, advance_request::Until::Turns(3)).await;
+    // This watcher joins after events exist, and again mid-story from an offset.
+    let late = tokio::spawn(collect(watch(&mut world, &id, 0).await, last_rx.clone()));
+    let offset = tokio::spawn(collect(watch(&mut world, &id, 5).await, last_rx.clone()));
+    produced.extend(advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await);
+
+    let info = world
+        .get_world(GetWorldRequest { world_id: id.clone() })
+        .await
+        .expect("get")
+        .into_inner();
+    let last = info.next_seq - 1;
+    last_tx.send(last).expect("watchers listening");
+    let (early_events, early_tokens) = early.await.expect("early watcher");
+    let (late_events, _) = late.await.expect("late watcher");
+    let (offset_events, _) = offset.await.expect("offset watcher");
+
+    let seqs = |events: &[Event]| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&produced), (1..=last).collect::<Vec<_>>(), "advance returns every event");
+    assert_eq!(early_events, produced, "early watcher sees exactly the log");
+    assert_eq!(late_events, produced, "late watcher sees exactly the log");
+    assert_eq!(seqs(&offset_events), (5..=last).collect::<Vec<_>>());
+
+    let markers: Vec<(i32, String)> = produced
+        .iter()
+        .filter(|e| matches!(e.kind(), EventKind::SceneStart | EventKind::SceneEnd))
+        .map(|e| (e.kind, e.scene_id.clone()))
+        .collect();
+    let scenes = ["criterion-meeting", "laboratory", "baker-street-visit", "lauriston-gardens"];
+    let expected: Vec<(i32, String)> = scenes
+        .iter()
+        .flat_map(|s| {
+            [
+                (EventKind::SceneStart as i32, (*s).to_owned()),
+                (EventKind::SceneEnd as i32, (*s).to_owned()),
+            ]
+        })
+        .collect();
+    assert_eq!(markers, expected, "all four scenes open and close in script order");
+    assert_eq!(info.total_turns, 24, "each scene runs to its six-turn limit");
+    assert_eq!(info.status, dramatis_proto::v1::WorldStatus::Finished as i32);
+
+    // The early watcher saw each line stream word by word before it settled.
+    let lines: Vec<&Event> = produced.iter().filter(|e| e.turn > 0).collect();
+    assert_eq!(lines.len(), 24);
+    for line in lines {
+        assert_eq!(
+            early_tokens.get(&line.seq).map(String::as_str),
+            Some(line.text.as_str()),
+            "streamed words of event {} match its text",
+            line.seq
+        );
+    }
+}
+
+async fn snapshot(cluster: &Cluster, world: &str, character: &str) -> dramatis_proto::v1::SnapshotResponse {
+    cluster
+        .agent(character)
+        .client()
+        .await
+        .snapshot(SnapshotRequest {
+            character: Some(CharacterRef {
+                world_id: world.into(),
+                character_id: character.into(),
+            }),
+        })
+        .await
+        .expect("snapshot")
+        .into_inner()
+}
+
+fn shard_text(snapshot: &dramatis_proto::v1::SnapshotResponse) -> String {
+    snapshot
+        .memory
+        .iter()
+        .map(|m| m.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_scenes_never_reach_absent_characters() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = create(&mut world, "isolation").await;
+    let events = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+
+    // The canary lines happened, where the script put them.
+    let lab_line = events
+        .iter()
+        .find(|e| e.text.contains(LAB_CANARY))
+        .expect("Holmes spoke the lab canary");
+    assert_eq!(lab_line.scene_id, "laboratory");
+    assert_eq!(lab_line.perceivers, ["holmes", "stamford", "watson"]);
+    assert!(lab_line.thought.contains(THOUGHT_CANARY), "the log keeps the thought");
+
+    // Lestrade was at Scotland Yard for both private scenes: nothing of them reached him.
+    let lestrade = snapshot(&cluster, &id, "lestrade").await;
+    let lestrade_memory = shard_text(&lestrade);
+    for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
+        assert!(!lestrade_memory.contains(canary), "{canary} leaked into Lestrade's shard");
+    }
+    let lestrade_prompts = cluster.agent("lestrade").model.prompts();
+    assert_eq!(lestrade_prompts.len(), 4, "Lestrade acts twice in each of scenes three and four");
+    for prompt in &lestrade_prompts {
+        let text = prompt.text();
+        for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
+            assert!(!text.contains(canary), "{canary} leaked into a prompt of Lestrade's");
+        }
+    }
+    // Holmes was not at the Criterion.
+    let holmes = snapshot(&cluster, &id, "holmes").await;
+    assert!(!shard_text(&holmes).contains(CRITERION_CANARY));
+    assert!(cluster.agent("holmes").model.prompts().iter().all(|p| !p.text().contains(CRITERION_CANARY)));
+
+    // Those present did perceive it — the line, not Holmes's thought.
+    for present in ["watson", "stamford"] {
+        let memory = shard_text(&snapshot(&cluster, &id, present).await);
+        assert!(memory.contains(LAB_CANARY), "{present} heard Holmes");
+        assert!(!memory.contains(THOUGHT_CANARY), "{present} cannot hear Holmes think");
+        let prompts = cluster.agent(present).model.prompts();
+        assert!(prompts.iter().any(|p| p.text().contains(LAB_CANARY)));
+        assert!(prompts.iter().all(|p| !p.text().contains(THOUGHT_CANARY)));
+    }
+    assert!(shard_text(&holmes).contains(THOUGHT_CANARY), "Holmes remembers his own thought");
+    let watson = shard_text(&snapshot(&cluster, &id, "watson").await);
+    assert!(watson.contains(CRITERION_CANARY), "Watson heard Stamford at the Criterion");
+
+    // Starting knowledge is per character too.
+    assert!(lestrade_memory.contains("Enoch J. Drebber"));
+    assert!(!watson.contains("Enoch J. Drebber"));
+    assert!(!shard_text(&holmes).contains("Jezail bullet"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
+    let rules = vec![ScriptRule {
+        when: vec!["You are Inspector Lestrade".into(), "Question: Who is dead?".into()],
+        reply: "Enoch Drebber, of Cleveland.".into(),
+    }];
+    let cluster = Cluster::start(&CAST, &rules).await;
+    let mut world = cluster.world().await;
+    let id = create(&mut world, "ask").await;
+    let answer = world
+        .ask(AskRequest {
+            world_id: id.clone(),
+            character: "the inspector".into(),
+            question: "Who is dead?".into(),
+        })
+        .await
+        .expect("ask")
+        .into_inner();
+    assert_eq!(answer.character, "lestrade", "aliases resolve to the character id");
+    assert_eq!(answer.answer, "Enoch Drebber, of Cleveland.");
+    assert_eq!(answer.usage.map(|u| u.llm_calls), Some(1));
+    let prompts = cluster.agent("lestrade").model.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert!(prompts[0].text().contains("Enoch J. Drebber"), "the prompt holds his own knowledge");
+    assert!(cluster.agent("watson").model.prompts().is_empty(), "nobody else was asked");
+}
