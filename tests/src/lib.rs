@@ -67,6 +67,8 @@ pub struct Cluster {
     pub agents: BTreeMap<String, TestAgent>,
     pub shutdown: Shutdown,
     pub data: tempfile::TempDir,
+    world_shutdown: Shutdown,
+    world_task: Option<tokio::task::JoinHandle<Result<(), dramatis_world::ServeError>>>,
 }
 
 impl Cluster {
@@ -85,29 +87,50 @@ impl Cluster {
             tokio::spawn(dramatis_character::run(listener, service, shutdown.clone()));
             agents.insert((*character).to_owned(), TestAgent { endpoint, model });
         }
-        let data = tempfile::tempdir().expect("tempdir");
+        let mut cluster = Self {
+            world_endpoint: String::new(),
+            agents,
+            shutdown,
+            data: tempfile::tempdir().expect("tempdir"),
+            world_shutdown: Shutdown::new(),
+            world_task: None,
+        };
+        cluster.start_world().await;
+        cluster
+    }
+
+    async fn start_world(&mut self) {
         let directory = MappedAgents(
-            agents
+            self.agents
                 .iter()
                 .map(|(c, a)| (c.clone(), a.endpoint.clone()))
                 .collect(),
         );
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir(),
-            log_path: data.path().join("events.redb"),
+            log_path: self.data.path().join("events.redb"),
             agents: Arc::new(directory),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind world");
-        let world_endpoint = format!("http://{}", listener.local_addr().expect("world addr"));
-        tokio::spawn(dramatis_world::run(listener, options, shutdown.clone()));
-        Self {
-            world_endpoint,
-            agents,
-            shutdown,
-            data,
+        self.world_endpoint = format!("http://{}", listener.local_addr().expect("world addr"));
+        self.world_shutdown = Shutdown::new();
+        self.world_task = Some(tokio::spawn(dramatis_world::run(
+            listener,
+            options,
+            self.world_shutdown.clone(),
+        )));
+    }
+
+    /// Stops the world service (agents keep running) and starts a new one on the same
+    /// event log, at a new address.
+    pub async fn restart_world(&mut self) {
+        self.world_shutdown.trigger();
+        if let Some(task) = self.world_task.take() {
+            task.await.expect("world task").expect("world service stopped cleanly");
         }
+        self.start_world().await;
     }
 
     pub async fn world(&self) -> WorldClient<Channel> {
@@ -124,6 +147,7 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.world_shutdown.trigger();
         self.shutdown.trigger();
     }
 }

@@ -276,3 +276,41 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
     assert!(prompts[0].text().contains("Enoch J. Drebber"), "the prompt holds his own knowledge");
     assert!(cluster.agent("watson").model.prompts().is_empty(), "nobody else was asked");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_survives_a_restart_of_the_world_service() {
+    let mut cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = create(&mut world, "durable").await;
+    let before = advance(&mut world, &id, advance_request::Until::SceneEnd(true)).await;
+    assert_eq!(before.last().map(|e| e.kind()), Some(EventKind::SceneEnd));
+    drop(world);
+
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let info = world
+        .get_world(GetWorldRequest { world_id: id.clone() })
+        .await
+        .expect("the world came back")
+        .into_inner();
+    assert_eq!(info.next_seq, before.len() as u64 + 1);
+    assert_eq!(info.current_scene, 2, "it resumes at the second scene");
+
+    let (last_tx, last_rx) = tokio::sync::watch::channel(u64::MAX);
+    let replay = tokio::spawn(collect(watch(&mut world, &id, 1).await, last_rx));
+    let after = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+    let last = after.last().map(|e| e.seq).expect("more happened");
+    last_tx.send(last).expect("watching");
+    let (replayed, _) = replay.await.expect("replay");
+    let all: Vec<Event> = before.iter().chain(after.iter()).cloned().collect();
+    assert_eq!(replayed, all, "the log holds every event once, across the restart");
+    assert_eq!(after[0].seq, before.len() as u64 + 1, "numbering continues without a gap");
+
+    // Watson's agent was re-attached and caught up without duplicates.
+    let watson = snapshot(&cluster, &id, "watson").await;
+    let seqs: Vec<u64> = watson.memory.iter().filter(|m| m.seq > 0).map(|m| m.seq).collect();
+    let mut unique = seqs.clone();
+    unique.dedup();
+    assert_eq!(seqs, unique, "no event stored twice");
+    assert_eq!(watson.last_seq, last, "Watson perceived everything up to the final scene end");
+}
