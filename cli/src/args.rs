@@ -73,7 +73,11 @@ pub struct ModelArgs {
     #[arg(long, env = "DRAMATIS_LLM_ENDPOINT")]
     pub llm_endpoint: Option<String>,
     /// Model name sent to the endpoint.
-    #[arg(long, env = "DRAMATIS_LLM_MODEL", default_value = "smollm2-135m-instruct")]
+    #[arg(
+        long,
+        env = "DRAMATIS_LLM_MODEL",
+        default_value = "smollm2-135m-instruct"
+    )]
     pub llm_model: String,
     /// Bearer token for the endpoint.
     #[arg(long, env = "DRAMATIS_LLM_API_KEY", hide_env_values = true)]
@@ -114,7 +118,11 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     /// Agent service endpoints (http://host:port) to place characters on, in turn.
     /// When none is given, agent processes are started as worlds need them.
-    #[arg(long = "agent-endpoint", env = "DRAMATIS_AGENT_ENDPOINTS", value_delimiter = ',')]
+    #[arg(
+        long = "agent-endpoint",
+        env = "DRAMATIS_AGENT_ENDPOINTS",
+        value_delimiter = ','
+    )]
     pub agent_endpoints: Vec<String>,
     /// When starting agents: one process per world instead of one per character.
     #[arg(long)]

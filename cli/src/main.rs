@@ -11,7 +11,10 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = args::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("dramatis: cannot start the async runtime: {error}");
@@ -19,7 +22,8 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let _telemetry = dramatis_runtime::telemetry::init(cli.command.service_name(), cli.log_filter());
+        let _telemetry =
+            dramatis_runtime::telemetry::init(cli.command.service_name(), cli.log_filter());
         commands::dispatch(cli).await
     });
     match result {

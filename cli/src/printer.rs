@@ -85,7 +85,10 @@ impl Printer {
         let line = match event.kind() {
             EventKind::SceneStart => {
                 let bar = "═".repeat(6);
-                format!("\n{}", self.paint(Style::new().bold(), &format!("{bar} {} {bar}", event.text)))
+                format!(
+                    "\n{}",
+                    self.paint(Style::new().bold(), &format!("{bar} {} {bar}", event.text))
+                )
             }
             EventKind::SceneEnd => self.paint(dim, &format!("— {} —", event.text)),
             EventKind::Narration => self.paint(Style::new().italic(), &event.text),

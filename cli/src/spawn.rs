@@ -124,21 +124,31 @@ impl SpawnedAgents {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Spawned>>> {
-        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 #[async_trait]
 impl AgentDirectory for SpawnedAgents {
     async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError> {
-        if self.per_world {
-            if let Some(first) = self.lock().get(world_id).and_then(|v| v.first()) {
-                return Ok(format!("http://{}", first.addr));
-            }
+        if self.per_world
+            && let Some(first) = self.lock().get(world_id).and_then(|v| v.first())
+        {
+            return Ok(format!("http://{}", first.addr));
         }
-        let mut args = vec!["agent".to_owned(), "--listen".to_owned(), "127.0.0.1:0".to_owned()];
+        let mut args = vec![
+            "agent".to_owned(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+        ];
         args.extend(crate::models::child_args(&self.model));
-        let name = if self.per_world { "agent" } else { character_id };
+        let name = if self.per_world {
+            "agent"
+        } else {
+            character_id
+        };
         let log = self.logs.join(format!("{world_id}-{name}.log"));
         let spawned = spawn_self(&args, &log, Duration::from_secs(30))
             .await
@@ -148,7 +158,10 @@ impl AgentDirectory for SpawnedAgents {
                 message: format!("{e:#}"),
             })?;
         let endpoint = format!("http://{}", spawned.addr);
-        self.lock().entry(world_id.to_owned()).or_default().push(spawned);
+        self.lock()
+            .entry(world_id.to_owned())
+            .or_default()
+            .push(spawned);
         Ok(endpoint)
     }
 

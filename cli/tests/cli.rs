@@ -5,7 +5,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use dramatis_character::{ACTION_SCHEMA_NAME, action_schema, parse_action};
-use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, OpenAiClient, OpenAiConfig, ResponseSchema};
+use dramatis_llm::{
+    ChatMessage, CompletionRequest, LanguageModel, OpenAiClient, OpenAiConfig, ResponseSchema,
+};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const EXE: &str = env!("CARGO_BIN_EXE_dramatis");
@@ -18,7 +20,10 @@ fn repo() -> std::path::PathBuf {
 async fn builtin_model_serves_text_and_schema_valid_json() {
     let model = repo().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
     if !model.is_file() {
-        eprintln!("SKIPPED: {} is absent; run `bash scripts/setup.sh` to fetch it", model.display());
+        eprintln!(
+            "SKIPPED: {} is absent; run `bash scripts/setup.sh` to fetch it",
+            model.display()
+        );
         return;
     }
     let mut child = tokio::process::Command::new(EXE)
@@ -35,14 +40,20 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
         .expect("ready in time")
         .expect("readable")
         .expect("a ready line");
-    let addr = ready.strip_prefix("DRAMATIS_READY ").expect("ready line").to_owned();
+    let addr = ready
+        .strip_prefix("DRAMATIS_READY ")
+        .expect("ready line")
+        .to_owned();
     let client = OpenAiClient::new(OpenAiConfig::new(format!("http://{addr}/v1"), "smollm2"))
         .expect("client");
 
     let plain = CompletionRequest::new(vec![ChatMessage::user("Say hello to Dr Watson.")])
         .with_max_tokens(16);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let text = client.complete(&plain, Some(&tx)).await.expect("plain completion");
+    let text = client
+        .complete(&plain, Some(&tx))
+        .await
+        .expect("plain completion");
     drop(tx);
     let mut streamed = String::new();
     while let Some(piece) = rx.recv().await {
@@ -51,7 +62,10 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
     assert!(!text.text.trim().is_empty(), "the model said something");
     assert_eq!(streamed, text.text, "streamed pieces add up to the text");
     assert!(text.completion_tokens > 0 && text.completion_tokens <= 16);
-    assert!(text.prompt_tokens > 5, "usage comes from the model, not an estimate");
+    assert!(
+        text.prompt_tokens > 5,
+        "usage comes from the model, not an estimate"
+    );
 
     let present = vec!["watson".to_owned()];
     let exits = vec!["baker-street".to_owned()];
@@ -66,11 +80,17 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
         ])
         .with_max_tokens(120)
         .with_schema(schema.clone());
-        let output = client.complete(&constrained, None).await.expect("json completion");
-        let value: serde_json::Value =
-            serde_json::from_str(output.text.trim()).unwrap_or_else(|e| panic!("{e}: {}", output.text));
+        let output = client
+            .complete(&constrained, None)
+            .await
+            .expect("json completion");
+        let value: serde_json::Value = serde_json::from_str(output.text.trim())
+            .unwrap_or_else(|e| panic!("{e}: {}", output.text));
         assert!(["speech", "action", "move"].contains(&value["kind"].as_str().unwrap_or("?")));
-        assert!(["", "watson"].contains(&value["target"].as_str().unwrap_or("?")), "{value}");
+        assert!(
+            ["", "watson"].contains(&value["target"].as_str().unwrap_or("?")),
+            "{value}"
+        );
         assert!(["", "baker-street"].contains(&value["destination"].as_str().unwrap_or("?")));
         assert!(parse_action(&output.text).is_some(), "{}", output.text);
     }
@@ -79,7 +99,13 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
 #[tokio::test]
 async fn run_plays_the_shipped_scenario_with_agent_processes() {
     let output = tokio::process::Command::new(EXE)
-        .args(["run", "study-in-scarlet", "--scripted", "builtin", "--no-color"])
+        .args([
+            "run",
+            "study-in-scarlet",
+            "--scripted",
+            "builtin",
+            "--no-color",
+        ])
         .current_dir(repo())
         .output()
         .await
@@ -87,10 +113,17 @@ async fn run_plays_the_shipped_scenario_with_agent_processes() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "run failed:\n{stdout}\n{stderr}");
-    let headers: Vec<&str> = stdout.lines().filter(|l| l.starts_with("══════ Scene")).collect();
+    let headers: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("══════ Scene"))
+        .collect();
     assert_eq!(headers.len(), 4, "{stdout}");
     assert!(headers[1].contains("St Bartholomew"));
-    assert_eq!(stdout.matches("Scripted line").count(), 24, "24 lines were spoken");
+    assert_eq!(
+        stdout.matches("Scripted line").count(),
+        24,
+        "24 lines were spoken"
+    );
     assert!(stdout.contains("24 turns in 4 scenes"), "{stdout}");
     assert!(stdout.contains("24 LLM calls (1.00/turn)"), "{stdout}");
 }
@@ -105,5 +138,8 @@ async fn bad_input_is_refused_with_a_clear_message() {
         .expect("dramatis run");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("no shipped scenario named \"no-such-scenario\""), "{stderr}");
+    assert!(
+        stderr.contains("no shipped scenario named \"no-such-scenario\""),
+        "{stderr}"
+    );
 }

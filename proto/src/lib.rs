@@ -10,7 +10,8 @@ pub mod v1 {
     tonic::include_proto!("dramatis.v1");
 
     /// Encoded file descriptor set, for gRPC server reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] = tonic::include_file_descriptor_set!("dramatis_v1_descriptor");
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        tonic::include_file_descriptor_set!("dramatis_v1_descriptor");
 }
 
 pub use status::{DomainError, ErrorKind};

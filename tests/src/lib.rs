@@ -78,8 +78,9 @@ impl Cluster {
         let mut agents = BTreeMap::new();
         for character in characters {
             let model = ScriptedModel::new(rules.to_vec());
-            let service =
-                CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(model.clone()))));
+            let service = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(
+                model.clone(),
+            ))));
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind agent");
@@ -128,7 +129,9 @@ impl Cluster {
     pub async fn restart_world(&mut self) {
         self.world_shutdown.trigger();
         if let Some(task) = self.world_task.take() {
-            task.await.expect("world task").expect("world service stopped cleanly");
+            task.await
+                .expect("world task")
+                .expect("world service stopped cleanly");
         }
         self.start_world().await;
     }

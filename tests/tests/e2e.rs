@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CreateWorldRequest, Event, EventKind, GetWorldRequest,
-    SnapshotRequest, WatchRequest, advance_request, create_world_request, watch_response,
-    CharacterRef,
+    AdvanceRequest, AskRequest, CharacterRef, CreateWorldRequest, Event, EventKind,
+    GetWorldRequest, SnapshotRequest, WatchRequest, advance_request, create_world_request,
+    watch_response,
 };
 use dramatis_tests::Cluster;
 use tonic::transport::Channel;
@@ -21,13 +21,19 @@ const CRITERION_CANARY: &str = "CANARY-CRITERION-4402";
 fn rules() -> Vec<ScriptRule> {
     vec![
         ScriptRule {
-            when: vec!["Character: Sherlock Holmes".into(), "perfected your test".into()],
+            when: vec![
+                "Character: Sherlock Holmes".into(),
+                "perfected your test".into(),
+            ],
             reply: format!(
                 r#"{{"kind":"speech","target":"watson","text":"You have been in Afghanistan, I perceive. {LAB_CANARY}","thought":"{THOUGHT_CANARY} tan stops at the wrists","destination":""}}"#
             ),
         },
         ScriptRule {
-            when: vec!["Character: Stamford".into(), "spotted your old chief".into()],
+            when: vec![
+                "Character: Stamford".into(),
+                "spotted your old chief".into(),
+            ],
             reply: format!(
                 r#"{{"kind":"speech","target":"watson","text":"The fellow at the lab beats corpses with a stick! {CRITERION_CANARY}","thought":"","destination":""}}"#
             ),
@@ -73,7 +79,10 @@ async fn collect(
     let mut events = Vec::new();
     let mut tokens: BTreeMap<u64, String> = BTreeMap::new();
     loop {
-        if events.last().is_some_and(|e: &Event| e.seq >= *last.borrow()) {
+        if events
+            .last()
+            .is_some_and(|e: &Event| e.seq >= *last.borrow())
+        {
             return (events, tokens);
         }
         tokio::select! {
@@ -123,7 +132,9 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
     produced.extend(advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await);
 
     let info = world
-        .get_world(GetWorldRequest { world_id: id.clone() })
+        .get_world(GetWorldRequest {
+            world_id: id.clone(),
+        })
         .await
         .expect("get")
         .into_inner();
@@ -134,7 +145,11 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
     let (offset_events, _) = offset.await.expect("offset watcher");
 
     let seqs = |events: &[Event]| events.iter().map(|e| e.seq).collect::<Vec<_>>();
-    assert_eq!(seqs(&produced), (1..=last).collect::<Vec<_>>(), "advance returns every event");
+    assert_eq!(
+        seqs(&produced),
+        (1..=last).collect::<Vec<_>>(),
+        "advance returns every event"
+    );
     assert_eq!(early_events, produced, "early watcher sees exactly the log");
     assert_eq!(late_events, produced, "late watcher sees exactly the log");
     assert_eq!(seqs(&offset_events), (5..=last).collect::<Vec<_>>());
@@ -144,7 +159,12 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
         .filter(|e| matches!(e.kind(), EventKind::SceneStart | EventKind::SceneEnd))
         .map(|e| (e.kind, e.scene_id.clone()))
         .collect();
-    let scenes = ["criterion-meeting", "laboratory", "baker-street-visit", "lauriston-gardens"];
+    let scenes = [
+        "criterion-meeting",
+        "laboratory",
+        "baker-street-visit",
+        "lauriston-gardens",
+    ];
     let expected: Vec<(i32, String)> = scenes
         .iter()
         .flat_map(|s| {
@@ -154,9 +174,18 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
             ]
         })
         .collect();
-    assert_eq!(markers, expected, "all four scenes open and close in script order");
-    assert_eq!(info.total_turns, 24, "each scene runs to its six-turn limit");
-    assert_eq!(info.status, dramatis_proto::v1::WorldStatus::Finished as i32);
+    assert_eq!(
+        markers, expected,
+        "all four scenes open and close in script order"
+    );
+    assert_eq!(
+        info.total_turns, 24,
+        "each scene runs to its six-turn limit"
+    );
+    assert_eq!(
+        info.status,
+        dramatis_proto::v1::WorldStatus::Finished as i32
+    );
 
     // The early watcher saw each line stream word by word before it settled.
     let lines: Vec<&Event> = produced.iter().filter(|e| e.turn > 0).collect();
@@ -171,7 +200,11 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
     }
 }
 
-async fn snapshot(cluster: &Cluster, world: &str, character: &str) -> dramatis_proto::v1::SnapshotResponse {
+async fn snapshot(
+    cluster: &Cluster,
+    world: &str,
+    character: &str,
+) -> dramatis_proto::v1::SnapshotResponse {
     cluster
         .agent(character)
         .client()
@@ -210,39 +243,68 @@ async fn private_scenes_never_reach_absent_characters() {
         .expect("Holmes spoke the lab canary");
     assert_eq!(lab_line.scene_id, "laboratory");
     assert_eq!(lab_line.perceivers, ["holmes", "stamford", "watson"]);
-    assert!(lab_line.thought.contains(THOUGHT_CANARY), "the log keeps the thought");
+    assert!(
+        lab_line.thought.contains(THOUGHT_CANARY),
+        "the log keeps the thought"
+    );
 
     // Lestrade was at Scotland Yard for both private scenes: nothing of them reached him.
     let lestrade = snapshot(&cluster, &id, "lestrade").await;
     let lestrade_memory = shard_text(&lestrade);
     for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
-        assert!(!lestrade_memory.contains(canary), "{canary} leaked into Lestrade's shard");
+        assert!(
+            !lestrade_memory.contains(canary),
+            "{canary} leaked into Lestrade's shard"
+        );
     }
     let lestrade_prompts = cluster.agent("lestrade").model.prompts();
-    assert_eq!(lestrade_prompts.len(), 4, "Lestrade acts twice in each of scenes three and four");
+    assert_eq!(
+        lestrade_prompts.len(),
+        4,
+        "Lestrade acts twice in each of scenes three and four"
+    );
     for prompt in &lestrade_prompts {
         let text = prompt.text();
         for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
-            assert!(!text.contains(canary), "{canary} leaked into a prompt of Lestrade's");
+            assert!(
+                !text.contains(canary),
+                "{canary} leaked into a prompt of Lestrade's"
+            );
         }
     }
     // Holmes was not at the Criterion.
     let holmes = snapshot(&cluster, &id, "holmes").await;
     assert!(!shard_text(&holmes).contains(CRITERION_CANARY));
-    assert!(cluster.agent("holmes").model.prompts().iter().all(|p| !p.text().contains(CRITERION_CANARY)));
+    assert!(
+        cluster
+            .agent("holmes")
+            .model
+            .prompts()
+            .iter()
+            .all(|p| !p.text().contains(CRITERION_CANARY))
+    );
 
     // Those present did perceive it — the line, not Holmes's thought.
     for present in ["watson", "stamford"] {
         let memory = shard_text(&snapshot(&cluster, &id, present).await);
         assert!(memory.contains(LAB_CANARY), "{present} heard Holmes");
-        assert!(!memory.contains(THOUGHT_CANARY), "{present} cannot hear Holmes think");
+        assert!(
+            !memory.contains(THOUGHT_CANARY),
+            "{present} cannot hear Holmes think"
+        );
         let prompts = cluster.agent(present).model.prompts();
         assert!(prompts.iter().any(|p| p.text().contains(LAB_CANARY)));
         assert!(prompts.iter().all(|p| !p.text().contains(THOUGHT_CANARY)));
     }
-    assert!(shard_text(&holmes).contains(THOUGHT_CANARY), "Holmes remembers his own thought");
+    assert!(
+        shard_text(&holmes).contains(THOUGHT_CANARY),
+        "Holmes remembers his own thought"
+    );
     let watson = shard_text(&snapshot(&cluster, &id, "watson").await);
-    assert!(watson.contains(CRITERION_CANARY), "Watson heard Stamford at the Criterion");
+    assert!(
+        watson.contains(CRITERION_CANARY),
+        "Watson heard Stamford at the Criterion"
+    );
 
     // Starting knowledge is per character too.
     assert!(lestrade_memory.contains("Enoch J. Drebber"));
@@ -253,7 +315,10 @@ async fn private_scenes_never_reach_absent_characters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
     let rules = vec![ScriptRule {
-        when: vec!["You are Inspector Lestrade".into(), "Question: Who is dead?".into()],
+        when: vec![
+            "You are Inspector Lestrade".into(),
+            "Question: Who is dead?".into(),
+        ],
         reply: "Enoch Drebber, of Cleveland.".into(),
     }];
     let cluster = Cluster::start(&CAST, &rules).await;
@@ -268,13 +333,22 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
         .await
         .expect("ask")
         .into_inner();
-    assert_eq!(answer.character, "lestrade", "aliases resolve to the character id");
+    assert_eq!(
+        answer.character, "lestrade",
+        "aliases resolve to the character id"
+    );
     assert_eq!(answer.answer, "Enoch Drebber, of Cleveland.");
     assert_eq!(answer.usage.map(|u| u.llm_calls), Some(1));
     let prompts = cluster.agent("lestrade").model.prompts();
     assert_eq!(prompts.len(), 1);
-    assert!(prompts[0].text().contains("Enoch J. Drebber"), "the prompt holds his own knowledge");
-    assert!(cluster.agent("watson").model.prompts().is_empty(), "nobody else was asked");
+    assert!(
+        prompts[0].text().contains("Enoch J. Drebber"),
+        "the prompt holds his own knowledge"
+    );
+    assert!(
+        cluster.agent("watson").model.prompts().is_empty(),
+        "nobody else was asked"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,7 +363,9 @@ async fn a_world_survives_a_restart_of_the_world_service() {
     cluster.restart_world().await;
     let mut world = cluster.world().await;
     let info = world
-        .get_world(GetWorldRequest { world_id: id.clone() })
+        .get_world(GetWorldRequest {
+            world_id: id.clone(),
+        })
         .await
         .expect("the world came back")
         .into_inner();
@@ -303,14 +379,29 @@ async fn a_world_survives_a_restart_of_the_world_service() {
     last_tx.send(last).expect("watching");
     let (replayed, _) = replay.await.expect("replay");
     let all: Vec<Event> = before.iter().chain(after.iter()).cloned().collect();
-    assert_eq!(replayed, all, "the log holds every event once, across the restart");
-    assert_eq!(after[0].seq, before.len() as u64 + 1, "numbering continues without a gap");
+    assert_eq!(
+        replayed, all,
+        "the log holds every event once, across the restart"
+    );
+    assert_eq!(
+        after[0].seq,
+        before.len() as u64 + 1,
+        "numbering continues without a gap"
+    );
 
     // Watson's agent was re-attached and caught up without duplicates.
     let watson = snapshot(&cluster, &id, "watson").await;
-    let seqs: Vec<u64> = watson.memory.iter().filter(|m| m.seq > 0).map(|m| m.seq).collect();
+    let seqs: Vec<u64> = watson
+        .memory
+        .iter()
+        .filter(|m| m.seq > 0)
+        .map(|m| m.seq)
+        .collect();
     let mut unique = seqs.clone();
     unique.dedup();
     assert_eq!(seqs, unique, "no event stored twice");
-    assert_eq!(watson.last_seq, last, "Watson perceived everything up to the final scene end");
+    assert_eq!(
+        watson.last_seq, last,
+        "Watson perceived everything up to the final scene end"
+    );
 }

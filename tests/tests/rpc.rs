@@ -21,7 +21,11 @@ fn by_name(name: &str) -> Option<create_world_request::Source> {
 fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, needle: &str) {
     let status = result.expect_err("request must fail");
     assert_eq!(status.code(), code, "{status:?}");
-    assert!(status.message().contains(needle), "{:?} lacks {needle:?}", status.message());
+    assert!(
+        status.message().contains(needle),
+        "{:?} lacks {needle:?}",
+        status.message()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -29,18 +33,35 @@ async fn world_requests_are_validated_precisely() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
 
-    let listed = world.list_scenarios(ListScenariosRequest {}).await.expect("list").into_inner();
+    let listed = world
+        .list_scenarios(ListScenariosRequest {})
+        .await
+        .expect("list")
+        .into_inner();
     assert_eq!(listed.scenarios.len(), 1);
     assert_eq!(listed.scenarios[0].name, "study-in-scarlet");
-    assert_eq!(listed.scenarios[0].characters, ["watson", "stamford", "holmes", "lestrade"]);
+    assert_eq!(
+        listed.scenarios[0].characters,
+        ["watson", "stamford", "holmes", "lestrade"]
+    );
 
     assert_status(
-        world.create_world(CreateWorldRequest { source: None, world_id: String::new() }).await,
+        world
+            .create_world(CreateWorldRequest {
+                source: None,
+                world_id: String::new(),
+            })
+            .await,
         Code::InvalidArgument,
         "source is required",
     );
     assert_status(
-        world.create_world(CreateWorldRequest { source: by_name("hamlet"), world_id: String::new() }).await,
+        world
+            .create_world(CreateWorldRequest {
+                source: by_name("hamlet"),
+                world_id: String::new(),
+            })
+            .await,
         Code::NotFound,
         "no shipped scenario named \"hamlet\"",
     );
@@ -49,7 +70,9 @@ async fn world_requests_are_validated_precisely() {
     assert_status(
         world
             .create_world(CreateWorldRequest {
-                source: Some(create_world_request::Source::ScenarioPath(broken.to_string_lossy().into())),
+                source: Some(create_world_request::Source::ScenarioPath(
+                    broken.to_string_lossy().into(),
+                )),
                 world_id: String::new(),
             })
             .await,
@@ -57,64 +80,157 @@ async fn world_requests_are_validated_precisely() {
         "unknown-cast.toml:19: scenes[0].cast[1]: unknown character \"lestrade\"",
     );
     assert_status(
-        world.create_world(CreateWorldRequest { source: by_name("study-in-scarlet"), world_id: "no spaces".into() }).await,
+        world
+            .create_world(CreateWorldRequest {
+                source: by_name("study-in-scarlet"),
+                world_id: "no spaces".into(),
+            })
+            .await,
         Code::InvalidArgument,
         "world_id",
     );
     let created = world
-        .create_world(CreateWorldRequest { source: by_name("study-in-scarlet"), world_id: "w1".into() })
+        .create_world(CreateWorldRequest {
+            source: by_name("study-in-scarlet"),
+            world_id: "w1".into(),
+        })
         .await
         .expect("create")
         .into_inner();
     assert_eq!(created.world_id, "w1");
     assert_eq!(created.next_seq, 1);
     assert_status(
-        world.create_world(CreateWorldRequest { source: by_name("study-in-scarlet"), world_id: "w1".into() }).await,
+        world
+            .create_world(CreateWorldRequest {
+                source: by_name("study-in-scarlet"),
+                world_id: "w1".into(),
+            })
+            .await,
         Code::AlreadyExists,
         "\"w1\"",
     );
-    let worlds = world.list_worlds(ListWorldsRequest {}).await.expect("list").into_inner().worlds;
+    let worlds = world
+        .list_worlds(ListWorldsRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .worlds;
     assert_eq!(worlds.len(), 1, "failed creations left nothing behind");
 
-    assert_status(world.get_world(GetWorldRequest { world_id: String::new() }).await, Code::InvalidArgument, "world_id is required");
-    assert_status(world.get_world(GetWorldRequest { world_id: "w2".into() }).await, Code::NotFound, "world \"w2\" not found");
     assert_status(
-        world.advance(AdvanceRequest { world_id: "w1".into(), until: None }).await,
+        world
+            .get_world(GetWorldRequest {
+                world_id: String::new(),
+            })
+            .await,
+        Code::InvalidArgument,
+        "world_id is required",
+    );
+    assert_status(
+        world
+            .get_world(GetWorldRequest {
+                world_id: "w2".into(),
+            })
+            .await,
+        Code::NotFound,
+        "world \"w2\" not found",
+    );
+    assert_status(
+        world
+            .advance(AdvanceRequest {
+                world_id: "w1".into(),
+                until: None,
+            })
+            .await,
         Code::InvalidArgument,
         "until is required",
     );
     assert_status(
-        world.advance(AdvanceRequest { world_id: "w1".into(), until: Some(advance_request::Until::Turns(0)) }).await,
+        world
+            .advance(AdvanceRequest {
+                world_id: "w1".into(),
+                until: Some(advance_request::Until::Turns(0)),
+            })
+            .await,
         Code::InvalidArgument,
         "turns must be at least 1",
     );
     assert_status(
-        world.ask(AskRequest { world_id: "w1".into(), character: "moriarty".into(), question: "Who?".into() }).await,
+        world
+            .ask(AskRequest {
+                world_id: "w1".into(),
+                character: "moriarty".into(),
+                question: "Who?".into(),
+            })
+            .await,
         Code::NotFound,
         "no character \"moriarty\"",
     );
     assert_status(
-        world.ask(AskRequest { world_id: "w1".into(), character: "holmes".into(), question: " ".into() }).await,
+        world
+            .ask(AskRequest {
+                world_id: "w1".into(),
+                character: "holmes".into(),
+                question: " ".into(),
+            })
+            .await,
         Code::InvalidArgument,
         "question is required",
     );
-    let unchanged = world.get_world(GetWorldRequest { world_id: "w1".into() }).await.expect("get").into_inner();
+    let unchanged = world
+        .get_world(GetWorldRequest {
+            world_id: "w1".into(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
     assert_eq!(unchanged.next_seq, 1, "rejected requests changed nothing");
 
     // Deleting a world ends its watchers and forgets it.
     let mut stream = world
-        .watch(WatchRequest { world_id: "w1".into(), from_seq: 1, no_follow: false })
+        .watch(WatchRequest {
+            world_id: "w1".into(),
+            from_seq: 1,
+            no_follow: false,
+        })
         .await
         .expect("watch")
         .into_inner();
-    world.delete_world(DeleteWorldRequest { world_id: "w1".into() }).await.expect("delete");
-    assert!(stream.message().await.expect("clean end").is_none(), "the watch stream ends");
-    assert_status(world.get_world(GetWorldRequest { world_id: "w1".into() }).await, Code::NotFound, "w1");
-    assert_status(world.delete_world(DeleteWorldRequest { world_id: "w1".into() }).await, Code::NotFound, "w1");
+    world
+        .delete_world(DeleteWorldRequest {
+            world_id: "w1".into(),
+        })
+        .await
+        .expect("delete");
+    assert!(
+        stream.message().await.expect("clean end").is_none(),
+        "the watch stream ends"
+    );
+    assert_status(
+        world
+            .get_world(GetWorldRequest {
+                world_id: "w1".into(),
+            })
+            .await,
+        Code::NotFound,
+        "w1",
+    );
+    assert_status(
+        world
+            .delete_world(DeleteWorldRequest {
+                world_id: "w1".into(),
+            })
+            .await,
+        Code::NotFound,
+        "w1",
+    );
 }
 
 fn character(world: &str, id: &str) -> Option<CharacterRef> {
-    Some(CharacterRef { world_id: world.into(), character_id: id.into() })
+    Some(CharacterRef {
+        world_id: world.into(),
+        character_id: id.into(),
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,33 +238,94 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
     let cluster = Cluster::start(&["holmes"], &[]).await;
     let mut agent: AgentClient<Channel> = cluster.agent("holmes").client().await;
     assert_status(
-        agent.act(ActRequest { character: character("w", "holmes"), frame: Some(SceneFrame::default()) }).await,
+        agent
+            .act(ActRequest {
+                character: character("w", "holmes"),
+                frame: Some(SceneFrame::default()),
+            })
+            .await,
         Code::NotFound,
         "not attached",
     );
-    assert_status(agent.attach(AttachRequest { character: character("w", "holmes"), profile: None }).await, Code::InvalidArgument, "profile is required");
-    assert_status(agent.attach(AttachRequest { character: None, profile: None }).await, Code::InvalidArgument, "character is required");
-    let profile = CharacterProfile { id: "holmes".into(), name: "Sherlock Holmes".into(), ..CharacterProfile::default() };
     assert_status(
-        agent.attach(AttachRequest { character: character("w", "watson"), profile: Some(profile.clone()) }).await,
+        agent
+            .attach(AttachRequest {
+                character: character("w", "holmes"),
+                profile: None,
+            })
+            .await,
+        Code::InvalidArgument,
+        "profile is required",
+    );
+    assert_status(
+        agent
+            .attach(AttachRequest {
+                character: None,
+                profile: None,
+            })
+            .await,
+        Code::InvalidArgument,
+        "character is required",
+    );
+    let profile = CharacterProfile {
+        id: "holmes".into(),
+        name: "Sherlock Holmes".into(),
+        ..CharacterProfile::default()
+    };
+    assert_status(
+        agent
+            .attach(AttachRequest {
+                character: character("w", "watson"),
+                profile: Some(profile.clone()),
+            })
+            .await,
         Code::InvalidArgument,
         "does not match",
     );
-    agent.attach(AttachRequest { character: character("w", "holmes"), profile: Some(profile) }).await.expect("attach");
-    let overheard = Event { world_id: "w".into(), seq: 1, speaker: "watson".into(), perceivers: vec!["watson".into()], ..Event::default() };
+    agent
+        .attach(AttachRequest {
+            character: character("w", "holmes"),
+            profile: Some(profile),
+        })
+        .await
+        .expect("attach");
+    let overheard = Event {
+        world_id: "w".into(),
+        seq: 1,
+        speaker: "watson".into(),
+        perceivers: vec!["watson".into()],
+        ..Event::default()
+    };
     assert_status(
-        agent.perceive(PerceiveRequest { character: character("w", "holmes"), events: vec![overheard] }).await,
+        agent
+            .perceive(PerceiveRequest {
+                character: character("w", "holmes"),
+                events: vec![overheard],
+            })
+            .await,
         Code::InvalidArgument,
         "was not perceived by \"holmes\"",
     );
-    let other_world = Event { world_id: "x".into(), seq: 1, perceivers: vec!["holmes".into()], ..Event::default() };
+    let other_world = Event {
+        world_id: "x".into(),
+        seq: 1,
+        perceivers: vec!["holmes".into()],
+        ..Event::default()
+    };
     assert_status(
-        agent.perceive(PerceiveRequest { character: character("w", "holmes"), events: vec![other_world] }).await,
+        agent
+            .perceive(PerceiveRequest {
+                character: character("w", "holmes"),
+                events: vec![other_world],
+            })
+            .await,
         Code::InvalidArgument,
         "belongs to world \"x\"",
     );
     let snapshot = agent
-        .snapshot(dramatis_proto::v1::SnapshotRequest { character: character("w", "holmes") })
+        .snapshot(dramatis_proto::v1::SnapshotRequest {
+            character: character("w", "holmes"),
+        })
         .await
         .expect("snapshot")
         .into_inner();
@@ -160,19 +337,28 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
 async fn both_services_answer_health_checks_and_reflection() {
     use tonic_health::pb::health_client::HealthClient;
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
 
     let cluster = Cluster::start(&["holmes"], &[]).await;
     for (endpoint, service) in [
         (cluster.world_endpoint.clone(), "dramatis.v1.World"),
-        (cluster.agent("holmes").endpoint.clone(), "dramatis.v1.Agent"),
+        (
+            cluster.agent("holmes").endpoint.clone(),
+            "dramatis.v1.Agent",
+        ),
     ] {
-        let channel = Channel::from_shared(endpoint).expect("uri").connect().await.expect("connect");
+        let channel = Channel::from_shared(endpoint)
+            .expect("uri")
+            .connect()
+            .await
+            .expect("connect");
         let health = HealthClient::new(channel.clone())
-            .check(HealthCheckRequest { service: service.into() })
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
             .await
             .expect("health")
             .into_inner();
@@ -186,12 +372,19 @@ async fn both_services_answer_health_checks_and_reflection() {
             .await
             .expect("reflection")
             .into_inner();
-        let response = responses.message().await.expect("reply").expect("one reply");
+        let response = responses
+            .message()
+            .await
+            .expect("reply")
+            .expect("one reply");
         let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
             panic!("unexpected reflection reply");
         };
         let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
         assert!(names.contains(&service.to_owned()), "{names:?}");
-        assert!(names.contains(&"grpc.health.v1.Health".to_owned()), "{names:?}");
+        assert!(
+            names.contains(&"grpc.health.v1.Health".to_owned()),
+            "{names:?}"
+        );
     }
 }

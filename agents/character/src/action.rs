@@ -93,7 +93,13 @@ fn from_json(text: &str) -> Option<ParsedAction> {
         return None;
     }
     let destination = clean(wire.destination.as_deref().unwrap_or_default());
-    let kind = match wire.kind.as_deref().map(str::trim).map(str::to_lowercase).as_deref() {
+    let kind = match wire
+        .kind
+        .as_deref()
+        .map(str::trim)
+        .map(str::to_lowercase)
+        .as_deref()
+    {
         Some("action" | "act" | "do") => ParsedKind::Action,
         Some("move" | "movement" | "go") if !destination.is_empty() => ParsedKind::Move,
         Some("move" | "movement" | "go") => ParsedKind::Action,
@@ -214,8 +220,10 @@ mod tests {
 
     #[test]
     fn json_wrapped_in_chatter_or_fences_is_extracted() {
-        let a = parse_action("Sure! ```json\n{\"kind\":\"action\",\"text\":\"He bows {politely}.\"}\n``` done")
-            .expect("parses");
+        let a = parse_action(
+            "Sure! ```json\n{\"kind\":\"action\",\"text\":\"He bows {politely}.\"}\n``` done",
+        )
+        .expect("parses");
         assert_eq!(a.kind, ParsedKind::Action);
         assert_eq!(a.text, "He bows {politely}.");
         assert!(a.repaired);
@@ -236,7 +244,10 @@ mod tests {
         assert_eq!(a.kind, ParsedKind::Action);
         let b = parse_action(r#"{"kind":"move","text":"Off I go.","destination":"baker-street"}"#)
             .expect("parses");
-        assert_eq!((b.kind, b.destination.as_str()), (ParsedKind::Move, "baker-street"));
+        assert_eq!(
+            (b.kind, b.destination.as_str()),
+            (ParsedKind::Move, "baker-street")
+        );
     }
 
     #[test]

@@ -26,13 +26,14 @@ impl AgentGrpc {
 }
 
 fn character_ref(character: Option<&pb::CharacterRef>) -> Result<(String, String), Status> {
-    let character =
-        character.ok_or_else(|| Status::invalid_argument("character is required"))?;
+    let character = character.ok_or_else(|| Status::invalid_argument("character is required"))?;
     if character.world_id.trim().is_empty() {
         return Err(Status::invalid_argument("character.world_id is required"));
     }
     if character.character_id.trim().is_empty() {
-        return Err(Status::invalid_argument("character.character_id is required"));
+        return Err(Status::invalid_argument(
+            "character.character_id is required",
+        ));
     }
     Ok((character.world_id.clone(), character.character_id.clone()))
 }
@@ -103,7 +104,9 @@ impl AgentApi for AgentGrpc {
                     }
                 }
             });
-            let outcome = agents.act(&world, &character, &frame, Some(tokens_tx)).await;
+            let outcome = agents
+                .act(&world, &character, &frame, Some(tokens_tx))
+                .await;
             let _ = forward.await;
             let last = outcome
                 .map(|o| pb::ActResponse {

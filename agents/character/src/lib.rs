@@ -39,13 +39,9 @@ pub async fn run(
     agents: CharacterAgents,
     shutdown: Shutdown,
 ) -> Result<(), ServeError> {
-    let (health, reflection, _reporter) =
-        dramatis_runtime::grpc::standard_services("dramatis.v1.Agent").await?;
+    let router = dramatis_runtime::grpc::standard_router("dramatis.v1.Agent").await?;
     tracing::info!(addr = ?listener.local_addr().ok(), "agent service listening");
-    tonic::transport::Server::builder()
-        .trace_fn(dramatis_runtime::telemetry::server_span)
-        .add_service(health)
-        .add_service(reflection)
+    router
         .add_service(AgentServer::new(grpc::AgentGrpc::new(agents)))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
         .await?;

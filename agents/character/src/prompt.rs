@@ -29,7 +29,11 @@ fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
     let mut text = format!("Character: {}, {}", p.name, p.profile.trim());
     if !p.speaking_style.trim().is_empty() {
-        let _ = write!(text, " Speaks {}.", p.speaking_style.trim().trim_end_matches('.'));
+        let _ = write!(
+            text,
+            " Speaks {}.",
+            p.speaking_style.trim().trim_end_matches('.')
+        );
     }
     text
 }

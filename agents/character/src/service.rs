@@ -233,7 +233,9 @@ impl CharacterAgents {
         question: &str,
     ) -> Result<(String, Usage), AgentError> {
         if question.trim().is_empty() {
-            return Err(AgentError::InvalidArgument("question must not be empty".into()));
+            return Err(AgentError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
         }
         let shard = self.shard(world, character)?;
         let built = prompt::answer(&*shard.lock().await, question);

@@ -65,8 +65,7 @@ impl Shard {
     pub fn perceive(&mut self, events: &[Event]) -> Result<u32, AgentError> {
         let me = self.profile.id.clone();
         for event in events {
-            if !event.perceivers.iter().any(|p| *p == me)
-                || (!event.thought.is_empty() && event.speaker != me)
+            if !event.perceivers.contains(&me) || (!event.thought.is_empty() && event.speaker != me)
             {
                 return Err(AgentError::NotPerceived {
                     seq: event.seq,
@@ -126,8 +125,11 @@ impl Shard {
     #[must_use]
     pub fn recall(&self) -> Vec<&MemoryItem> {
         let knowledge = self.memory.iter().filter(|m| m.source == "knowledge");
-        let perceived: Vec<&MemoryItem> =
-            self.memory.iter().filter(|m| m.source == "perceived").collect();
+        let perceived: Vec<&MemoryItem> = self
+            .memory
+            .iter()
+            .filter(|m| m.source == "perceived")
+            .collect();
         let recent = &perceived[perceived.len().saturating_sub(RECENT_EVENTS)..];
         knowledge.chain(recent.iter().copied()).collect()
     }
@@ -175,17 +177,34 @@ mod tests {
     #[test]
     fn stores_perceived_events_once_and_refuses_foreign_ones() {
         let mut shard = shard();
-        let batch = [speech(1, "holmes", &["holmes", "watson"], ""), speech(2, "watson", &["watson"], "tired")];
+        let batch = [
+            speech(1, "holmes", &["holmes", "watson"], ""),
+            speech(2, "watson", &["watson"], "tired"),
+        ];
         assert_eq!(shard.perceive(&batch).expect("accepted"), 2);
-        assert_eq!(shard.perceive(&batch).expect("replayed"), 0, "duplicates are skipped");
+        assert_eq!(
+            shard.perceive(&batch).expect("replayed"),
+            0,
+            "duplicates are skipped"
+        );
         let not_mine = shard.perceive(&[speech(3, "holmes", &["holmes"], "")]);
-        assert!(matches!(not_mine, Err(AgentError::NotPerceived { seq: 3, .. })));
+        assert!(matches!(
+            not_mine,
+            Err(AgentError::NotPerceived { seq: 3, .. })
+        ));
         let leaked_thought = shard.perceive(&[speech(4, "holmes", &["watson"], "secret")]);
-        assert!(matches!(leaked_thought, Err(AgentError::NotPerceived { seq: 4, .. })));
+        assert!(matches!(
+            leaked_thought,
+            Err(AgentError::NotPerceived { seq: 4, .. })
+        ));
         let texts: Vec<&str> = shard.memory().iter().map(|m| m.text.as_str()).collect();
         assert_eq!(
             texts,
-            ["I was wounded at Maiwand.", "holmes: \"line 1\"", "You: \"line 2\" (you thought: tired)"]
+            [
+                "I was wounded at Maiwand.",
+                "holmes: \"line 1\"",
+                "You: \"line 2\" (you thought: tired)"
+            ]
         );
         assert_eq!(shard.last_seq(), 2);
     }
@@ -193,7 +212,9 @@ mod tests {
     #[test]
     fn recall_keeps_knowledge_and_the_latest_events() {
         let mut shard = shard();
-        let events: Vec<Event> = (1..=15).map(|s| speech(s, "holmes", &["watson"], "")).collect();
+        let events: Vec<Event> = (1..=15)
+            .map(|s| speech(s, "holmes", &["watson"], ""))
+            .collect();
         shard.perceive(&events).expect("accepted");
         let recalled: Vec<&str> = shard.recall().iter().map(|m| m.id.as_str()).collect();
         assert_eq!(recalled.len(), 1 + RECENT_EVENTS);

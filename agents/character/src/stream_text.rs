@@ -15,7 +15,9 @@ enum State {
     #[default]
     Seeking,
     /// Inside the value string; `escape` when the last char was a backslash.
-    Inside { escape: bool },
+    Inside {
+        escape: bool,
+    },
     Done,
 }
 

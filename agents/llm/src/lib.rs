@@ -19,6 +19,5 @@ pub use openai::{OpenAiClient, OpenAiConfig};
 pub use roles::{ModelRole, RoleModels};
 pub use scripted::{RecordedPrompt, ScriptRule, ScriptedModel};
 pub use types::{
-    ChatMessage, ChatRole, Completion, CompletionRequest, LanguageModel, ResponseSchema,
-    TokenSink,
+    ChatMessage, ChatRole, Completion, CompletionRequest, LanguageModel, ResponseSchema, TokenSink,
 };

@@ -96,7 +96,9 @@ impl ScriptedModel {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding this lock leaves plain data behind; keep using it.
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn reply_for(&self, prompt: &str, call: u64, request: &CompletionRequest) -> String {

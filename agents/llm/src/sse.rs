@@ -23,7 +23,8 @@ impl SseDecoder {
                     self.data.clear();
                 }
             } else if let Some(value) = line.strip_prefix("data:") {
-                self.data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+                self.data
+                    .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
             }
             // Comments (":") and other fields (event:, id:, retry:) carry nothing we use.
         }
@@ -54,14 +55,21 @@ mod tests {
             let mut decoder = SseDecoder::default();
             let mut events = decoder.push(&body[..split]);
             events.extend(decoder.push(&body[split..]));
-            assert_eq!(events, vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"], "split at {split}");
+            assert_eq!(
+                events,
+                vec!["{\"a\":1}", "{\"b\":2}", "[DONE]"],
+                "split at {split}"
+            );
         }
     }
 
     #[test]
     fn joins_multi_line_data_and_flushes_tail() {
         let mut decoder = SseDecoder::default();
-        assert_eq!(decoder.push(b"data: one\ndata: two\n\ndata: tail"), vec!["one\ntwo"]);
+        assert_eq!(
+            decoder.push(b"data: one\ndata: two\n\ndata: tail"),
+            vec!["one\ntwo"]
+        );
         assert_eq!(decoder.finish().as_deref(), Some("tail"));
         assert_eq!(decoder.finish(), None);
     }

@@ -23,10 +23,13 @@ enum Reply {
     Raw(&'static str),
 }
 
+/// Request bodies received, each with its `Authorization` header.
+type Seen = Arc<Mutex<Vec<(Value, Option<String>)>>>;
+
 #[derive(Clone, Default)]
 struct Fake {
     replies: Arc<Vec<Reply>>,
-    seen: Arc<Mutex<Vec<(Value, Option<String>)>>>,
+    seen: Seen,
 }
 
 impl Fake {
@@ -39,7 +42,11 @@ fn sse(body: String) -> Response {
     ([("content-type", "text/event-stream")], body).into_response()
 }
 
-async fn handler(State(fake): State<Fake>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+async fn handler(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     let auth = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
@@ -57,7 +64,8 @@ async fn handler(State(fake): State<Fake>, headers: HeaderMap, Json(body): Json<
                 let chunk = json!({"choices": [{"index": 0, "delta": {"content": piece}}]});
                 out.push_str(&format!("data: {chunk}\n\n"));
             }
-            let usage = json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}});
+            let usage =
+                json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}});
             out.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
             sse(out)
         }
@@ -82,7 +90,9 @@ async fn serve(replies: Vec<Reply>) -> (Fake, String) {
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(handler))
         .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(listener, app).await });
     (fake, base)
@@ -98,8 +108,11 @@ fn client(base: &str, retries: u32, idle: Duration) -> OpenAiClient {
 }
 
 fn request() -> CompletionRequest {
-    CompletionRequest::new(vec![ChatMessage::system("be brief"), ChatMessage::user("hello")])
-        .with_max_tokens(20)
+    CompletionRequest::new(vec![
+        ChatMessage::system("be brief"),
+        ChatMessage::user("hello"),
+    ])
+    .with_max_tokens(20)
 }
 
 #[tokio::test]
@@ -116,7 +129,10 @@ async fn streams_pieces_in_order_and_reports_usage() {
         .expect("completion");
     drop(tx);
     assert_eq!(completion.text, "Hello there");
-    assert_eq!((completion.prompt_tokens, completion.completion_tokens), (12, 3));
+    assert_eq!(
+        (completion.prompt_tokens, completion.completion_tokens),
+        (12, 3)
+    );
     let mut pieces = Vec::new();
     while let Some(piece) = rx.recv().await {
         pieces.push(piece);
@@ -139,7 +155,9 @@ async fn client_errors_are_not_retried() {
         .complete(&request(), None)
         .await
         .expect_err("400 fails");
-    assert!(matches!(error, LlmError::Status { status: 400, ref body, .. } if body.contains("nope")));
+    assert!(
+        matches!(error, LlmError::Status { status: 400, ref body, .. } if body.contains("nope"))
+    );
     assert_eq!(fake.calls(), 1);
 }
 
@@ -166,7 +184,9 @@ async fn a_silent_endpoint_times_out() {
         .complete(&request(), None)
         .await
         .expect_err("times out");
-    assert!(matches!(error, LlmError::Timeout { after, .. } if after == Duration::from_millis(200)));
+    assert!(
+        matches!(error, LlmError::Timeout { after, .. } if after == Duration::from_millis(200))
+    );
     assert_eq!(fake.calls(), 2, "a timeout is retried once, then reported");
 }
 
@@ -177,7 +197,9 @@ async fn malformed_chunks_are_a_protocol_error() {
         .complete(&request(), None)
         .await
         .expect_err("malformed");
-    assert!(matches!(error, LlmError::Protocol { ref message, .. } if message.contains("bad chunk")));
+    assert!(
+        matches!(error, LlmError::Protocol { ref message, .. } if message.contains("bad chunk"))
+    );
     assert_eq!(fake.calls(), 2);
 }
 

@@ -25,7 +25,11 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let agents = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(model))));
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let agent_addr = agent_listener.local_addr()?;
-    tokio::spawn(dramatis_character::run(agent_listener, agents, shutdown.clone()));
+    tokio::spawn(dramatis_character::run(
+        agent_listener,
+        agents,
+        shutdown.clone(),
+    ));
     let options = WorldServiceOptions {
         scenarios_dir: args
             .scenarios_dir
@@ -35,7 +39,11 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;
-    tokio::spawn(dramatis_world::run(world_listener, options, shutdown.clone()));
+    tokio::spawn(dramatis_world::run(
+        world_listener,
+        options,
+        shutdown.clone(),
+    ));
     let mut client = world_client(&format!("http://{world_addr}")).await?;
     let source = if std::path::Path::new(&args.scenario).is_file() {
         create_world_request::Source::ScenarioPath(args.scenario.clone())
@@ -83,11 +91,24 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     per_turn_us.sort_by(f64::total_cmp);
     let median = per_turn_us[per_turn_us.len() / 2];
     let mean = per_turn_us.iter().sum::<f64>() / per_turn_us.len() as f64;
-    println!("scenario {} · {} runs · {turns} turns · {events} events", args.scenario, per_turn_us.len());
-    println!("orchestration per turn: median {median:.0} µs, mean {mean:.0} µs, best {:.0} µs, worst {:.0} µs",
-        per_turn_us[0], per_turn_us[per_turn_us.len() - 1]);
-    println!("per turn: {:.2} LLM calls, {:.0} prompt tokens (scripted model estimate)",
-        calls as f64 / turns as f64, prompt_tokens as f64 / turns as f64);
-    println!("wall: {:.2} s including world creation and deletion", total.elapsed().as_secs_f64());
+    println!(
+        "scenario {} · {} runs · {turns} turns · {events} events",
+        args.scenario,
+        per_turn_us.len()
+    );
+    println!(
+        "orchestration per turn: median {median:.0} µs, mean {mean:.0} µs, best {:.0} µs, worst {:.0} µs",
+        per_turn_us[0],
+        per_turn_us[per_turn_us.len() - 1]
+    );
+    println!(
+        "per turn: {:.2} LLM calls, {:.0} prompt tokens (scripted model estimate)",
+        calls as f64 / turns as f64,
+        prompt_tokens as f64 / turns as f64
+    );
+    println!(
+        "wall: {:.2} s including world creation and deletion",
+        total.elapsed().as_secs_f64()
+    );
     Ok(())
 }

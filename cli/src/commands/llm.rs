@@ -6,7 +6,9 @@ use dramatis_runtime::models::{DEFAULT_LLM_FILE, missing_message, model_path};
 use crate::args::LlmServeArgs;
 
 pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {
-    let model_file = args.model_file.unwrap_or_else(|| model_path(DEFAULT_LLM_FILE));
+    let model_file = args
+        .model_file
+        .unwrap_or_else(|| model_path(DEFAULT_LLM_FILE));
     if !model_file.is_file() {
         anyhow::bail!("{}", missing_message(&model_file));
     }
@@ -32,6 +34,12 @@ pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {
     let name = model_file
         .file_stem()
         .map_or_else(|| "local".to_owned(), |s| s.to_string_lossy().into_owned());
-    serve(listener, engine, LocalServerConfig { model_name: name }, shutdown.wait()).await?;
+    serve(
+        listener,
+        engine,
+        LocalServerConfig { model_name: name },
+        shutdown.wait(),
+    )
+    .await?;
     Ok(())
 }

@@ -42,7 +42,11 @@ pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
         args.model.llm_endpoint = Some(endpoint);
         _llm = Some(spawned);
     }
-    let agents = Arc::new(SpawnedAgents::new(args.model.clone(), logs.clone(), args.shared_agent));
+    let agents = Arc::new(SpawnedAgents::new(
+        args.model.clone(),
+        logs.clone(),
+        args.shared_agent,
+    ));
     let options = WorldServiceOptions {
         scenarios_dir: args
             .scenarios_dir
@@ -54,7 +58,12 @@ pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
     let worlds = Worlds::open(&options)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let server = tokio::spawn(dramatis_world::serve_worlds(listener, worlds, shutdown.clone(), 0));
+    let server = tokio::spawn(dramatis_world::serve_worlds(
+        listener,
+        worlds,
+        shutdown.clone(),
+        0,
+    ));
 
     let server_url = format!("http://{addr}");
     let outcome = tokio::select! {
@@ -79,7 +88,8 @@ pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
 async fn play(args: &RunArgs, server: &str) -> anyhow::Result<(WorldInfo, u64)> {
     let mut client = world_client(server).await?;
     let source = if Path::new(&args.scenario).is_file() {
-        let path = std::fs::canonicalize(&args.scenario).unwrap_or_else(|_| PathBuf::from(&args.scenario));
+        let path =
+            std::fs::canonicalize(&args.scenario).unwrap_or_else(|_| PathBuf::from(&args.scenario));
         create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
     } else {
         create_world_request::Source::ScenarioName(args.scenario.clone())

@@ -22,7 +22,10 @@ pub fn scenarios(args: &ScenariosArgs) -> anyhow::Result<()> {
             }
         }
         if failed > 0 {
-            bail!("{failed} of {} scenario files are invalid", args.files.len());
+            bail!(
+                "{failed} of {} scenario files are invalid",
+                args.files.len()
+            );
         }
         return Ok(());
     }

@@ -22,7 +22,11 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             args.model.llm_endpoint = Some(endpoint);
             _llm = Some(spawned);
         }
-        Arc::new(SpawnedAgents::new(args.model.clone(), logs, args.shared_agent))
+        Arc::new(SpawnedAgents::new(
+            args.model.clone(),
+            logs,
+            args.shared_agent,
+        ))
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
     };

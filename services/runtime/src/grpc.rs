@@ -1,31 +1,29 @@
-//! Standard gRPC services every Dramatis server carries: health checking and server
-//! reflection over the `dramatis.v1` descriptors.
+//! What every Dramatis gRPC server carries: request spans that continue the caller's
+//! trace, health checking, and server reflection (v1 and v1alpha, so older tools such as
+//! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors.
 
-use tonic_health::server::HealthReporter;
+use tonic::transport::Server;
+use tonic::transport::server::Router;
 
-/// The health service (reporting `service_name` as serving) and the reflection service.
-pub async fn standard_services(
+/// A server router with tracing, health (reporting `service_name` as serving) and
+/// reflection in place; add the service itself and serve.
+pub async fn standard_router(
     service_name: &str,
-) -> Result<
-    (
-        tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
-        tonic_reflection::server::v1::ServerReflectionServer<
-            impl tonic_reflection::server::v1::ServerReflection,
-        >,
-        HealthReporter,
-    ),
-    tonic_reflection::server::Error,
-> {
+) -> Result<Router, tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    reporter
-        .set_service_status(service_name, tonic_health::ServingStatus::Serving)
-        .await;
-    reporter
-        .set_service_status("", tonic_health::ServingStatus::Serving)
-        .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    Ok((health, reflection, reporter))
+    for name in [service_name, ""] {
+        reporter
+            .set_service_status(name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    Ok(Server::builder()
+        .trace_fn(crate::telemetry::server_span)
+        .add_service(health)
+        .add_service(reflection().build_v1()?)
+        .add_service(reflection().build_v1alpha()?))
 }

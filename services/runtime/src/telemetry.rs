@@ -44,9 +44,9 @@ pub fn init(service_name: &'static str, default_filter: &str) -> TelemetryGuard 
         .with_target(false);
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let provider = otlp_provider(service_name);
-    let otel = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name))
-    });
+    let otel = provider
+        .as_ref()
+        .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name)));
     let _ = tracing_subscriber::registry()
         .with(filter)
         .with(fmt)

@@ -26,8 +26,7 @@ pub type AgentRpc = AgentClient<
 #[async_trait]
 pub trait AgentDirectory: Send + Sync + std::fmt::Debug {
     /// The endpoint (`http://host:port`) of the agent for `character` in `world`.
-    async fn endpoint_for(&self, world_id: &str, character_id: &str)
-    -> Result<String, WorldError>;
+    async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError>;
 
     /// The world is gone; agents started for it may stop.
     async fn release(&self, _world_id: &str) {}

@@ -102,7 +102,10 @@ impl WorldApi for WorldGrpc {
     ) -> Result<Response<pb::WorldInfo>, Status> {
         let request = request.into_inner();
         required(&request.world_id, "world_id")?;
-        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let world = self
+            .worlds
+            .get(&request.world_id)
+            .map_err(|e| to_status(&e))?;
         Ok(Response::new(world.info()))
     }
 
@@ -146,7 +149,10 @@ impl WorldApi for WorldGrpc {
                 ));
             }
         };
-        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let world = self
+            .worlds
+            .get(&request.world_id)
+            .map_err(|e| to_status(&e))?;
         let events = world.advance(until).await.map_err(|e| to_status(&e))?;
         Ok(Response::new(pb::AdvanceResponse {
             events,
@@ -162,19 +168,28 @@ impl WorldApi for WorldGrpc {
     ) -> Result<Response<Self::WatchStream>, Status> {
         let request = request.into_inner();
         required(&request.world_id, "world_id")?;
-        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let world = self
+            .worlds
+            .get(&request.world_id)
+            .map_err(|e| to_status(&e))?;
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         world.hub().watch(request.from_seq, !request.no_follow, tx);
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn ask(&self, request: Request<pb::AskRequest>) -> Result<Response<pb::AskResponse>, Status> {
+    async fn ask(
+        &self,
+        request: Request<pb::AskRequest>,
+    ) -> Result<Response<pb::AskResponse>, Status> {
         let request = request.into_inner();
         required(&request.world_id, "world_id")?;
         required(&request.character, "character")?;
         required(&request.question, "question")?;
-        let world = self.worlds.get(&request.world_id).map_err(|e| to_status(&e))?;
+        let world = self
+            .worlds
+            .get(&request.world_id)
+            .map_err(|e| to_status(&e))?;
         let answer = world
             .ask(&request.character, &request.question)
             .await

@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc};
 /// What the broadcast carries.
 #[derive(Debug, Clone)]
 enum Live {
-    Event(Event),
+    Event(Box<Event>),
     Token(TokenChunk),
 }
 
@@ -29,7 +29,8 @@ struct Inner {
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl TranscriptHub {
@@ -58,10 +59,14 @@ impl TranscriptHub {
             .events
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        debug_assert_eq!(event.seq, events.len() as u64 + 1, "events published in order");
+        debug_assert_eq!(
+            event.seq,
+            events.len() as u64 + 1,
+            "events published in order"
+        );
         events.push(event.clone());
         // Sent under the lock so a subscriber's snapshot and stream never overlap wrongly.
-        let _ = self.inner.live.send(Live::Event(event));
+        let _ = self.inner.live.send(Live::Event(Box::new(event)));
     }
 
     /// Publishes a live token (not logged; only followers see it).
@@ -74,7 +79,10 @@ impl TranscriptHub {
     pub fn events_from(&self, from_seq: u64) -> Vec<Event> {
         let events = read(&self.inner.events);
         let start = usize::try_from(from_seq.max(1) - 1).unwrap_or(usize::MAX);
-        events.get(start..).map(<[Event]>::to_vec).unwrap_or_default()
+        events
+            .get(start..)
+            .map(<[Event]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// Starts a watcher. Items go to `out` until the watcher goes away, the hub is
@@ -85,7 +93,10 @@ impl TranscriptHub {
             let receiver = self.inner.live.subscribe();
             let start = usize::try_from(from_seq.max(1) - 1).unwrap_or(usize::MAX);
             (
-                events.get(start..).map(<[Event]>::to_vec).unwrap_or_default(),
+                events
+                    .get(start..)
+                    .map(<[Event]>::to_vec)
+                    .unwrap_or_default(),
                 receiver,
             )
         };
@@ -124,7 +135,7 @@ async fn follow_live(
                     continue; // already replayed
                 }
                 next = event.seq + 1;
-                if out.send(event_item(event)).await.is_err() {
+                if out.send(event_item(*event)).await.is_err() {
                     return;
                 }
             }

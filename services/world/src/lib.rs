@@ -55,14 +55,10 @@ pub async fn serve_worlds(
     shutdown: Shutdown,
     restored: usize,
 ) -> Result<(), ServeError> {
-    let (health, reflection, _reporter) =
-        dramatis_runtime::grpc::standard_services("dramatis.v1.World").await?;
+    let router = dramatis_runtime::grpc::standard_router("dramatis.v1.World").await?;
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, restored, "world service listening");
-    tonic::transport::Server::builder()
-        .trace_fn(dramatis_runtime::telemetry::server_span)
-        .add_service(health)
-        .add_service(reflection)
+    router
         .add_service(WorldServer::new(grpc::WorldGrpc::new(worlds)))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
         .await?;

@@ -184,7 +184,9 @@ mod tests {
             log.append(vec![event("a", 1, "one"), event("a", 2, "two")])
                 .await
                 .expect("append");
-            log.append(vec![event("b", 1, "other")]).await.expect("append b");
+            log.append(vec![event("b", 1, "other")])
+                .await
+                .expect("append b");
             let dup = log.append(vec![event("a", 2, "again")]).await;
             assert!(matches!(dup, Err(WorldError::Log(m)) if m.contains("already logged")));
         }

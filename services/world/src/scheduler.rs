@@ -48,15 +48,21 @@ pub fn next_actor(state: &WorldState, scene: &Scene) -> Option<String> {
     let present: Vec<&String> = scene
         .cast
         .iter()
-        .filter(|c| state.locations.get(*c).is_some_and(|l| *l == scene.location))
+        .filter(|c| {
+            state
+                .locations
+                .get(*c)
+                .is_some_and(|l| *l == scene.location)
+        })
         .collect();
     if present.is_empty() {
         return None;
     }
-    if let Some(target) = &state.last_target {
-        if present.contains(&target) && state.last_actor.as_ref() != Some(target) {
-            return Some(target.clone());
-        }
+    if let Some(target) = &state.last_target
+        && present.contains(&target)
+        && state.last_actor.as_ref() != Some(target)
+    {
+        return Some(target.clone());
     }
     let last = state.last_actor.as_ref();
     let start = last
@@ -97,7 +103,11 @@ mod tests {
                 description: String::new(),
             }],
             paths: vec![],
-            characters: vec![character("a", "lab"), character("b", "lab"), character("c", "lab")],
+            characters: vec![
+                character("a", "lab"),
+                character("b", "lab"),
+                character("c", "lab"),
+            ],
             facts: vec![],
             scenes: vec![Scene {
                 id: "s".into(),
@@ -119,22 +129,38 @@ mod tests {
         let scenario = scenario();
         let scene = &scenario.scenes[0];
         let mut state = WorldState::initial(&scenario);
-        let mut took_turn = |state: &mut WorldState, who: &str, target: Option<&str>| {
+        let took_turn = |state: &mut WorldState, who: &str, target: Option<&str>| {
             state.last_actor = Some(who.into());
             state.last_target = target.map(Into::into);
             *state.turns_by.entry(who.into()).or_default() += 1;
         };
         assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
         took_turn(&mut state, "a", Some("c"));
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("c"), "the addressed answers");
+        assert_eq!(
+            next_actor(&state, scene).as_deref(),
+            Some("c"),
+            "the addressed answers"
+        );
         took_turn(&mut state, "c", Some("a"));
         assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
         took_turn(&mut state, "a", None);
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("b"), "the quiet one gets a turn");
+        assert_eq!(
+            next_actor(&state, scene).as_deref(),
+            Some("b"),
+            "the quiet one gets a turn"
+        );
         took_turn(&mut state, "b", None);
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("c"), "fewest turns, then script order");
+        assert_eq!(
+            next_actor(&state, scene).as_deref(),
+            Some("c"),
+            "fewest turns, then script order"
+        );
         state.locations.insert("c".into(), "elsewhere".into());
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("a"), "absent characters never act");
+        assert_eq!(
+            next_actor(&state, scene).as_deref(),
+            Some("a"),
+            "absent characters never act"
+        );
     }
 
     #[test]
@@ -145,10 +171,14 @@ mod tests {
         state.scene_open = true;
         assert!(matches!(next_step(&state, &scenario), Step::Turn { .. }));
         state.scene_turn = 3;
-        assert!(matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("turn limit")));
+        assert!(
+            matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("turn limit"))
+        );
         state.scene_turn = 1;
         state.beat_reached = true;
-        assert!(matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("beat")));
+        assert!(
+            matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("beat"))
+        );
         state.scene = 1;
         assert_eq!(next_step(&state, &scenario), Step::Finished);
     }

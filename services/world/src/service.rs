@@ -8,11 +8,11 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 
+use crate::WorldError;
 use crate::agents::{AgentDirectory, AgentPool};
 use crate::log::{EventLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::world::World;
-use crate::WorldError;
 
 /// Settings of a world service.
 #[derive(Debug, Clone)]
@@ -79,7 +79,9 @@ impl Worlds {
                 }
             };
             let history = self.inner.log.read(&record.world_id, 1).await?;
-            let world = self.start(record.world_id.clone(), scenario, history).await?;
+            let world = self
+                .start(record.world_id.clone(), scenario, history)
+                .await?;
             self.inner.worlds.insert(record.world_id, Arc::new(world));
             restored += 1;
         }
@@ -134,8 +136,8 @@ impl Worlds {
         if self.inner.worlds.contains_key(&id) {
             return Err(WorldError::WorldExists(id));
         }
-        let source_path = std::fs::canonicalize(&scenario.source)
-            .unwrap_or_else(|_| scenario.source.clone());
+        let source_path =
+            std::fs::canonicalize(&scenario.source).unwrap_or_else(|_| scenario.source.clone());
         let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
             Ok(world) => Arc::new(world),
             Err(error) => {

@@ -91,7 +91,10 @@ impl WorldState {
                 self.locations
                     .insert(event.speaker.clone(), event.location.clone());
             }
-            EventKind::Speech | EventKind::Action | EventKind::Narration | EventKind::Unspecified => {}
+            EventKind::Speech
+            | EventKind::Action
+            | EventKind::Narration
+            | EventKind::Unspecified => {}
         }
         if event.turn > 0 {
             self.scene_turn += 1;

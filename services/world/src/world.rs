@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use dramatis_proto::v1::{
-    self as pb, Action, ActionKind, Event, EventKind, TokenChunk, Usage, WorldStatus,
-    act_response,
+    self as pb, Action, ActionKind, Event, EventKind, TokenChunk, Usage, WorldStatus, act_response,
 };
 use futures::future::try_join_all;
 use tracing::{Instrument, info_span};
 
+use crate::WorldError;
 use crate::agents::AgentRpc;
 use crate::hub::TranscriptHub;
 use crate::log::EventLog;
@@ -21,7 +21,6 @@ use crate::router::PerceptionRouter;
 use crate::scenario::Scenario;
 use crate::scheduler::{Step, next_step};
 use crate::state::WorldState;
-use crate::WorldError;
 
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +69,9 @@ pub struct World {
 
 impl std::fmt::Debug for World {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("World").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("World")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -407,7 +408,7 @@ impl World {
             kind: dramatis_proto::ErrorKind::Internal,
             message: "act stream ended without an action".into(),
         })?;
-        let mut draft = self.resolve(state, actor, action);
+        let mut draft = self.resolve(state, actor, &action);
         if let Some(usage) = &mut draft.usage {
             usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }
@@ -446,7 +447,7 @@ impl World {
 
     /// Turns an agent's action into an event the world accepts: targets must be present,
     /// movement must follow a path from here; anything else degrades to a plain action.
-    fn resolve(&self, state: &WorldState, actor: &str, action: Action) -> Draft {
+    fn resolve(&self, state: &WorldState, actor: &str, action: &Action) -> Draft {
         let here = state.locations.get(actor).cloned().unwrap_or_default();
         let present = state.present_at(&here);
         let target = self
@@ -499,7 +500,11 @@ impl World {
     }
 
     /// Puts a question to one character; its agent answers from its own shard.
-    pub async fn ask(&self, character: &str, question: &str) -> Result<pb::AskResponse, WorldError> {
+    pub async fn ask(
+        &self,
+        character: &str,
+        question: &str,
+    ) -> Result<pb::AskResponse, WorldError> {
         let id = self
             .scenario
             .find_character(character)
@@ -509,7 +514,9 @@ impl World {
                 character: character.to_owned(),
             })?;
         if question.trim().is_empty() {
-            return Err(WorldError::InvalidArgument("question must not be empty".into()));
+            return Err(WorldError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
         }
         self.deliver_pending(&id).await?;
         let slot = &self.slots[&id];

@@ -23,14 +23,26 @@ fn broken_scenarios_are_rejected_with_file_line_and_field() {
             .filter_map(|l| l.strip_prefix("# expect: "))
             .map(|l| format!("{}:{l}", file.display()))
             .collect();
-        assert!(!expected.is_empty(), "{} names its expected problems", file.display());
+        assert!(
+            !expected.is_empty(),
+            "{} names its expected problems",
+            file.display()
+        );
         let error = Scenario::load(&file).expect_err("broken scenario must be rejected");
         assert!(matches!(error, ScenarioError::Invalid { .. }));
         let message = error.to_string();
         let lines: Vec<&str> = message.lines().collect();
-        assert_eq!(lines.len(), expected.len(), "{}: got {message}", file.display());
+        assert_eq!(
+            lines.len(),
+            expected.len(),
+            "{}: got {message}",
+            file.display()
+        );
         for (line, want) in lines.iter().zip(&expected) {
-            assert!(line.starts_with(want.as_str()), "got {line:?}, want {want:?}");
+            assert!(
+                line.starts_with(want.as_str()),
+                "got {line:?}, want {want:?}"
+            );
         }
     }
 }
@@ -43,8 +55,18 @@ fn the_shipped_scenario_is_valid() {
     assert_eq!(scenario.scenes.len(), 4);
     assert!(scenario.locations.len() >= 4);
     let lab = &scenario.scenes[1];
-    assert!(!lab.cast.contains(&"lestrade".to_owned()), "Lestrade is not in the lab");
-    let knowers: Vec<_> = scenario.knowledge_of("stamford").map(|f| f.id.as_str()).collect();
+    assert!(
+        !lab.cast.contains(&"lestrade".to_owned()),
+        "Lestrade is not in the lab"
+    );
+    let knowers: Vec<_> = scenario
+        .knowledge_of("stamford")
+        .map(|f| f.id.as_str())
+        .collect();
     assert!(knowers.contains(&"stamford-odd-habits"));
-    assert!(scenario.knowledge_of("holmes").all(|f| f.id != "stamford-odd-habits"));
+    assert!(
+        scenario
+            .knowledge_of("holmes")
+            .all(|f| f.id != "stamford-odd-habits")
+    );
 }

@@ -178,7 +178,8 @@ fn generate(
             .add(*token, pos, &[0], i == last)
             .map_err(|e| e.to_string())?;
     }
-    ctx.decode(&mut batch).map_err(|e| format!("decode prompt: {e}"))?;
+    ctx.decode(&mut batch)
+        .map_err(|e| format!("decode prompt: {e}"))?;
 
     let mut sampler = build_sampler(model, job)?;
     let mut pending: Vec<u8> = Vec::new();
@@ -204,7 +205,8 @@ fn generate(
             .add(token, position, &[0], true)
             .map_err(|e| e.to_string())?;
         position += 1;
-        ctx.decode(&mut single).map_err(|e| format!("decode: {e}"))?;
+        ctx.decode(&mut single)
+            .map_err(|e| format!("decode: {e}"))?;
     }
     if !pending.is_empty() {
         let _ = job.events.send(GenerationEvent::Piece(
@@ -250,8 +252,8 @@ fn take_valid_utf8(buffer: &mut Vec<u8>) -> String {
         }
     };
     let rest = buffer.split_off(valid);
-    let text = String::from_utf8(std::mem::replace(buffer, rest)).unwrap_or_default();
-    text
+
+    String::from_utf8(std::mem::replace(buffer, rest)).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -187,7 +187,10 @@ async fn chat_completions(
             }
         }
     }
-    error(StatusCode::INTERNAL_SERVER_ERROR, "engine stopped mid-generation")
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "engine stopped mid-generation",
+    )
 }
 
 fn usage(prompt_tokens: u32, completion_tokens: u32) -> Value {

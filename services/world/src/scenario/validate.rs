@@ -73,11 +73,20 @@ pub(super) fn validate(
 
     let mut location_ids = HashSet::new();
     for (i, l) in raw.locations.iter().enumerate() {
-        c.id(&l.id, &format!("locations[{i}].id"), "location", &mut location_ids);
+        c.id(
+            &l.id,
+            &format!("locations[{i}].id"),
+            "location",
+            &mut location_ids,
+        );
         c.non_empty(&l.name, format!("locations[{i}].name"));
     }
     if raw.locations.is_empty() {
-        c.report(&raw.name, "locations", "a scenario needs at least one location");
+        c.report(
+            &raw.name,
+            "locations",
+            "a scenario needs at least one location",
+        );
     }
 
     for (i, p) in raw.paths.iter().enumerate() {
@@ -91,16 +100,29 @@ pub(super) fn validate(
             }
         }
         if p.from.get_ref() == p.to.get_ref() {
-            c.report(&p.to, format!("paths[{i}].to"), "a path must join two different locations");
+            c.report(
+                &p.to,
+                format!("paths[{i}].to"),
+                "a path must join two different locations",
+            );
         }
         if *p.distance.get_ref() == 0 {
-            c.report(&p.distance, format!("paths[{i}].distance"), "distance must be at least 1");
+            c.report(
+                &p.distance,
+                format!("paths[{i}].distance"),
+                "distance must be at least 1",
+            );
         }
     }
 
     let mut character_ids = HashSet::new();
     for (i, ch) in raw.characters.iter().enumerate() {
-        c.id(&ch.id, &format!("characters[{i}].id"), "character", &mut character_ids);
+        c.id(
+            &ch.id,
+            &format!("characters[{i}].id"),
+            "character",
+            &mut character_ids,
+        );
         c.non_empty(&ch.name, format!("characters[{i}].name"));
         c.non_empty(&ch.profile, format!("characters[{i}].profile"));
         if !location_ids.contains(ch.location.get_ref()) {
@@ -116,7 +138,11 @@ pub(super) fn validate(
         }
     }
     if raw.characters.is_empty() {
-        c.report(&raw.name, "characters", "a scenario needs at least one character");
+        c.report(
+            &raw.name,
+            "characters",
+            "a scenario needs at least one character",
+        );
     }
 
     let mut fact_ids = HashSet::new();
@@ -124,7 +150,11 @@ pub(super) fn validate(
         c.id(&f.id, &format!("facts[{i}].id"), "fact", &mut fact_ids);
         c.non_empty(&f.text, format!("facts[{i}].text"));
         if f.known_by.get_ref().is_empty() {
-            c.report(&f.known_by, format!("facts[{i}].known_by"), "name at least one character");
+            c.report(
+                &f.known_by,
+                format!("facts[{i}].known_by"),
+                "name at least one character",
+            );
         }
         for (j, who) in f.known_by.get_ref().iter().enumerate() {
             if !character_ids.contains(who.get_ref()) {
@@ -149,7 +179,11 @@ pub(super) fn validate(
         }
         c.non_empty(&s.beat, format!("scenes[{i}].beat"));
         if s.cast.get_ref().is_empty() {
-            c.report(&s.cast, format!("scenes[{i}].cast"), "a scene needs at least one actor");
+            c.report(
+                &s.cast,
+                format!("scenes[{i}].cast"),
+                "a scene needs at least one actor",
+            );
         }
         let mut in_cast = HashSet::new();
         for (j, who) in s.cast.get_ref().iter().enumerate() {
@@ -168,12 +202,20 @@ pub(super) fn validate(
             }
         }
         if *s.max_turns.get_ref() == 0 {
-            c.report(&s.max_turns, format!("scenes[{i}].max_turns"), "must be at least 1");
+            c.report(
+                &s.max_turns,
+                format!("scenes[{i}].max_turns"),
+                "must be at least 1",
+            );
         }
-        if let Some(min) = &s.min_turns {
-            if min.get_ref() > s.max_turns.get_ref() {
-                c.report(min, format!("scenes[{i}].min_turns"), "must not exceed max_turns");
-            }
+        if let Some(min) = &s.min_turns
+            && min.get_ref() > s.max_turns.get_ref()
+        {
+            c.report(
+                min,
+                format!("scenes[{i}].min_turns"),
+                "must not exceed max_turns",
+            );
         }
         if let Some(directions) = &s.directions {
             for who in directions.get_ref().keys() {
@@ -188,7 +230,11 @@ pub(super) fn validate(
         }
     }
     if raw.scenes.is_empty() {
-        c.report(&raw.name, "scenes", "a scripted scenario needs at least one scene");
+        c.report(
+            &raw.name,
+            "scenes",
+            "a scripted scenario needs at least one scene",
+        );
     }
 
     if !c.problems.is_empty() {
