@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tests: set up (idempotent), check formatting, run every Rust test (release
-# profile, the same build the main job uses), then drive a real `dramatis serve` from a
-# Python grpcio client generated from proto/.
+# profile, the same build the main job uses), check the scenario JSON Schema against the
+# loader, then drive a real `dramatis serve` from a Python grpcio client generated from
+# proto/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
@@ -9,8 +10,10 @@ cargo fmt --all -- --check
 cargo test --release --workspace
 target="${CARGO_TARGET_DIR:-target}"
 venv=".cache/venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc_tools, grpc_reflection" 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc_tools, grpc_reflection, jsonschema" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet grpcio==1.85.1 grpcio-tools==1.85.1 grpcio-reflection==1.85.1
+  "$venv/bin/python" -m pip install --quiet grpcio==1.85.1 grpcio-tools==1.85.1 \
+    grpcio-reflection==1.85.1 jsonschema==4.26.0
 fi
+"$venv/bin/python" tests/python/scenario_schema_check.py
 "$venv/bin/python" tests/python/grpc_client_check.py "$target/release/dramatis"

@@ -405,3 +405,39 @@ async fn a_world_survives_a_restart_of_the_world_service() {
         "Watson perceived everything up to the final scene end"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn worlds_in_one_service_run_at_once_and_stay_apart() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let a = create(&mut world, "world-a").await;
+    let b = create(&mut world, "world-b").await;
+    let (mut wa, mut wb) = (world.clone(), world.clone());
+    let (events_a, events_b) = tokio::join!(
+        advance(&mut wa, &a, advance_request::Until::ScriptEnd(true)),
+        advance(&mut wb, &b, advance_request::Until::ScriptEnd(true)),
+    );
+    assert_eq!(events_a.len(), events_b.len());
+    assert!(events_a.iter().all(|e| e.world_id == a));
+    assert!(events_b.iter().all(|e| e.world_id == b));
+    assert_eq!(
+        events_a.first().map(|e| e.seq),
+        Some(1),
+        "each world numbers its own events"
+    );
+    assert_eq!(events_b.first().map(|e| e.seq), Some(1));
+    // The same agent hosts Watson in both worlds, with a shard per world.
+    let in_a = snapshot(&cluster, &a, "watson").await;
+    let in_b = snapshot(&cluster, &b, "watson").await;
+    let perceived = |s: &dramatis_proto::v1::SnapshotResponse| {
+        s.memory.iter().filter(|m| m.source == "perceived").count()
+    };
+    assert_eq!(perceived(&in_a), perceived(&in_b));
+    let watson_lines_a = events_a
+        .iter()
+        .filter(|e| e.perceivers.contains(&"watson".to_owned()));
+    assert_eq!(
+        in_a.last_seq,
+        watson_lines_a.map(|e| e.seq).max().unwrap_or(0)
+    );
+}
