@@ -21,7 +21,14 @@ pub struct Cli {
 impl Cli {
     pub fn log_filter(&self) -> &'static str {
         match (self.verbose, &self.command) {
-            (0, Command::Run(_) | Command::Watch(_) | Command::Ask(_) | Command::Scenarios(_)) => {
+            (
+                0,
+                Command::Run(_)
+                | Command::Watch(_)
+                | Command::Ask(_)
+                | Command::Scenarios(_)
+                | Command::Bench(_),
+            ) => {
                 "warn"
             }
             (0, _) => "info",

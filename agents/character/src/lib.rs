@@ -22,7 +22,6 @@ pub use shard::Shard;
 use dramatis_proto::v1::agent_server::AgentServer;
 use dramatis_runtime::Shutdown;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 
 /// Why the agent service stopped abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -43,7 +42,7 @@ pub async fn run(
     tracing::info!(addr = ?listener.local_addr().ok(), "agent service listening");
     router
         .add_service(AgentServer::new(grpc::AgentGrpc::new(agents)))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
+        .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;
     Ok(())
 }

@@ -2,8 +2,16 @@
 //! trace, health checking, and server reflection (v1 and v1alpha, so older tools such as
 //! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors.
 
+use tokio::net::TcpListener;
 use tonic::transport::Server;
-use tonic::transport::server::Router;
+use tonic::transport::server::{Router, TcpIncoming};
+
+/// Connections from a bound listener, with Nagle's algorithm off: small gRPC frames
+/// (a token, a one-event Perceive) must not wait for delayed acknowledgements.
+#[must_use]
+pub fn incoming(listener: TcpListener) -> TcpIncoming {
+    TcpIncoming::from(listener).with_nodelay(Some(true))
+}
 
 /// A server router with tracing, health (reporting `service_name` as serving) and
 /// reflection in place; add the service itself and serve.

@@ -23,7 +23,6 @@ use dramatis_runtime::Shutdown;
 pub use error::WorldError;
 pub use service::{ScenarioSource, WorldServiceOptions, Worlds};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 
 /// Why the world service stopped abnormally.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +59,7 @@ pub async fn serve_worlds(
     tracing::info!(?addr, restored, "world service listening");
     router
         .add_service(WorldServer::new(grpc::WorldGrpc::new(worlds)))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown.wait())
+        .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;
     Ok(())
 }
