@@ -28,9 +28,7 @@ impl Cli {
                 | Command::Ask(_)
                 | Command::Scenarios(_)
                 | Command::Bench(_),
-            ) => {
-                "warn"
-            }
+            ) => "warn",
             (0, _) => "info",
             (1, _) => "info,dramatis_world=debug,dramatis_character=debug",
             _ => "debug",
@@ -96,6 +94,18 @@ pub struct ModelArgs {
     /// fixture; `builtin` for its generic lines.
     #[arg(long, env = "DRAMATIS_SCRIPTED", conflicts_with = "llm_endpoint")]
     pub scripted: Option<String>,
+    /// Endpoint for the narrator role (default: the character endpoint).
+    #[arg(long, env = "DRAMATIS_NARRATOR_ENDPOINT")]
+    pub narrator_endpoint: Option<String>,
+    /// Model for the narrator role (default: --llm-model).
+    #[arg(long, env = "DRAMATIS_NARRATOR_MODEL")]
+    pub narrator_model: Option<String>,
+    /// Endpoint for the judge role (default: the character endpoint).
+    #[arg(long, env = "DRAMATIS_JUDGE_ENDPOINT")]
+    pub judge_endpoint: Option<String>,
+    /// Model for the judge role (default: --llm-model).
+    #[arg(long, env = "DRAMATIS_JUDGE_MODEL")]
+    pub judge_model: Option<String>,
 }
 
 #[derive(Debug, Args)]

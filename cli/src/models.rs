@@ -4,25 +4,48 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dramatis_llm::{LanguageModel, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel};
+use dramatis_llm::{
+    LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
+};
 
 use crate::args::ModelArgs;
 
-/// The models an agent uses, from its arguments. The endpoint must be set unless the
-/// scripted model was chosen.
+/// The models for each role, from the arguments. The character endpoint must be set
+/// unless the scripted model was chosen; narrator and judge fall back to it.
 pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
-    let model: Arc<dyn LanguageModel> = if let Some(fixture) = &args.scripted {
-        Arc::new(scripted(fixture)?)
-    } else {
-        let endpoint = args.llm_endpoint.clone().context(
-            "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
-        )?;
-        let mut config = OpenAiConfig::new(endpoint, args.llm_model.clone());
-        config.api_key.clone_from(&args.llm_api_key);
-        config.idle_timeout = Duration::from_secs(args.llm_timeout.max(1));
-        Arc::new(OpenAiClient::new(config)?)
-    };
-    Ok(RoleModels::uniform(model))
+    if let Some(fixture) = &args.scripted {
+        return Ok(RoleModels::uniform(Arc::new(scripted(fixture)?)));
+    }
+    let endpoint = args.llm_endpoint.clone().context(
+        "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
+    )?;
+    let mut models = RoleModels::uniform(client(args, endpoint.clone(), &args.llm_model)?);
+    for (role, role_endpoint, role_model) in [
+        (
+            ModelRole::Narrator,
+            &args.narrator_endpoint,
+            &args.narrator_model,
+        ),
+        (ModelRole::Judge, &args.judge_endpoint, &args.judge_model),
+    ] {
+        if role_endpoint.is_some() || role_model.is_some() {
+            let endpoint = role_endpoint.clone().unwrap_or_else(|| endpoint.clone());
+            let model = role_model.as_deref().unwrap_or(&args.llm_model);
+            models = models.with_role(role, client(args, endpoint, model)?);
+        }
+    }
+    Ok(models)
+}
+
+fn client(
+    args: &ModelArgs,
+    endpoint: String,
+    model: &str,
+) -> anyhow::Result<Arc<dyn LanguageModel>> {
+    let mut config = OpenAiConfig::new(endpoint, model);
+    config.api_key.clone_from(&args.llm_api_key);
+    config.idle_timeout = Duration::from_secs(args.llm_timeout.max(1));
+    Ok(Arc::new(OpenAiClient::new(config)?))
 }
 
 /// The scripted model: `builtin` for generic lines, or a JSON fixture file.
@@ -43,6 +66,16 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     }
     if let Some(endpoint) = &args.llm_endpoint {
         out.extend(["--llm-endpoint".to_owned(), endpoint.clone()]);
+    }
+    for (flag, value) in [
+        ("--narrator-endpoint", &args.narrator_endpoint),
+        ("--narrator-model", &args.narrator_model),
+        ("--judge-endpoint", &args.judge_endpoint),
+        ("--judge-model", &args.judge_model),
+    ] {
+        if let Some(value) = value {
+            out.extend([flag.to_owned(), value.clone()]);
+        }
     }
     out.extend([
         "--llm-model".to_owned(),
