@@ -78,7 +78,7 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
             ChatMessage::system("You are Sherlock Holmes. Reply with JSON."),
             ChatMessage::user("Dr Watson has just walked into the laboratory. What do you do?"),
         ])
-        .with_max_tokens(120)
+        .with_max_tokens(400)
         .with_schema(schema.clone());
         let output = client
             .complete(&constrained, None)

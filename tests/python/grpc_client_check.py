@@ -97,7 +97,7 @@ def main():
             for proc in (world_proc, agent_proc):
                 proc.terminate()
                 proc.wait(timeout=10)
-    print(f"python grpcio client: {passed} passed, {len(checks) - passed} failed")
+    print(f"grpcio: {passed} passed, {len(checks) - passed} failed")
 
 
 if __name__ == "__main__":

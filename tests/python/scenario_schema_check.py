@@ -34,7 +34,7 @@ def main():
         ok = bool(errors(os.path.join(BROKEN, name)))
         print(("ok  " if ok else "FAIL") + f" {name} is rejected by the schema")
         passed, failed = passed + ok, failed + (not ok)
-    print(f"scenario schema: {passed} passed, {failed} failed")
+    print(f"schema: {passed} passed, {failed} failed")
     sys.exit(1 if failed or not shipped else 0)
 
 

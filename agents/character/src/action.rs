@@ -23,8 +23,8 @@ pub fn action_schema(present: &[String], exits: &[String]) -> Value {
         "properties": {
             "kind": {"type": "string", "enum": ["speech", "action", "move"]},
             "target": {"type": "string", "enum": choices(present)},
-            "text": {"type": "string", "minLength": 1, "maxLength": 240},
-            "thought": {"type": "string", "maxLength": 100},
+            "text": {"type": "string", "minLength": 1, "maxLength": 160},
+            "thought": {"type": "string", "maxLength": 60},
             "destination": {"type": "string", "enum": choices(exits)}
         },
         "required": ["kind", "target", "text", "thought", "destination"],

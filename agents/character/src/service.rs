@@ -34,7 +34,7 @@ impl AgentOptions {
     pub fn new(models: RoleModels) -> Self {
         Self {
             models,
-            act_max_tokens: 96,
+            act_max_tokens: 128,
             answer_max_tokens: 80,
             temperature: 0.7,
             act_retries: 1,

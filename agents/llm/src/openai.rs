@@ -151,6 +151,16 @@ impl OpenAiClient {
                         endpoint: endpoint.clone(),
                         message: format!("bad chunk {payload:?}: {e}"),
                     })?;
+                if let Some(error) = chunk.error {
+                    let message = error["message"]
+                        .as_str()
+                        .map_or_else(|| error.to_string(), str::to_owned);
+                    return Err(LlmError::Status {
+                        endpoint: endpoint.clone(),
+                        status: 500,
+                        body: message,
+                    });
+                }
                 if let Some(usage) = chunk.usage {
                     completion.prompt_tokens = usage.prompt_tokens;
                     completion.completion_tokens = usage.completion_tokens;
@@ -239,6 +249,9 @@ struct StreamChunk {
     choices: Vec<StreamChoice>,
     #[serde(default)]
     usage: Option<UsageBody>,
+    /// Some servers report a failure mid-stream as an `error` object.
+    #[serde(default)]
+    error: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]

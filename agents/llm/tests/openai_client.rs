@@ -214,3 +214,17 @@ async fn an_unreachable_endpoint_is_reported_as_such() {
         .expect_err("nothing listens");
     assert!(matches!(error, LlmError::Unreachable { .. }), "{error}");
 }
+
+#[tokio::test]
+async fn an_error_reported_mid_stream_surfaces_with_its_message() {
+    let body = "data: {\"error\": {\"message\": \"prompt exceeds the context\"}}\n\n";
+    let (_, base) = serve(vec![Reply::Raw(body)]).await;
+    let error = client(&base, 0, Duration::from_secs(5))
+        .complete(&request(), None)
+        .await
+        .expect_err("server failed");
+    assert!(
+        matches!(error, LlmError::Status { status: 500, ref body, .. } if body == "prompt exceeds the context"),
+        "{error}"
+    );
+}
