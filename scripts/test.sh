@@ -10,10 +10,12 @@ cargo fmt --all -- --check
 cargo test --release --workspace
 target="${CARGO_TARGET_DIR:-target}"
 venv=".cache/venv"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import grpc_tools, grpc_reflection, jsonschema" 2>/dev/null; then
+# The Python side of the checks and of `dramatis bench embed`'s comparison.
+if [ ! -x "$venv/bin/python" ] \
+  || ! "$venv/bin/python" -c "import grpc_tools, grpc_reflection, jsonschema, onnxruntime, tokenizers" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet grpcio==1.85.1 grpcio-tools==1.85.1 \
-    grpcio-reflection==1.85.1 jsonschema==4.26.0
+    grpcio-reflection==1.85.1 jsonschema==4.26.0 onnxruntime==1.31.1 tokenizers==0.23.3 numpy
 fi
 "$venv/bin/python" tests/python/scenario_schema_check.py
 "$venv/bin/python" tests/python/grpc_client_check.py "$target/release/dramatis"

@@ -55,8 +55,9 @@ pub enum Command {
     Ask(AskArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
-    /// Measure orchestration overhead per turn with the scripted model.
-    Bench(BenchArgs),
+    /// Print performance figures (orchestration per turn, embedder throughput).
+    #[command(subcommand)]
+    Bench(BenchCommand),
 }
 
 impl Command {
@@ -221,6 +222,26 @@ pub struct ScenariosArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Orchestration overhead per turn: world and agent services over loopback gRPC with
+    /// the scripted model, so everything but the language model is measured.
+    Turns(BenchArgs),
+    /// Embedder throughput (sentences/s) at batch 1 and 32, beside Python onnxruntime on
+    /// the same model and sentences when `.cache/venv` has it.
+    Embed(EmbedBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct EmbedBenchArgs {
+    /// How many sentences to embed per batch size.
+    #[arg(long, default_value_t = 512)]
+    pub sentences: usize,
+    /// Intra-op threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
 }
 
 #[derive(Debug, Args)]

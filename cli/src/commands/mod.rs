@@ -2,6 +2,7 @@
 
 mod ask;
 mod bench;
+mod bench_embed;
 mod client;
 mod llm;
 mod run;
@@ -9,7 +10,7 @@ mod scenarios;
 mod serve;
 mod watch;
 
-use crate::args::{Cli, Command};
+use crate::args::{BenchCommand, Cli, Command};
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -20,6 +21,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => watch::watch(args).await,
         Command::Ask(args) => ask::ask(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
-        Command::Bench(args) => bench::bench(args).await,
+        Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
+        Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
     }
 }

@@ -7,6 +7,12 @@ use std::path::{Path, PathBuf};
 /// The built-in language model (SmolLM2-135M-Instruct, Q4_1 GGUF).
 pub const DEFAULT_LLM_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
+/// The default sentence-embedding model directory (all-MiniLM-L6-v2, int8 ONNX).
+pub const DEFAULT_EMBEDDER_DIR: &str = "all-MiniLM-L6-v2-int8";
+
+/// The ONNX Runtime library the embedder loads.
+pub const ONNX_RUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
+
 /// The directory holding model files: `DRAMATIS_MODELS_DIR`, else `./models`, else
 /// `models/` beside the repository the executable was built in.
 #[must_use]

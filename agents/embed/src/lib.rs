@@ -1,0 +1,41 @@
+//! `dramatis-embed` turns sentences into vectors for a character agent's own memory.
+//! It owns the [`Embedder`] trait, the ONNX Runtime implementation (any sentence-
+//! embedding model directory with `model.onnx` and `tokenizer.json`; all-MiniLM-L6-v2
+//! int8 by default) and a deterministic fake for tests.
+//!
+//! It never touches the network: models come from files that set-up placed on disk.
+
+mod error;
+mod fake;
+mod onnx;
+
+use async_trait::async_trait;
+pub use error::EmbedError;
+pub use fake::FakeEmbedder;
+pub use onnx::{OnnxEmbedder, OnnxEmbedderConfig};
+
+/// Turns texts into L2-normalised vectors of a fixed dimension.
+#[async_trait]
+pub trait Embedder: Send + Sync + std::fmt::Debug {
+    /// Length of every vector.
+    fn dimension(&self) -> usize;
+
+    /// Embeds a batch; the result has one vector per text, in order.
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Cosine similarity of two L2-normalised vectors (their dot product).
+#[must_use]
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Scales a vector to unit length in place (a zero vector stays zero).
+pub fn normalise(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > f32::EPSILON {
+        for x in vector.iter_mut() {
+            *x /= norm;
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The ONNX Runtime embedder: `tokenizers` for word pieces, `ort` for the transformer,
+//! mean pooling over the attention mask, L2 normalisation. Inference is blocking CPU
+//! work, so it runs on tokio's blocking pool, one batch at a time per embedder.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use async_trait::async_trait;
+use ndarray::Array2;
+use ort::session::Session;
+use ort::value::Tensor;
+use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
+
+use crate::{EmbedError, Embedder, normalise};
+
+/// Where the model and the ONNX Runtime library are.
+#[derive(Debug, Clone)]
+pub struct OnnxEmbedderConfig {
+    /// Directory holding `model.onnx` and `tokenizer.json`.
+    pub model_dir: PathBuf,
+    /// The ONNX Runtime shared library (`libonnxruntime.so.*`).
+    pub runtime_library: PathBuf,
+    /// Intra-op threads.
+    pub threads: usize,
+    /// Longest input in word pieces; longer texts are truncated.
+    pub max_tokens: usize,
+}
+
+/// The ONNX embedder. Clones share the session.
+#[derive(Debug, Clone)]
+pub struct OnnxEmbedder {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    session: Mutex<Session>,
+    tokenizer: Tokenizer,
+    dimension: usize,
+    token_type_ids: bool,
+}
+
+/// The process-wide ONNX Runtime environment (the library can be loaded once).
+static ENVIRONMENT: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
+
+fn environment(library: &Path) -> Result<&'static ort::environment::Environment, EmbedError> {
+    let env = ENVIRONMENT.get_or_init(|| {
+        ort::init_from(library)
+            .map_err(|e| e.to_string())?
+            .with_name("dramatis")
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    env.as_ref().map_err(|e| EmbedError::Runtime(e.clone()))
+}
+
+fn runtime(e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Runtime(e.to_string())
+}
+
+impl OnnxEmbedder {
+    /// Loads the tokenizer and the model; fails with a clear message if a file is missing.
+    pub fn load(config: &OnnxEmbedderConfig) -> Result<Self, EmbedError> {
+        let model = config.model_dir.join("model.onnx");
+        let tokenizer_file = config.model_dir.join("tokenizer.json");
+        for file in [&model, &tokenizer_file, &config.runtime_library] {
+            if !file.is_file() {
+                return Err(EmbedError::MissingFile(file.clone()));
+            }
+        }
+        let environment = environment(&config.runtime_library)?;
+        let mut tokenizer = Tokenizer::from_file(&tokenizer_file)
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        tokenizer.with_padding(Some(PaddingParams::default()));
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: config.max_tokens,
+                ..TruncationParams::default()
+            }))
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let session = Session::builder(environment)
+            .map_err(runtime)?
+            .with_intra_threads(config.threads.max(1))
+            .map_err(runtime)?
+            .commit_from_file(&model)
+            .map_err(runtime)?;
+        let token_type_ids = session
+            .inputs()
+            .iter()
+            .any(|i| i.name() == "token_type_ids");
+        let mut embedder = Inner {
+            session: Mutex::new(session),
+            tokenizer,
+            dimension: 0,
+            token_type_ids,
+        };
+        // One probe tells the output width, whatever model this is.
+        embedder.dimension = embedder.run(&["dimension probe".to_owned()])?[0].len();
+        Ok(Self {
+            inner: Arc::new(embedder),
+        })
+    }
+}
+
+impl Inner {
+    fn run(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let batch = encodings.len();
+        let width = encodings
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0);
+        let mut ids = Array2::<i64>::zeros((batch, width));
+        let mut mask = Array2::<i64>::zeros((batch, width));
+        let mut types = Array2::<i64>::zeros((batch, width));
+        for (row, encoding) in encodings.iter().enumerate() {
+            for (col, ((&id, &m), &t)) in encoding
+                .get_ids()
+                .iter()
+                .zip(encoding.get_attention_mask())
+                .zip(encoding.get_type_ids())
+                .enumerate()
+            {
+                ids[[row, col]] = i64::from(id);
+                mask[[row, col]] = i64::from(m);
+                types[[row, col]] = i64::from(t);
+            }
+        }
+        let mut inputs = ort::inputs![
+            "input_ids" => Tensor::from_array(ids).map_err(runtime)?,
+            "attention_mask" => Tensor::from_array(mask.clone()).map_err(runtime)?,
+        ];
+        if self.token_type_ids {
+            inputs.push((
+                "token_type_ids".into(),
+                Tensor::from_array(types).map_err(runtime)?.into(),
+            ));
+        }
+        let mut session = self
+            .session
+            .lock()
+            .map_err(|_| EmbedError::Worker("session lock poisoned".into()))?;
+        let outputs = session.run(inputs).map_err(runtime)?;
+        let hidden = outputs[0].try_extract_array::<f32>().map_err(runtime)?;
+        let shape = hidden.shape().to_vec();
+        if shape.len() != 3 || shape[0] != batch || shape[1] != width {
+            return Err(EmbedError::Runtime(format!(
+                "unexpected output shape {shape:?} for a batch of {batch}x{width}"
+            )));
+        }
+        let dimension = shape[2];
+        let mut vectors = Vec::with_capacity(batch);
+        for row in 0..batch {
+            let mut pooled = vec![0.0f32; dimension];
+            let mut count = 0.0f32;
+            for col in 0..width {
+                if mask[[row, col]] == 0 {
+                    continue;
+                }
+                count += 1.0;
+                for (d, slot) in pooled.iter_mut().enumerate() {
+                    *slot += hidden[[row, col, d]];
+                }
+            }
+            if count > 0.0 {
+                for slot in &mut pooled {
+                    *slot /= count;
+                }
+            }
+            normalise(&mut pooled);
+            vectors.push(pooled);
+        }
+        Ok(vectors)
+    }
+}
+
+#[async_trait]
+impl Embedder for OnnxEmbedder {
+    fn dimension(&self) -> usize {
+        self.inner.dimension
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let inner = Arc::clone(&self.inner);
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || inner.run(&texts))
+            .await
+            .map_err(|e| EmbedError::Worker(e.to_string()))?
+    }
+}
