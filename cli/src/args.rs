@@ -232,6 +232,8 @@ pub enum BenchCommand {
     /// Embedder throughput (sentences/s) at batch 1 and 32, beside Python onnxruntime on
     /// the same model and sentences when `.cache/venv` has it.
     Embed(EmbedBenchArgs),
+    /// Semantic-layer retrieval latency (Vis-Retrieve, top 8) at 1k, 10k and 100k facts.
+    Retrieval,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 mod ask;
 mod bench;
 mod bench_embed;
+mod bench_retrieval;
 mod client;
 mod llm;
 mod run;
@@ -23,5 +24,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
+        Command::Bench(BenchCommand::Retrieval) => {
+            bench_retrieval::bench_retrieval();
+            Ok(())
+        }
     }
 }

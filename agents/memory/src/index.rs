@@ -1,0 +1,113 @@
+//! Exact nearest-neighbour search by cosine similarity over L2-normalised vectors.
+//! Brute force is the right tool at the sizes a character shard reaches (a scan of
+//! 10k x 384 floats takes about a millisecond); an ANN index would pay off past that.
+
+use serde::{Deserialize, Serialize};
+
+/// One search result: the position of the item and its similarity to the query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub position: usize,
+    pub score: f32,
+}
+
+/// Vectors kept in insertion order; positions are stable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VectorIndex {
+    dimension: usize,
+    data: Vec<f32>,
+}
+
+impl VectorIndex {
+    #[must_use]
+    pub fn new(dimension: usize) -> Self {
+        Self {
+            dimension,
+            data: Vec::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        if self.dimension == 0 {
+            0
+        } else {
+            self.data.len() / self.dimension
+        }
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    #[must_use]
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// Appends a vector; returns its position. Panics never: a vector of the wrong length
+    /// is padded or cut to the index's dimension.
+    pub fn push(&mut self, vector: &[f32]) -> usize {
+        if self.dimension == 0 {
+            self.dimension = vector.len();
+        }
+        let position = self.len();
+        let mut row = vector.to_vec();
+        row.resize(self.dimension, 0.0);
+        self.data.extend_from_slice(&row);
+        position
+    }
+
+    /// The `k` best positions for `query` among those `admit` accepts, best first.
+    pub fn search(&self, query: &[f32], k: usize, admit: impl Fn(usize) -> bool) -> Vec<Hit> {
+        if k == 0 || self.dimension == 0 {
+            return Vec::new();
+        }
+        let mut hits: Vec<Hit> = self
+            .data
+            .chunks_exact(self.dimension)
+            .enumerate()
+            .filter(|(position, _)| admit(*position))
+            .map(|(position, row)| Hit {
+                position,
+                score: row.iter().zip(query).map(|(a, b)| a * b).sum(),
+            })
+            .collect();
+        let by_score = |a: &Hit, b: &Hit| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.position.cmp(&b.position))
+        };
+        if hits.len() > k {
+            hits.select_nth_unstable_by(k - 1, by_score);
+            hits.truncate(k);
+        }
+        hits.sort_by(by_score);
+        hits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_first_with_filter_and_stable_ties() {
+        let mut index = VectorIndex::new(2);
+        index.push(&[1.0, 0.0]); // 0
+        index.push(&[0.0, 1.0]); // 1
+        index.push(&[0.6, 0.8]); // 2
+        index.push(&[1.0, 0.0]); // 3, ties with 0
+        let hits = index.search(&[1.0, 0.0], 3, |_| true);
+        let order: Vec<usize> = hits.iter().map(|h| h.position).collect();
+        assert_eq!(order, [0, 3, 2]);
+        let filtered = index.search(&[1.0, 0.0], 2, |p| p != 0);
+        assert_eq!(
+            filtered.iter().map(|h| h.position).collect::<Vec<_>>(),
+            [3, 2]
+        );
+        assert!(index.search(&[1.0, 0.0], 0, |_| true).is_empty());
+        assert_eq!(index.len(), 4);
+    }
+}

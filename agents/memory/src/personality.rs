@@ -1,0 +1,63 @@
+//! The personality layer: K situational patterns (a one-line description, embedded, and
+//! canonical excerpts used as style anchors) and the emotion-transition record.
+
+use serde::{Deserialize, Serialize};
+
+use crate::index::VectorIndex;
+
+/// A way the character behaves in a kind of situation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonalityPattern {
+    pub id: String,
+    pub description: String,
+    pub excerpts: Vec<String>,
+}
+
+/// One step of the character's emotional trajectory, from one of its utterances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmotionTransition {
+    pub emotion: String,
+    pub intensity: f32,
+    pub trigger: String,
+    pub intent: String,
+    /// Event sequence number of the utterance.
+    pub seq: u64,
+}
+
+/// The layer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PersonalityLayer {
+    patterns: Vec<PersonalityPattern>,
+    index: VectorIndex,
+    transitions: Vec<EmotionTransition>,
+}
+
+impl PersonalityLayer {
+    pub fn add_pattern(&mut self, pattern: PersonalityPattern, vector: &[f32]) {
+        self.index.push(vector);
+        self.patterns.push(pattern);
+    }
+
+    pub fn record(&mut self, transition: EmotionTransition) {
+        self.transitions.push(transition);
+    }
+
+    #[must_use]
+    pub fn patterns(&self) -> &[PersonalityPattern] {
+        &self.patterns
+    }
+
+    #[must_use]
+    pub fn transitions(&self) -> &[EmotionTransition] {
+        &self.transitions
+    }
+
+    /// `Pattern`: the pattern whose description is nearest the new state and context.
+    #[must_use]
+    pub fn nearest_pattern(&self, query: &[f32]) -> Option<(&PersonalityPattern, f32)> {
+        self.index
+            .search(query, 1, |_| true)
+            .first()
+            .map(|hit| (&self.patterns[hit.position], hit.score))
+    }
+}

@@ -1,0 +1,158 @@
+//! Each layer's retrieval on fixed vectors, visibility bounds, and persistence.
+
+use std::collections::BTreeSet;
+
+use dramatis_memory::{
+    EmotionTransition, EpisodicMemory, Fact, MemoryShard, PersonalityPattern, VisibilityRoute,
+};
+
+fn unit(x: f32, y: f32, z: f32) -> Vec<f32> {
+    let n = (x * x + y * y + z * z).sqrt();
+    vec![x / n, y / n, z / n]
+}
+
+fn fact(id: &str, visible_to: &[&str]) -> Fact {
+    Fact {
+        id: id.into(),
+        subject: "holmes".into(),
+        predicate: "found".into(),
+        object: id.into(),
+        cause: String::new(),
+        visibility: visible_to
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<BTreeSet<_>>(),
+        route: VisibilityRoute::Observation,
+        text: format!("Holmes found {id}."),
+    }
+}
+
+fn shard() -> MemoryShard {
+    let mut shard = MemoryShard::new("watson");
+    for (id, v) in [
+        ("lab", unit(1.0, 0.1, 0.0)),
+        ("criterion", unit(0.0, 1.0, 0.0)),
+        ("brixton", unit(0.7, 0.7, 0.0)),
+    ] {
+        shard.episodic.add(
+            EpisodicMemory {
+                id: id.into(),
+                scene_id: id.into(),
+                text: format!("I was at {id}."),
+            },
+            &v,
+        );
+    }
+    shard
+        .semantic
+        .add(fact("reagent", &["watson", "holmes"]), &unit(1.0, 0.0, 0.0));
+    shard
+        .semantic
+        .add(fact("secret-letter", &["holmes"]), &unit(1.0, 0.0, 0.0));
+    shard
+        .semantic
+        .add(fact("ring", &["watson"]), &unit(0.8, 0.6, 0.0));
+    shard
+        .semantic
+        .add(fact("cab", &["watson"]), &unit(0.0, 0.0, 1.0));
+    shard.personality.add_pattern(
+        PersonalityPattern {
+            id: "calm".into(),
+            description: "calm".into(),
+            excerpts: vec!["Quite so.".into()],
+        },
+        &unit(0.0, 0.0, 1.0),
+    );
+    shard.personality.add_pattern(
+        PersonalityPattern {
+            id: "astonished".into(),
+            description: "astonished".into(),
+            excerpts: vec!["Good heavens!".into()],
+        },
+        &unit(1.0, 0.0, 0.0),
+    );
+    shard.personality.record(EmotionTransition {
+        emotion: "surprise".into(),
+        intensity: 0.8,
+        trigger: "Holmes's deduction".into(),
+        intent: "ask how".into(),
+        seq: 12,
+    });
+    shard
+}
+
+#[test]
+fn anchor_returns_scene_memories_nearest_first() {
+    let shard = shard();
+    let hits: Vec<&str> = shard
+        .episodic
+        .anchor(&unit(1.0, 0.0, 0.0), 2)
+        .iter()
+        .map(|(m, _)| m.id.as_str())
+        .collect();
+    assert_eq!(hits, ["lab", "brixton"]);
+}
+
+#[test]
+fn vis_retrieve_never_returns_an_invisible_fact_however_relevant() {
+    let shard = shard();
+    // The probe points straight at the secret letter (score 1.0), visible only to Holmes.
+    let probes = vec![unit(1.0, 0.0, 0.0), unit(0.0, 0.0, 1.0)];
+    let hits: Vec<&str> = shard
+        .semantic
+        .vis_retrieve("watson", &probes, 2)
+        .iter()
+        .map(|(f, _)| f.id.as_str())
+        .collect();
+    assert_eq!(
+        hits,
+        ["reagent", "cab", "ring"],
+        "merged across probes, best score first"
+    );
+    let for_holmes: Vec<&str> = shard
+        .semantic
+        .vis_retrieve("holmes", &probes, 2)
+        .iter()
+        .map(|(f, _)| f.id.as_str())
+        .collect();
+    assert_eq!(for_holmes, ["reagent", "secret-letter"]);
+    assert!(
+        shard
+            .semantic
+            .vis_retrieve("lestrade", &probes, 5)
+            .is_empty()
+    );
+}
+
+#[test]
+fn pattern_selection_follows_the_state_description() {
+    let shard = shard();
+    let (pattern, _) = shard
+        .personality
+        .nearest_pattern(&unit(0.9, 0.1, 0.0))
+        .expect("a pattern");
+    assert_eq!(pattern.id, "astonished");
+    assert_eq!(pattern.excerpts, ["Good heavens!"]);
+}
+
+#[test]
+fn a_saved_shard_reloads_identically() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("w1/watson.json");
+    let shard = shard();
+    shard.save(&path).expect("saved");
+    let loaded = MemoryShard::load(&path).expect("loaded");
+    assert_eq!(loaded, shard);
+    let probes = vec![unit(1.0, 0.0, 0.0)];
+    let ids = |s: &MemoryShard| {
+        s.semantic
+            .vis_retrieve("watson", &probes, 3)
+            .iter()
+            .map(|(f, _)| f.id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&loaded), ids(&shard), "same answers after a restart");
+    std::fs::write(&path, b"{not json").expect("corrupt");
+    let error = MemoryShard::load(&path).expect_err("corrupt file refused");
+    assert!(error.to_string().contains("watson.json"), "{error}");
+}
