@@ -29,11 +29,7 @@ impl VectorIndex {
 
     #[must_use]
     pub fn len(&self) -> usize {
-        if self.dimension == 0 {
-            0
-        } else {
-            self.data.len() / self.dimension
-        }
+        self.data.len().checked_div(self.dimension).unwrap_or(0)
     }
 
     #[must_use]
