@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::VectorIndex;
+use crate::index::Indexed;
 
 /// A scene as the character remembers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,28 +16,22 @@ pub struct EpisodicMemory {
 /// The layer and its index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpisodicLayer {
-    items: Vec<EpisodicMemory>,
-    index: VectorIndex,
+    memories: Indexed<EpisodicMemory>,
 }
 
 impl EpisodicLayer {
     pub fn add(&mut self, memory: EpisodicMemory, vector: &[f32]) {
-        self.index.push(vector);
-        self.items.push(memory);
+        self.memories.push(memory, vector);
     }
 
     #[must_use]
     pub fn items(&self) -> &[EpisodicMemory] {
-        &self.items
+        self.memories.items()
     }
 
     /// `Anchor(q, c)`: the `k` scene memories nearest the query, best first.
     #[must_use]
     pub fn anchor(&self, query: &[f32], k: usize) -> Vec<(&EpisodicMemory, f32)> {
-        self.index
-            .search(query, k, |_| true)
-            .into_iter()
-            .map(|hit| (&self.items[hit.position], hit.score))
-            .collect()
+        self.memories.search(query, k, |_| true)
     }
 }

@@ -84,6 +84,43 @@ impl VectorIndex {
     }
 }
 
+/// Items with one vector each, searchable together: what every layer is made of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Indexed<T> {
+    items: Vec<T>,
+    index: VectorIndex,
+}
+
+impl<T> Default for Indexed<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            index: VectorIndex::default(),
+        }
+    }
+}
+
+impl<T> Indexed<T> {
+    pub fn push(&mut self, item: T, vector: &[f32]) {
+        self.index.push(vector);
+        self.items.push(item);
+    }
+
+    #[must_use]
+    pub fn items(&self) -> &[T] {
+        &self.items
+    }
+
+    /// The `k` items nearest `query` among those `admit` accepts, best first.
+    pub fn search(&self, query: &[f32], k: usize, admit: impl Fn(&T) -> bool) -> Vec<(&T, f32)> {
+        self.index
+            .search(query, k, |position| admit(&self.items[position]))
+            .into_iter()
+            .map(|hit| (&self.items[hit.position], hit.score))
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ mod semantic;
 mod shard;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
-pub use index::{Hit, VectorIndex};
+pub use index::{Hit, Indexed, VectorIndex};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
 pub use shard::{MemoryShard, ShardError};

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::VectorIndex;
+use crate::index::Indexed;
 
 /// A way the character behaves in a kind of situation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,15 +27,13 @@ pub struct EmotionTransition {
 /// The layer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PersonalityLayer {
-    patterns: Vec<PersonalityPattern>,
-    index: VectorIndex,
+    patterns: Indexed<PersonalityPattern>,
     transitions: Vec<EmotionTransition>,
 }
 
 impl PersonalityLayer {
     pub fn add_pattern(&mut self, pattern: PersonalityPattern, vector: &[f32]) {
-        self.index.push(vector);
-        self.patterns.push(pattern);
+        self.patterns.push(pattern, vector);
     }
 
     pub fn record(&mut self, transition: EmotionTransition) {
@@ -44,7 +42,7 @@ impl PersonalityLayer {
 
     #[must_use]
     pub fn patterns(&self) -> &[PersonalityPattern] {
-        &self.patterns
+        self.patterns.items()
     }
 
     #[must_use]
@@ -55,9 +53,6 @@ impl PersonalityLayer {
     /// `Pattern`: the pattern whose description is nearest the new state and context.
     #[must_use]
     pub fn nearest_pattern(&self, query: &[f32]) -> Option<(&PersonalityPattern, f32)> {
-        self.index
-            .search(query, 1, |_| true)
-            .first()
-            .map(|hit| (&self.patterns[hit.position], hit.score))
+        self.patterns.search(query, 1, |_| true).into_iter().next()
     }
 }

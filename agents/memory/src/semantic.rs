@@ -2,11 +2,11 @@
 //! with the route by which the character came to see it. Retrieval is bounded to the
 //! character's visible subset F_c; nothing outside it can be surfaced however relevant.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::VectorIndex;
+use crate::index::Indexed;
 
 /// How a character came to see a fact (ReverieMem §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,19 +38,17 @@ pub struct Fact {
 /// The layer and its index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SemanticLayer {
-    facts: Vec<Fact>,
-    index: VectorIndex,
+    facts: Indexed<Fact>,
 }
 
 impl SemanticLayer {
     pub fn add(&mut self, fact: Fact, vector: &[f32]) {
-        self.index.push(vector);
-        self.facts.push(fact);
+        self.facts.push(fact, vector);
     }
 
     #[must_use]
     pub fn facts(&self) -> &[Fact] {
-        &self.facts
+        self.facts.items()
     }
 
     /// `Vis-Retrieve(P, F_c)`: for each probe the `k` nearest facts visible to
@@ -62,19 +60,23 @@ impl SemanticLayer {
         probes: &[Vec<f32>],
         k: usize,
     ) -> Vec<(&Fact, f32)> {
-        let mut best: HashMap<usize, f32> = HashMap::new();
+        let mut merged: Vec<(&Fact, f32)> = Vec::new();
         for probe in probes {
-            let visible = |position: usize| self.facts[position].visibility.contains(character);
-            for hit in self.index.search(probe, k, visible) {
-                let score = best.entry(hit.position).or_insert(hit.score);
-                *score = score.max(hit.score);
+            for (fact, score) in self
+                .facts
+                .search(probe, k, |f| f.visibility.contains(character))
+            {
+                match merged
+                    .iter_mut()
+                    .find(|(seen, _)| std::ptr::eq(*seen, fact))
+                {
+                    Some((_, best)) => *best = best.max(score),
+                    None => merged.push((fact, score)),
+                }
             }
         }
-        let mut ranked: Vec<(usize, f32)> = best.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        ranked
-            .into_iter()
-            .map(|(position, score)| (&self.facts[position], score))
-            .collect()
+        // Stable: equal scores keep the order the facts were first found in.
+        merged.sort_by(|a, b| b.1.total_cmp(&a.1));
+        merged
     }
 }
