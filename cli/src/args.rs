@@ -27,6 +27,7 @@ impl Cli {
                 | Command::Watch(_)
                 | Command::Ask(_)
                 | Command::Scenarios(_)
+                | Command::Eval(_)
                 | Command::Bench(_),
             ) => "warn",
             (0, _) => "info",
@@ -55,6 +56,9 @@ pub enum Command {
     Ask(AskArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
+    /// Evaluate characters (knowledge-boundary fidelity).
+    #[command(subcommand)]
+    Eval(EvalCommand),
     /// Print performance figures (orchestration per turn, embedder throughput).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -222,6 +226,47 @@ pub struct ScenariosArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Knowledge Boundary Fidelity (ReverieMem): multiple-choice probes to characters,
+    /// KRf items (the character can know the answer) and KR items (it cannot: the right
+    /// answer is E, "I cannot answer this from my own knowledge").
+    Kbf(KbfArgs),
+}
+
+/// Who answers the probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Answerer {
+    /// The full character agent, asked through `World.Ask` (its shard, its model).
+    Agent,
+    /// Retrieval over the character's own visible facts; no language model.
+    Retrieval,
+    /// Baseline: retrieval over the character's profile only.
+    Direct,
+    /// Baseline: one index over every character's facts (the leak).
+    NaiveRag,
+}
+
+#[derive(Debug, Args)]
+pub struct KbfArgs {
+    /// Probe file (JSONL; see scenarios/README.md).
+    pub probes: PathBuf,
+    /// Scenario the probes belong to (default: scenario.toml beside the probe file).
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Answerer::Retrieval)]
+    pub answerer: Answerer,
+    /// Support (cosine) an option needs before a retrieval answerer commits to it.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f32,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The language model of the agent answerer (the built-in one when none is given).
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 #[derive(Debug, Subcommand)]

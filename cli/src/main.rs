@@ -3,9 +3,11 @@
 
 mod args;
 mod commands;
+mod kbf;
 mod models;
 mod printer;
 mod spawn;
+mod stack;
 
 use clap::Parser;
 

@@ -143,3 +143,46 @@ async fn bad_input_is_refused_with_a_clear_message() {
         "{stderr}"
     );
 }
+
+fn kbf_json(answerer: &str) -> Option<serde_json::Value> {
+    let models = repo().join("models/all-MiniLM-L6-v2-int8/model.onnx");
+    if !models.is_file() {
+        eprintln!("SKIPPED: embedding model is absent; run `bash scripts/setup.sh`");
+        return None;
+    }
+    let output = std::process::Command::new(EXE)
+        .args([
+            "eval",
+            "kbf",
+            "scenarios/study-in-scarlet/probes.jsonl",
+            "--json",
+            "--answerer",
+            answerer,
+        ])
+        .current_dir(repo())
+        .output()
+        .expect("dramatis eval kbf");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(serde_json::from_slice(&output.stdout).expect("one JSON object"))
+}
+
+#[test]
+fn kbf_retrieval_answerer_stays_in_bounds_and_beats_naive_rag_on_refusals() {
+    let (Some(bounded), Some(naive)) = (kbf_json("retrieval"), kbf_json("naive-rag")) else {
+        return;
+    };
+    let number = |v: &serde_json::Value, key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+    assert_eq!(bounded["n_krf"], 15);
+    assert_eq!(bounded["n_kr"], 29);
+    assert!(number(&bounded, "kbf") >= 0.9, "{bounded}");
+    let margin = number(&bounded, "kr_acc") - number(&naive, "kr_acc");
+    assert!(
+        margin >= 0.3,
+        "KR accuracy margin over naive RAG is {margin}: {bounded} vs {naive}"
+    );
+    assert_eq!(bounded["characters"].as_object().map(|c| c.len()), Some(4));
+}

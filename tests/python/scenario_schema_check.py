@@ -24,11 +24,15 @@ def errors(path):
 
 def main():
     passed = failed = 0
-    shipped = [os.path.join(ROOT, "scenarios", f) for f in sorted(os.listdir(os.path.join(ROOT, "scenarios"))) if f.endswith(".toml")]
+    base = os.path.join(ROOT, "scenarios")
+    shipped = sorted(
+        [os.path.join(base, f) for f in os.listdir(base) if f.endswith(".toml")]
+        + [os.path.join(base, d, "scenario.toml") for d in os.listdir(base) if os.path.isfile(os.path.join(base, d, "scenario.toml"))]
+    )
     for path in shipped:
         problems = errors(path)
         ok = not problems
-        print(("ok  " if ok else "FAIL") + f" {os.path.basename(path)} validates", *[p.message for p in problems])
+        print(("ok  " if ok else "FAIL") + f" {os.path.relpath(path, base)} validates", *[p.message for p in problems])
         passed, failed = passed + ok, failed + (not ok)
     for name in STRUCTURAL:
         ok = bool(errors(os.path.join(BROKEN, name)))

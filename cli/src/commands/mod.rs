@@ -5,13 +5,14 @@ mod bench;
 mod bench_embed;
 mod bench_retrieval;
 mod client;
+mod eval;
 mod llm;
 mod run;
 mod scenarios;
 mod serve;
 mod watch;
 
-use crate::args::{BenchCommand, Cli, Command};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -22,6 +23,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => watch::watch(args).await,
         Command::Ask(args) => ask::ask(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
+        Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
         Command::Bench(BenchCommand::Retrieval) => {

@@ -2,7 +2,6 @@
 //! story, printed live.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
@@ -11,92 +10,60 @@ use dramatis_proto::v1::{
     create_world_request,
 };
 use dramatis_runtime::Shutdown;
-use dramatis_world::agents::AgentDirectory;
-use dramatis_world::{WorldServiceOptions, Worlds};
 
 use super::client::{describe, world_client};
 use crate::args::RunArgs;
 use crate::printer::Printer;
-use crate::spawn::{SpawnedAgents, start_builtin_llm};
+use crate::stack::LocalStack;
 
-pub async fn run(mut args: RunArgs) -> anyhow::Result<()> {
+pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let (data_dir, _temp) = match &args.data_dir {
-        Some(dir) => (dir.clone(), None),
-        None => {
-            let temp = tempfile::Builder::new()
-                .prefix("dramatis-run-")
-                .tempdir()
-                .context("cannot create a temporary directory")?;
-            (temp.path().to_path_buf(), Some(temp))
-        }
-    };
-    let logs = data_dir.join("logs");
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
-
-    let mut _llm = None;
-    if args.model.llm_endpoint.is_none() && args.model.scripted.is_none() {
-        eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
-        let (spawned, endpoint) = start_builtin_llm(&logs).await?;
-        args.model.llm_endpoint = Some(endpoint);
-        _llm = Some(spawned);
-    }
-    let agents = Arc::new(SpawnedAgents::new(
+    let stack = LocalStack::start(
         args.model.clone(),
-        logs.clone(),
+        args.data_dir.clone(),
         args.shared_agent,
-    ));
-    let options = WorldServiceOptions {
-        scenarios_dir: args
-            .scenarios_dir
-            .clone()
-            .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
-        log_path: data_dir.join("events.redb"),
-        agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
-    };
-    let worlds = Worlds::open(&options)?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let server = tokio::spawn(dramatis_world::serve_worlds(
-        listener,
-        worlds,
+        args.scenarios_dir.clone(),
         shutdown.clone(),
-        0,
-    ));
-
-    let server_url = format!("http://{addr}");
+    )
+    .await?;
     let outcome = tokio::select! {
-        result = play(&args, &server_url) => result,
+        result = play(&args, &stack.server_url) => result,
         () = shutdown.wait() => Err(anyhow!("interrupted")),
     };
-    shutdown.trigger();
-    let _ = server.await;
-    if let Ok((world, printed)) = &outcome {
-        agents.release(&world.world_id).await;
-        summary(world, *printed, started.elapsed().as_secs_f64());
-        if args.data_dir.is_some() {
-            eprintln!("event log and process logs kept in {}", data_dir.display());
+    let (data_dir, logs) = (stack.data_dir.clone(), stack.logs.clone());
+    stack
+        .stop(outcome.as_ref().ok().map(|(w, _)| w.world_id.as_str()))
+        .await;
+    match &outcome {
+        Ok((world, printed)) => {
+            summary(world, *printed, started.elapsed().as_secs_f64());
+            if args.data_dir.is_some() {
+                eprintln!("event log and process logs kept in {}", data_dir.display());
+            }
         }
-    } else {
-        eprintln!("process logs: {}", logs.display());
+        Err(_) => eprintln!("process logs: {}", logs.display()),
     }
     outcome.map(|_| ())
+}
+
+/// A CreateWorld source: an existing file is a path, anything else a shipped name.
+pub fn scenario_source(scenario: &str) -> create_world_request::Source {
+    if Path::new(scenario).is_file() {
+        let path = std::fs::canonicalize(scenario).unwrap_or_else(|_| PathBuf::from(scenario));
+        create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
+    } else {
+        create_world_request::Source::ScenarioName(scenario.to_owned())
+    }
 }
 
 /// Creates the world, follows its transcript and advances it to the end of the script.
 async fn play(args: &RunArgs, server: &str) -> anyhow::Result<(WorldInfo, u64)> {
     let mut client = world_client(server).await?;
-    let source = if Path::new(&args.scenario).is_file() {
-        let path =
-            std::fs::canonicalize(&args.scenario).unwrap_or_else(|_| PathBuf::from(&args.scenario));
-        create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
-    } else {
-        create_world_request::Source::ScenarioName(args.scenario.clone())
-    };
     let world = client
         .create_world(CreateWorldRequest {
-            source: Some(source),
+            source: Some(scenario_source(&args.scenario)),
             world_id: String::new(),
         })
         .await

@@ -49,7 +49,8 @@ fn broken_scenarios_are_rejected_with_file_line_and_field() {
 
 #[test]
 fn the_shipped_scenario_is_valid() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/study-in-scarlet.toml");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/study-in-scarlet/scenario.toml");
     let scenario = Scenario::load(&path).expect("valid");
     assert_eq!(scenario.characters.len(), 4);
     assert_eq!(scenario.scenes.len(), 4);

@@ -1,0 +1,338 @@
+//! Knowledge Boundary Fidelity (ReverieMem §4): probe items, deterministic matching of
+//! answers to letters, the retrieval answerers, and the metric (Eq. 4).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use dramatis_embed::{Embedder, cosine};
+use dramatis_world::scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+/// The refusal option.
+pub const REFUSAL: char = 'E';
+
+/// One probe: a question to a character with options A–E and the gold letter.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Probe {
+    pub character: String,
+    pub question: String,
+    pub options: BTreeMap<char, String>,
+    pub gold: char,
+    pub split: Split,
+}
+
+/// KRf: the fact is visible to the character (gold in A–D). KR: it is not (gold E).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum Split {
+    #[serde(rename = "KRf")]
+    Krf,
+    #[serde(rename = "KR")]
+    Kr,
+}
+
+/// Reads and checks a JSONL probe file; errors name the file and line.
+pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut probes = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{}:{}", path.display(), n + 1);
+        let probe: Probe = serde_json::from_str(line).with_context(|| at.clone())?;
+        for letter in ['A', 'B', 'C', 'D', 'E'] {
+            if !probe.options.contains_key(&letter) {
+                bail!("{at}: options: option {letter} is missing");
+            }
+        }
+        if scenario.character(&probe.character).is_none() {
+            bail!(
+                "{at}: character: {:?} is not in scenario {:?}",
+                probe.character,
+                scenario.name
+            );
+        }
+        let gold_ok = match probe.split {
+            Split::Krf => ('A'..='D').contains(&probe.gold),
+            Split::Kr => probe.gold == REFUSAL,
+        };
+        if !gold_ok {
+            bail!(
+                "{at}: gold: {:?} does not fit split {:?}",
+                probe.gold,
+                probe.split
+            );
+        }
+        probes.push(probe);
+    }
+    if probes.is_empty() {
+        bail!("{}: no probes", path.display());
+    }
+    Ok(probes)
+}
+
+/// Matches a free-form answer to a letter: a leading letter ("B", "(B)", "B)"), else a
+/// refusal phrase (E), else the option whose words the answer shares most of.
+#[must_use]
+pub fn match_letter(answer: &str, options: &BTreeMap<char, String>) -> Option<char> {
+    let trimmed = answer.trim_start_matches(|c: char| c.is_whitespace() || c == '(' || c == '*');
+    let mut chars = trimmed.chars();
+    if let (Some(first), next) = (chars.next(), chars.next()) {
+        let letter = first.to_ascii_uppercase();
+        if ('A'..='E').contains(&letter) && next.is_none_or(|c| !c.is_alphanumeric()) {
+            return Some(letter);
+        }
+    }
+    let lower = answer.to_lowercase();
+    let refusals = [
+        "cannot answer",
+        "can't answer",
+        "do not know",
+        "don't know",
+        "no idea",
+        "cannot say",
+        "not know",
+    ];
+    if refusals.iter().any(|r| lower.contains(r)) {
+        return Some(REFUSAL);
+    }
+    let words = |s: &str| -> Vec<String> {
+        s.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 3)
+            .map(str::to_owned)
+            .collect()
+    };
+    let said = words(answer);
+    options
+        .iter()
+        .filter(|(letter, _)| **letter != REFUSAL)
+        .map(|(letter, text)| {
+            (
+                *letter,
+                words(text).iter().filter(|w| said.contains(w)).count(),
+            )
+        })
+        .filter(|(_, shared)| *shared > 0)
+        .max_by_key(|(letter, shared)| (*shared, std::cmp::Reverse(*letter)))
+        .map(|(letter, _)| letter)
+}
+
+/// Accuracies and KBF over a set of outcomes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Score {
+    pub n_krf: usize,
+    pub n_kr: usize,
+    pub krf_acc: f64,
+    pub kr_acc: f64,
+    pub kbf: f64,
+}
+
+/// Eq. 4: the sample-weighted harmonic mean of the two accuracies (0 if either is 0).
+#[must_use]
+pub fn score(outcomes: &[(Split, bool)]) -> Score {
+    let count = |split| outcomes.iter().filter(|(s, _)| *s == split).count();
+    let right = |split| outcomes.iter().filter(|(s, ok)| *s == split && *ok).count();
+    let (n_krf, n_kr) = (count(Split::Krf), count(Split::Kr));
+    let acc = |r: usize, n: usize| if n == 0 { 0.0 } else { r as f64 / n as f64 };
+    let (krf_acc, kr_acc) = (acc(right(Split::Krf), n_krf), acc(right(Split::Kr), n_kr));
+    let mut denominator = 0.0;
+    for (n, a) in [(n_krf, krf_acc), (n_kr, kr_acc)] {
+        if n > 0 {
+            if a == 0.0 {
+                return Score {
+                    n_krf,
+                    n_kr,
+                    krf_acc,
+                    kr_acc,
+                    kbf: 0.0,
+                };
+            }
+            denominator += n as f64 / a;
+        }
+    }
+    let kbf = if denominator > 0.0 {
+        (n_krf + n_kr) as f64 / denominator
+    } else {
+        0.0
+    };
+    Score {
+        n_krf,
+        n_kr,
+        krf_acc,
+        kr_acc,
+        kbf,
+    }
+}
+
+/// Which knowledge a retrieval answerer may search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// The character's visible facts only (the shard).
+    Visible,
+    /// Every character's facts in one index (the naive-RAG leak).
+    Everyone,
+    /// The character's profile only.
+    Profile,
+}
+
+/// Answers every probe by retrieval, no language model: the option (A–D) whose
+/// "question + option" text is best supported by some pool item; E when no option's
+/// support reaches `threshold`.
+pub async fn retrieval_answers(
+    probes: &[Probe],
+    scenario: &Scenario,
+    embedder: &dyn Embedder,
+    pool: Pool,
+    threshold: f32,
+) -> anyhow::Result<Vec<char>> {
+    let pool_of = |character: &str| -> Vec<String> {
+        match pool {
+            Pool::Visible => scenario
+                .knowledge_of(character)
+                .map(|f| f.text.clone())
+                .collect(),
+            Pool::Everyone => scenario.facts.iter().map(|f| f.text.clone()).collect(),
+            Pool::Profile => scenario
+                .character(character)
+                .map(|c| {
+                    c.profile
+                        .split(". ")
+                        .map(str::to_owned)
+                        .chain(std::iter::once(c.style.clone()))
+                        .filter(|s| !s.trim().is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    };
+    let mut pools: BTreeMap<String, Vec<Vec<f32>>> = BTreeMap::new();
+    for character in &scenario.characters {
+        let texts = pool_of(&character.id);
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            embedder.embed(&texts).await?
+        };
+        pools.insert(character.id.clone(), vectors);
+    }
+    let mut answers = Vec::with_capacity(probes.len());
+    for probe in probes {
+        let candidates: Vec<(char, String)> = probe
+            .options
+            .iter()
+            .filter(|(letter, _)| **letter != REFUSAL)
+            .map(|(letter, text)| (*letter, format!("{} {}", probe.question, text)))
+            .collect();
+        let texts: Vec<String> = candidates.iter().map(|(_, t)| t.clone()).collect();
+        let vectors = embedder.embed(&texts).await?;
+        let pool = &pools[&probe.character];
+        let best = candidates
+            .iter()
+            .zip(&vectors)
+            .map(|((letter, _), v)| {
+                let support = pool.iter().map(|p| cosine(v, p)).fold(f32::MIN, f32::max);
+                (*letter, support)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        answers.push(match best {
+            Some((letter, support)) if support >= threshold => letter,
+            _ => REFUSAL,
+        });
+    }
+    Ok(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> BTreeMap<char, String> {
+        [
+            ('A', "At Maiwand"),
+            ('B', "In the Crimea"),
+            ('C', "At Kandahar"),
+            ('D', "Nowhere"),
+            ('E', "I cannot answer this from my own knowledge"),
+        ]
+        .into_iter()
+        .map(|(l, t)| (l, t.to_owned()))
+        .collect()
+    }
+
+    #[test]
+    fn answers_match_letters_deterministically() {
+        let o = options();
+        assert_eq!(match_letter("B", &o), Some('B'));
+        assert_eq!(match_letter("(c) because", &o), Some('C'));
+        assert_eq!(match_letter("A) At Maiwand", &o), Some('A'));
+        assert_eq!(match_letter("I'm afraid I don't know that.", &o), Some('E'));
+        assert_eq!(match_letter("It was at Maiwand, I recall.", &o), Some('A'));
+        assert_eq!(
+            match_letter("Also the crimea", &o),
+            Some('B'),
+            "'Also' is a word, not the letter A"
+        );
+        assert_eq!(match_letter("Mm.", &o), None);
+    }
+
+    #[test]
+    fn bad_probe_lines_are_named_by_file_and_line() {
+        let scenario = Scenario::load(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scenarios/study-in-scarlet/scenario.toml"),
+        )
+        .expect("shipped scenario");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("probes.jsonl");
+        let good = r#"{"character":"watson","question":"Q?","options":{"A":"a","B":"b","C":"c","D":"d","E":"e"},"gold":"B","split":"KRf"}"#;
+        let cases = [
+            (
+                r#"{"character":"mycroft","question":"Q?","options":{"A":"a","B":"b","C":"c","D":"d","E":"e"},"gold":"E","split":"KR"}"#,
+                ":2: character",
+            ),
+            (
+                r#"{"character":"watson","question":"Q?","options":{"A":"a","B":"b","C":"c","D":"d"},"gold":"E","split":"KR"}"#,
+                ":2: options: option E is missing",
+            ),
+            (
+                r#"{"character":"watson","question":"Q?","options":{"A":"a","B":"b","C":"c","D":"d","E":"e"},"gold":"A","split":"KR"}"#,
+                ":2: gold",
+            ),
+            ("{not json", ":2"),
+        ];
+        for (bad, expected) in cases {
+            std::fs::write(&path, format!("{good}\n{bad}\n")).expect("write");
+            let error = format!("{:#}", load_probes(&path, &scenario).expect_err("rejected"));
+            assert!(
+                error.contains(&format!("probes.jsonl{expected}")),
+                "{error}"
+            );
+        }
+        std::fs::write(&path, format!("{good}\n")).expect("write");
+        assert_eq!(load_probes(&path, &scenario).expect("valid").len(), 1);
+    }
+
+    #[test]
+    fn kbf_is_the_sample_weighted_harmonic_mean() {
+        // 3 KRf with 2 right, 1 KR right: (3 + 1) / (3 / (2/3) + 1 / 1) = 4 / 5.5
+        let outcomes = [
+            (Split::Krf, true),
+            (Split::Krf, true),
+            (Split::Krf, false),
+            (Split::Kr, true),
+        ];
+        let s = score(&outcomes);
+        assert_eq!((s.n_krf, s.n_kr), (3, 1));
+        assert!((s.krf_acc - 2.0 / 3.0).abs() < 1e-12);
+        assert!((s.kbf - 4.0 / 5.5).abs() < 1e-12);
+        assert_eq!(
+            score(&[(Split::Krf, true), (Split::Kr, false)]).kbf,
+            0.0,
+            "collapsing one split scores 0"
+        );
+        assert!((score(&[(Split::Kr, true)]).kbf - 1.0).abs() < 1e-12);
+    }
+}

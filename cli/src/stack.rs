@@ -1,0 +1,94 @@
+//! A whole Dramatis on this machine for one command: the built-in model when no endpoint
+//! is configured, agent processes as worlds need them, and the world service in process
+//! on a loopback port. `run` and `eval kbf --answerer agent` use it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use dramatis_runtime::Shutdown;
+use dramatis_world::agents::AgentDirectory;
+use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
+
+use crate::args::ModelArgs;
+use crate::spawn::{Spawned, SpawnedAgents, start_builtin_llm};
+
+/// The running stack; dropping it stops everything it started.
+pub struct LocalStack {
+    /// `http://127.0.0.1:PORT` of the world service.
+    pub server_url: String,
+    pub agents: Arc<SpawnedAgents>,
+    pub data_dir: PathBuf,
+    pub logs: PathBuf,
+    shutdown: Shutdown,
+    server: Option<tokio::task::JoinHandle<Result<(), ServeError>>>,
+    _llm: Option<Spawned>,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl LocalStack {
+    /// Starts the stack. `data_dir` keeps the event log and process logs; without it
+    /// they go to a temporary directory.
+    pub async fn start(
+        mut model: ModelArgs,
+        data_dir: Option<PathBuf>,
+        shared_agent: bool,
+        scenarios_dir: Option<PathBuf>,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Self> {
+        let (data_dir, temp) = match data_dir {
+            Some(dir) => (dir, None),
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("dramatis-")
+                    .tempdir()
+                    .context("cannot create a temporary directory")?;
+                (temp.path().to_path_buf(), Some(temp))
+            }
+        };
+        let logs = data_dir.join("logs");
+        let mut llm = None;
+        if model.llm_endpoint.is_none() && model.scripted.is_none() {
+            eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
+            let (spawned, endpoint) = start_builtin_llm(&logs).await?;
+            model.llm_endpoint = Some(endpoint);
+            llm = Some(spawned);
+        }
+        let agents = Arc::new(SpawnedAgents::new(model, logs.clone(), shared_agent));
+        let options = WorldServiceOptions {
+            scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
+            log_path: data_dir.join("events.redb"),
+            agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
+        };
+        let worlds = Worlds::open(&options)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let server_url = format!("http://{}", listener.local_addr()?);
+        let server = tokio::spawn(dramatis_world::serve_worlds(
+            listener,
+            worlds,
+            shutdown.clone(),
+            0,
+        ));
+        Ok(Self {
+            server_url,
+            agents,
+            data_dir,
+            logs,
+            shutdown,
+            server: Some(server),
+            _llm: llm,
+            _temp: temp,
+        })
+    }
+
+    /// Stops the world service and the agents of `world` (if any).
+    pub async fn stop(mut self, world: Option<&str>) {
+        self.shutdown.trigger();
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        if let Some(world) = world {
+            self.agents.release(world).await;
+        }
+    }
+}
