@@ -128,6 +128,10 @@ pub struct RunArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+    /// Write every prompt each character's agent sent to its language model, with the
+    /// memory items (and layers) it contained, to DIR/<character>.jsonl.
+    #[arg(long)]
+    pub audit_dir: Option<PathBuf>,
     /// Plain output without colours.
     #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_color: bool,

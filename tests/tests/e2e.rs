@@ -306,6 +306,57 @@ async fn private_scenes_never_reach_absent_characters() {
         "Watson heard Stamford at the Criterion"
     );
 
+    // The audit shows every prompt Lestrade's agent sent, built only from his shard.
+    let audit = cluster
+        .world()
+        .await
+        .get_audit(dramatis_proto::v1::GetAuditRequest {
+            world_id: id.clone(),
+            character: "the inspector".into(),
+        })
+        .await
+        .expect("audit")
+        .into_inner()
+        .audits;
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].character, "lestrade");
+    assert_eq!(audit[0].prompts.len(), 4, "one record per prompt sent");
+    let his_items: Vec<&str> = lestrade.memory.iter().map(|m| m.id.as_str()).collect();
+    for record in &audit[0].prompts {
+        assert_eq!(record.character_id, "lestrade");
+        assert!(!record.items.is_empty());
+        for item in &record.items {
+            assert!(
+                his_items.contains(&item.id.as_str()),
+                "{} is not in his shard",
+                item.id
+            );
+            assert!(
+                ["knowledge", "perceived"].contains(&item.layer.as_str()),
+                "{}",
+                item.layer
+            );
+        }
+        for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
+            assert!(
+                !record.prompt.contains(canary),
+                "{canary} in Lestrade's audit"
+            );
+        }
+    }
+    assert_eq!(
+        audit[0]
+            .prompts
+            .iter()
+            .map(|p| p.prompt.clone())
+            .collect::<Vec<_>>(),
+        lestrade_prompts
+            .iter()
+            .map(|p| p.text())
+            .collect::<Vec<_>>(),
+        "the audit records exactly what the model received"
+    );
+
     // Starting knowledge is per character too.
     assert!(lestrade_memory.contains("Enoch J. Drebber"));
     assert!(!watson.contains("Enoch J. Drebber"));

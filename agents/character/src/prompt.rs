@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use dramatis_llm::ChatMessage;
-use dramatis_proto::v1::{MemoryItem, SceneFrame};
+use dramatis_proto::v1::{MemoryItem, MemoryRef, SceneFrame};
 
 use crate::shard::Shard;
 
@@ -14,7 +14,17 @@ use crate::shard::Shard;
 #[derive(Debug, Clone)]
 pub(crate) struct BuiltPrompt {
     pub messages: Vec<ChatMessage>,
-    pub memory_ids: Vec<String>,
+    pub items: Vec<MemoryRef>,
+}
+
+fn refs(items: &[&MemoryItem]) -> Vec<MemoryRef> {
+    items
+        .iter()
+        .map(|m| MemoryRef {
+            id: m.id.clone(),
+            layer: m.source.clone(),
+        })
+        .collect()
 }
 
 const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON object: what \
@@ -82,7 +92,7 @@ pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
             ChatMessage::assistant(EXAMPLE_REPLY),
             ChatMessage::user(user),
         ],
-        memory_ids: recalled.iter().map(|m| m.id.clone()).collect(),
+        items: refs(&recalled),
     }
 }
 
@@ -101,6 +111,6 @@ pub(crate) fn answer(shard: &Shard, question: &str) -> BuiltPrompt {
             ChatMessage::system(system),
             ChatMessage::user(format!("{context}\n\nQuestion: {}", question.trim())),
         ],
-        memory_ids: recalled.iter().map(|m| m.id.clone()).collect(),
+        items: refs(&recalled),
     }
 }

@@ -146,10 +146,17 @@ impl CharacterAgents {
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        shard.lock().await.record_prompt(PromptRecord {
-            memory_ids: built.memory_ids.clone(),
+        let mut shard = shard.lock().await;
+        let character_id = shard.id().to_owned();
+        shard.record_prompt(PromptRecord {
+            memory_ids: built.items.iter().map(|m| m.id.clone()).collect(),
+            items: built.items.clone(),
             prompt,
             purpose: purpose.to_owned(),
+            character_id,
+            timestamp_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         });
     }
 

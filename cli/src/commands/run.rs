@@ -5,11 +5,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
+use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, WatchRequest, WorldInfo, advance_request,
+    AdvanceRequest, CreateWorldRequest, GetAuditRequest, WatchRequest, WorldInfo, advance_request,
     create_world_request,
 };
 use dramatis_runtime::Shutdown;
+use serde_json::json;
+use tonic::transport::Channel;
 
 use super::client::{describe, world_client};
 use crate::args::RunArgs;
@@ -114,7 +117,49 @@ async fn play(args: &RunArgs, server: &str) -> anyhow::Result<(WorldInfo, u64)> 
     let info = advanced.world.context("advance returned no world state")?;
     let _ = last_tx.send(info.next_seq.saturating_sub(1));
     let printed = printer.await.unwrap_or(0);
+    if let Some(dir) = &args.audit_dir {
+        write_audit(&mut client, &info.world_id, dir).await?;
+    }
     Ok((info, printed))
+}
+
+/// One JSONL file per character: every prompt its agent sent, with its memory items.
+async fn write_audit(
+    client: &mut WorldClient<Channel>,
+    world_id: &str,
+    dir: &Path,
+) -> anyhow::Result<()> {
+    let audits = client
+        .get_audit(GetAuditRequest {
+            world_id: world_id.to_owned(),
+            character: String::new(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot read the audit: {}", describe(&s)))?
+        .into_inner()
+        .audits;
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    for audit in audits {
+        let lines: Vec<String> = audit
+            .prompts
+            .iter()
+            .map(|p| {
+                json!({
+                    "character": p.character_id,
+                    "purpose": p.purpose,
+                    "timestamp_ms": p.timestamp_ms,
+                    "items": p.items.iter().map(|i| json!({"id": i.id, "layer": i.layer})).collect::<Vec<_>>(),
+                    "prompt": p.prompt,
+                })
+                .to_string()
+            })
+            .collect();
+        let file = dir.join(format!("{}.jsonl", audit.character));
+        std::fs::write(&file, lines.join("\n") + "\n")
+            .with_context(|| format!("write {}", file.display()))?;
+    }
+    eprintln!("prompt audit written to {}", dir.display());
+    Ok(())
 }
 
 fn summary(world: &WorldInfo, printed: u64, seconds: f64) {

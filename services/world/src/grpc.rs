@@ -196,4 +196,21 @@ impl WorldApi for WorldGrpc {
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(answer))
     }
+
+    async fn get_audit(
+        &self,
+        request: Request<pb::GetAuditRequest>,
+    ) -> Result<Response<pb::GetAuditResponse>, Status> {
+        let request = request.into_inner();
+        required(&request.world_id, "world_id")?;
+        let world = self
+            .worlds
+            .get(&request.world_id)
+            .map_err(|e| to_status(&e))?;
+        let audits = world
+            .audit(Some(request.character.as_str()))
+            .await
+            .map_err(|e| to_status(&e))?;
+        Ok(Response::new(pb::GetAuditResponse { audits }))
+    }
 }

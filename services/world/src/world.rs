@@ -537,6 +537,45 @@ impl World {
         })
     }
 
+    /// The prompt records of one character (id, name or alias) or of all, in id order,
+    /// read from each character's own agent.
+    pub async fn audit(
+        &self,
+        character: Option<&str>,
+    ) -> Result<Vec<pb::CharacterAudit>, WorldError> {
+        let wanted: Vec<&String> = match character.filter(|c| !c.trim().is_empty()) {
+            Some(needle) => {
+                let id = self
+                    .scenario
+                    .find_character(needle)
+                    .map(|c| &c.id)
+                    .ok_or_else(|| WorldError::CharacterNotFound {
+                        world: self.id.clone(),
+                        character: needle.to_owned(),
+                    })?;
+                vec![id]
+            }
+            None => self.slots.keys().collect(),
+        };
+        let mut audits = Vec::with_capacity(wanted.len());
+        for id in wanted {
+            let snapshot = self.slots[id.as_str()]
+                .client
+                .clone()
+                .snapshot(pb::SnapshotRequest {
+                    character: Some(self.character_ref(id)),
+                })
+                .await
+                .map_err(|s| WorldError::agent(id, &s))?
+                .into_inner();
+            audits.push(pb::CharacterAudit {
+                character: id.clone(),
+                prompts: snapshot.prompts,
+            });
+        }
+        Ok(audits)
+    }
+
     /// Stops the world and detaches its characters (best effort).
     pub(crate) async fn shut(&self) {
         self.deleted.store(true, Ordering::Relaxed);
