@@ -174,7 +174,6 @@ impl CharacterAgents {
             let shard = shard.lock().await;
             (prompt::act(&shard, frame), shard.profile.name.clone())
         };
-        self.record(&shard, &built, "act").await;
         let model = self.options.models.get(ModelRole::Character);
         let started = Instant::now();
         let mut usage = Usage::default();
@@ -182,6 +181,8 @@ impl CharacterAgents {
         let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
         let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
+            // Every call is audited, retries included: each one sends the prompt again.
+            self.record(&shard, &built, "act").await;
             let temperature = if attempt == 0 {
                 self.options.temperature
             } else {
@@ -288,4 +289,55 @@ async fn stream_completion(
     drop(raw_tx);
     let _ = forward.await;
     Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dramatis_llm::{ScriptRule, ScriptedModel};
+    use dramatis_proto::v1::{CharacterProfile, SceneFrame};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn unusable_output_is_retried_audited_each_time_then_replaced_in_character() {
+        let model = ScriptedModel::new(vec![ScriptRule {
+            when: vec!["Character: Holmes".into()],
+            reply: "I think, therefore I am.".into(),
+        }]);
+        let agents = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(
+            model.clone(),
+        ))));
+        let profile = CharacterProfile {
+            id: "holmes".into(),
+            name: "Holmes".into(),
+            profile: "A detective.".into(),
+            ..CharacterProfile::default()
+        };
+        agents
+            .attach("w", "holmes", profile)
+            .await
+            .expect("attached");
+        let outcome = agents
+            .act("w", "holmes", &SceneFrame::default(), None)
+            .await
+            .expect("a turn, not an error");
+        assert!(outcome.action.fallback);
+        assert_eq!(outcome.action.text, "Holmes pauses, weighing what to say.");
+        assert_eq!(
+            outcome.action.usage.map(|u| u.llm_calls),
+            Some(2),
+            "one retry"
+        );
+        assert_eq!(model.calls(), 2);
+        let shard = agents.snapshot("w", "holmes").await.expect("shard");
+        assert_eq!(shard.prompts().len(), 2, "both calls are in the audit");
+        assert!(
+            shard
+                .prompts()
+                .iter()
+                .all(|p| p.character_id == "holmes" && p.purpose == "act")
+        );
+    }
 }
