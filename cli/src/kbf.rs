@@ -170,9 +170,9 @@ pub fn score(outcomes: &[(Split, bool)]) -> Score {
 /// Which knowledge a retrieval answerer may search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pool {
-    /// The character's visible facts only (the shard).
+    /// The character's visible facts and its own memories only (what its shard holds).
     Visible,
-    /// Every character's facts in one index (the naive-RAG leak).
+    /// Every character's facts and memories in one index (the naive-RAG leak).
     Everyone,
     /// The character's profile only.
     Profile,

@@ -332,7 +332,7 @@ async fn private_scenes_never_reach_absent_characters() {
                 item.id
             );
             assert!(
-                ["knowledge", "perceived"].contains(&item.layer.as_str()),
+                ["episodic", "knowledge", "perceived"].contains(&item.layer.as_str()),
                 "{}",
                 item.layer
             );
@@ -357,8 +357,18 @@ async fn private_scenes_never_reach_absent_characters() {
         "the audit records exactly what the model received"
     );
 
-    // Starting knowledge is per character too.
+    // Starting knowledge, memories and patterns are per character too.
     assert!(lestrade_memory.contains("Enoch J. Drebber"));
+    assert!(
+        lestrade_memory.contains("Constable Rance"),
+        "his own starting memory"
+    );
+    assert!(!lestrade_memory.contains("Jezail") && !lestrade_memory.contains("Maiwand"));
+    assert!(
+        !shard_text(&holmes).contains("Murray my orderly"),
+        "Watson's memory stays his"
+    );
+    assert!(watson.contains("Murray my orderly"));
     assert!(!watson.contains("Enoch J. Drebber"));
     assert!(!shard_text(&holmes).contains("Jezail bullet"));
 }

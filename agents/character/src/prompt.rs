@@ -50,8 +50,9 @@ fn character_line(shard: &Shard) -> String {
 
 /// Starting knowledge under "You know", perceived events under "Recent".
 fn memories(text: &mut String, items: &[&MemoryItem]) {
-    let known: Vec<&&MemoryItem> = items.iter().filter(|m| m.source == "knowledge").collect();
-    let recent: Vec<&&MemoryItem> = items.iter().filter(|m| m.source != "knowledge").collect();
+    let starting = |m: &&&MemoryItem| m.seq == 0;
+    let known: Vec<&&MemoryItem> = items.iter().filter(starting).collect();
+    let recent: Vec<&&MemoryItem> = items.iter().filter(|m| !starting(m)).collect();
     if !known.is_empty() {
         text.push_str("\nYou know:");
         for item in known {

@@ -18,19 +18,29 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// A shard holding the profile and the character's own starting knowledge.
+    /// A shard holding the profile and the character's own starting memories, knowledge
+    /// and personality patterns.
     #[must_use]
     pub fn new(profile: CharacterProfile) -> Self {
-        let memory = profile
+        let item = |id: String, source: &str, text: &str| MemoryItem {
+            id,
+            source: source.into(),
+            text: text.to_owned(),
+            seq: 0,
+        };
+        let memories = profile
+            .memories
+            .iter()
+            .map(|m| item(format!("memory:{}", m.id), "episodic", &m.text));
+        let facts = profile
             .knowledge
             .iter()
-            .map(|fact| MemoryItem {
-                id: format!("fact:{}", fact.id),
-                source: "knowledge".into(),
-                text: fact.text.clone(),
-                seq: 0,
-            })
-            .collect();
+            .map(|f| item(format!("fact:{}", f.id), "knowledge", &f.text));
+        let patterns = profile.patterns.iter().map(|p| {
+            let text = format!("{} e.g. {}", p.description, p.excerpts.join(" / "));
+            item(format!("pattern:{}", p.id), "personality", &text)
+        });
+        let memory = memories.chain(facts).chain(patterns).collect();
         Self {
             profile,
             memory,
@@ -121,10 +131,14 @@ impl Shard {
         }
     }
 
-    /// Starting knowledge, then the most recent perceived events.
+    /// Starting memories and knowledge, then the most recent perceived events.
+    /// (Personality patterns wait for the memory-fusion step.)
     #[must_use]
     pub fn recall(&self) -> Vec<&MemoryItem> {
-        let knowledge = self.memory.iter().filter(|m| m.source == "knowledge");
+        let knowledge = self
+            .memory
+            .iter()
+            .filter(|m| m.source == "episodic" || m.source == "knowledge");
         let perceived: Vec<&MemoryItem> = self
             .memory
             .iter()
@@ -157,6 +171,7 @@ mod tests {
             knowledge: vec![KnownFact {
                 id: "wound".into(),
                 text: "I was wounded at Maiwand.".into(),
+                ..KnownFact::default()
             }],
             ..CharacterProfile::default()
         })

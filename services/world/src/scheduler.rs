@@ -91,6 +91,8 @@ mod tests {
             profile: "p".into(),
             style: String::new(),
             location: at.into(),
+            memories: vec![],
+            patterns: vec![],
         };
         Scenario {
             name: "t".into(),

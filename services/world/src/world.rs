@@ -608,6 +608,28 @@ fn attach_request(world_id: &str, scenario: &Scenario, character_id: &str) -> pb
                 .map(|f| pb::KnownFact {
                     id: f.id.clone(),
                     text: f.text.clone(),
+                    subject: f.subject.clone(),
+                    predicate: f.predicate.clone(),
+                    object: f.object.clone(),
+                    cause: f.cause.clone(),
+                    route: f.route.as_str().to_owned(),
+                })
+                .collect(),
+            memories: c
+                .memories
+                .iter()
+                .map(|m| pb::StartingMemory {
+                    id: m.id.clone(),
+                    text: m.text.clone(),
+                })
+                .collect(),
+            patterns: c
+                .patterns
+                .iter()
+                .map(|p| pb::PersonalityPattern {
+                    id: p.id.clone(),
+                    description: p.description.clone(),
+                    excerpts: p.excerpts.clone(),
                 })
                 .collect(),
         }),

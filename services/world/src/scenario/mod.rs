@@ -58,6 +58,49 @@ pub struct Character {
     pub profile: String,
     pub style: String,
     pub location: String,
+    /// First-person memories of what the character lived through before the story.
+    pub memories: Vec<Memory>,
+    /// How the character behaves in kinds of situation, with excerpts as style anchors.
+    pub patterns: Vec<Pattern>,
+}
+
+/// A first-person memory a character starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub id: String,
+    pub text: String,
+}
+
+/// A personality pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pub id: String,
+    pub description: String,
+    pub excerpts: Vec<String>,
+}
+
+/// How the characters in `known_by` came to see a fact (ReverieMem's routes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    DirectExperience,
+    #[default]
+    Observation,
+    OrganisationMembership,
+    CommonKnowledge,
+}
+
+impl Route {
+    /// The name used in files and on the wire.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DirectExperience => "direct_experience",
+            Self::Observation => "observation",
+            Self::OrganisationMembership => "organisation_membership",
+            Self::CommonKnowledge => "common_knowledge",
+        }
+    }
 }
 
 /// Something known at the start by exactly the listed characters.
@@ -66,6 +109,12 @@ pub struct Fact {
     pub id: String,
     pub text: String,
     pub known_by: BTreeSet<String>,
+    /// The SPOC part of the SPOCV tuple (optional; `text` is what prompts show).
+    pub subject: String,
+    pub predicate: String,
+    pub object: String,
+    pub cause: String,
+    pub route: Route,
 }
 
 /// A scripted scene.

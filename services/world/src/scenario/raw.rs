@@ -64,6 +64,26 @@ pub(crate) struct RawCharacter {
     #[serde(default)]
     pub style: String,
     pub location: S<String>,
+    #[serde(default)]
+    pub memories: Vec<RawMemory>,
+    #[serde(default)]
+    pub patterns: Vec<RawPattern>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMemory {
+    pub id: S<String>,
+    pub text: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPattern {
+    pub id: S<String>,
+    pub description: S<String>,
+    #[serde(default)]
+    pub excerpts: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,6 +92,16 @@ pub(crate) struct RawFact {
     pub id: S<String>,
     pub text: S<String>,
     pub known_by: S<Vec<S<String>>>,
+    #[serde(default)]
+    pub subject: String,
+    #[serde(default)]
+    pub predicate: String,
+    #[serde(default)]
+    pub object: String,
+    #[serde(default)]
+    pub cause: String,
+    #[serde(default)]
+    pub route: super::Route,
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::raw::{RawScenario, S};
 use super::{
-    Character, FORMAT_VERSION, Fact, Location, Path_, Problem, Scenario, ScenarioError, Scene,
-    line_of,
+    Character, FORMAT_VERSION, Fact, Location, Memory, Path_, Pattern, Problem, Scenario,
+    ScenarioError, Scene, line_of,
 };
 
 struct Checker<'a> {
@@ -125,6 +125,28 @@ pub(super) fn validate(
         );
         c.non_empty(&ch.name, format!("characters[{i}].name"));
         c.non_empty(&ch.profile, format!("characters[{i}].profile"));
+        let mut own_ids = HashSet::new();
+        for (j, memory) in ch.memories.iter().enumerate() {
+            c.id(
+                &memory.id,
+                &format!("characters[{i}].memories[{j}].id"),
+                "memory",
+                &mut own_ids,
+            );
+            c.non_empty(&memory.text, format!("characters[{i}].memories[{j}].text"));
+        }
+        for (j, pattern) in ch.patterns.iter().enumerate() {
+            c.id(
+                &pattern.id,
+                &format!("characters[{i}].patterns[{j}].id"),
+                "pattern",
+                &mut own_ids,
+            );
+            c.non_empty(
+                &pattern.description,
+                format!("characters[{i}].patterns[{j}].description"),
+            );
+        }
         if !location_ids.contains(ch.location.get_ref()) {
             c.report(
                 &ch.location,
@@ -278,6 +300,23 @@ pub(super) fn validate(
                 profile: ch.profile.into_inner(),
                 style: ch.style,
                 location: ch.location.into_inner(),
+                memories: ch
+                    .memories
+                    .into_iter()
+                    .map(|m| Memory {
+                        id: m.id.into_inner(),
+                        text: m.text.into_inner(),
+                    })
+                    .collect(),
+                patterns: ch
+                    .patterns
+                    .into_iter()
+                    .map(|p| Pattern {
+                        id: p.id.into_inner(),
+                        description: p.description.into_inner(),
+                        excerpts: p.excerpts,
+                    })
+                    .collect(),
             })
             .collect(),
         facts: raw
@@ -292,6 +331,11 @@ pub(super) fn validate(
                     .into_iter()
                     .map(S::into_inner)
                     .collect::<BTreeSet<_>>(),
+                subject: f.subject,
+                predicate: f.predicate,
+                object: f.object,
+                cause: f.cause,
+                route: f.route,
             })
             .collect(),
         scenes: raw
