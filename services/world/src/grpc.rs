@@ -25,6 +25,12 @@ impl WorldGrpc {
     pub fn new(worlds: Worlds) -> Self {
         Self { worlds }
     }
+
+    /// The world a request names: `world_id` must be given and must exist.
+    fn world(&self, world_id: &str) -> Result<std::sync::Arc<crate::world::World>, Status> {
+        required(world_id, "world_id")?;
+        self.worlds.get(world_id).map_err(|e| to_status(&e))
+    }
 }
 
 fn required(value: &str, field: &str) -> Result<(), Status> {
@@ -101,11 +107,7 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::GetWorldRequest>,
     ) -> Result<Response<pb::WorldInfo>, Status> {
         let request = request.into_inner();
-        required(&request.world_id, "world_id")?;
-        let world = self
-            .worlds
-            .get(&request.world_id)
-            .map_err(|e| to_status(&e))?;
+        let world = self.world(&request.world_id)?;
         Ok(Response::new(world.info()))
     }
 
@@ -149,10 +151,7 @@ impl WorldApi for WorldGrpc {
                 ));
             }
         };
-        let world = self
-            .worlds
-            .get(&request.world_id)
-            .map_err(|e| to_status(&e))?;
+        let world = self.world(&request.world_id)?;
         let events = world.advance(until).await.map_err(|e| to_status(&e))?;
         Ok(Response::new(pb::AdvanceResponse {
             events,
@@ -167,11 +166,7 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let request = request.into_inner();
-        required(&request.world_id, "world_id")?;
-        let world = self
-            .worlds
-            .get(&request.world_id)
-            .map_err(|e| to_status(&e))?;
+        let world = self.world(&request.world_id)?;
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         world.hub().watch(request.from_seq, !request.no_follow, tx);
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
@@ -186,10 +181,7 @@ impl WorldApi for WorldGrpc {
         required(&request.world_id, "world_id")?;
         required(&request.character, "character")?;
         required(&request.question, "question")?;
-        let world = self
-            .worlds
-            .get(&request.world_id)
-            .map_err(|e| to_status(&e))?;
+        let world = self.world(&request.world_id)?;
         let answer = world
             .ask(&request.character, &request.question)
             .await
@@ -202,11 +194,7 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::GetAuditRequest>,
     ) -> Result<Response<pb::GetAuditResponse>, Status> {
         let request = request.into_inner();
-        required(&request.world_id, "world_id")?;
-        let world = self
-            .worlds
-            .get(&request.world_id)
-            .map_err(|e| to_status(&e))?;
+        let world = self.world(&request.world_id)?;
         let audits = world
             .audit(Some(request.character.as_str()))
             .await
