@@ -18,4 +18,4 @@ pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{Hit, Indexed, VectorIndex};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
-pub use shard::{MemoryShard, ShardError};
+pub use shard::{MemoryShard, ShardError, load_json, save_json};

@@ -22,6 +22,9 @@ pub struct EmotionTransition {
     pub intent: String,
     /// Event sequence number of the utterance.
     pub seq: u64,
+    /// Embedding of the trigger, for finding how the character met similar moments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trigger_vector: Vec<f32>,
 }
 
 /// The layer.
@@ -50,9 +53,27 @@ impl PersonalityLayer {
         &self.transitions
     }
 
+    /// The recorded transition whose trigger is most like `query`, with its similarity:
+    /// how the character met the most similar moment so far. Ties go to the latest.
+    #[must_use]
+    pub fn nearest_transition(&self, query: &[f32]) -> Option<(&EmotionTransition, f32)> {
+        self.transitions
+            .iter()
+            .filter(|t| !t.trigger_vector.is_empty())
+            .map(|t| (t, dot(&t.trigger_vector, query)))
+            .fold(None, |best, (t, score)| match best {
+                Some((_, b)) if b > score => best,
+                _ => Some((t, score)),
+            })
+    }
+
     /// `Pattern`: the pattern whose description is nearest the new state and context.
     #[must_use]
     pub fn nearest_pattern(&self, query: &[f32]) -> Option<(&PersonalityPattern, f32)> {
         self.patterns.search(query, 1, |_| true).into_iter().next()
     }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::{EpisodicLayer, PersonalityLayer, SemanticLayer};
@@ -43,38 +44,50 @@ impl MemoryShard {
 
     /// Writes the shard atomically (a temporary file renamed over the old one).
     pub fn save(&self, path: &Path) -> Result<(), ShardError> {
-        let io = |e: std::io::Error| ShardError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let bytes = serde_json::to_vec(self).map_err(|e| ShardError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let temporary = path.with_extension("json.tmp");
-        std::fs::write(&temporary, bytes).map_err(io)?;
-        std::fs::rename(&temporary, path).map_err(io)
+        save_json(path, self)
     }
 
     /// Reads a saved shard.
     pub fn load(path: &Path) -> Result<Self, ShardError> {
-        let bytes = std::fs::read(path).map_err(|e| ShardError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let shard: Self = serde_json::from_slice(&bytes).map_err(|e| ShardError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        if shard.version != SHARD_VERSION {
-            return Err(ShardError::Version {
-                path: path.to_path_buf(),
-                found: shard.version,
-            });
-        }
+        let shard: Self = load_json(path)?;
+        shard.validate(path)?;
         Ok(shard)
     }
+
+    /// Checks that a shard read from `path` is in the format this build writes.
+    pub fn validate(&self, path: &Path) -> Result<(), ShardError> {
+        if self.version == SHARD_VERSION {
+            Ok(())
+        } else {
+            Err(ShardError::Version {
+                path: path.to_path_buf(),
+                found: self.version,
+            })
+        }
+    }
+}
+
+fn io_error(path: &Path, message: impl ToString) -> ShardError {
+    ShardError::Io {
+        path: path.to_path_buf(),
+        message: message.to_string(),
+    }
+}
+
+/// Writes `value` as JSON atomically: a temporary file renamed over the old one, so a
+/// crash mid-write leaves the previous file intact.
+pub fn save_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ShardError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(path, e))?;
+    }
+    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, e))?;
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, bytes).map_err(|e| io_error(path, e))?;
+    std::fs::rename(&temporary, path).map_err(|e| io_error(path, e))
+}
+
+/// Reads JSON written by [`save_json`].
+pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T, ShardError> {
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| io_error(path, e))
 }

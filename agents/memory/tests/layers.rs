@@ -77,6 +77,15 @@ fn shard() -> MemoryShard {
         trigger: "Holmes's deduction".into(),
         intent: "ask how".into(),
         seq: 12,
+        trigger_vector: unit(1.0, 0.0, 0.0),
+    });
+    shard.personality.record(EmotionTransition {
+        emotion: "calm".into(),
+        intensity: 0.2,
+        trigger: "tea is served".into(),
+        intent: "thank".into(),
+        seq: 14,
+        trigger_vector: unit(0.0, 0.0, 1.0),
     });
     shard
 }
@@ -133,6 +142,27 @@ fn pattern_selection_follows_the_state_description() {
         .expect("a pattern");
     assert_eq!(pattern.id, "astonished");
     assert_eq!(pattern.excerpts, ["Good heavens!"]);
+}
+
+#[test]
+fn emotion_record_finds_how_a_similar_moment_was_met() {
+    let shard = shard();
+    let (nearest, score) = shard
+        .personality
+        .nearest_transition(&unit(0.8, 0.2, 0.1))
+        .expect("a transition");
+    assert_eq!(nearest.emotion, "surprise");
+    assert!(score > 0.9, "{score}");
+    let (calm, _) = shard
+        .personality
+        .nearest_transition(&unit(0.0, 0.1, 1.0))
+        .expect("a transition");
+    assert_eq!(calm.seq, 14);
+    assert!(
+        dramatis_memory::PersonalityLayer::default()
+            .nearest_transition(&unit(1.0, 0.0, 0.0))
+            .is_none()
+    );
 }
 
 #[test]
