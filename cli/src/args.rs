@@ -75,6 +75,14 @@ impl Command {
     }
 }
 
+/// Who writes scene memories (see `--memory-writes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MemoryWritesArg {
+    Auto,
+    Digest,
+    Model,
+}
+
 /// Which language model characters use.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -99,6 +107,16 @@ pub struct ModelArgs {
     /// fixture; `builtin` for its generic lines.
     #[arg(long, env = "DRAMATIS_SCRIPTED", conflicts_with = "llm_endpoint")]
     pub scripted: Option<String>,
+    /// Sentence-embedding model directory (model.onnx + tokenizer.json) each agent
+    /// embeds its memory with (default: all-MiniLM-L6-v2 int8 fetched by set-up).
+    #[arg(long, env = "DRAMATIS_EMBEDDER_DIR")]
+    pub embedder_dir: Option<PathBuf>,
+    /// Who writes a character's memory of each scene: `digest` (a first-person digest of
+    /// what it perceived, no model call), `model` (the character model, one call per scene
+    /// per character), or `auto` (model for an --llm-endpoint you give, digest for the
+    /// built-in or scripted model).
+    #[arg(long, env = "DRAMATIS_MEMORY_WRITES", value_enum, default_value_t = MemoryWritesArg::Auto)]
+    pub memory_writes: MemoryWritesArg,
     /// Endpoint for the narrator role (default: the character endpoint).
     #[arg(long, env = "DRAMATIS_NARRATOR_ENDPOINT")]
     pub narrator_endpoint: Option<String>,
@@ -168,6 +186,10 @@ pub struct AgentArgs {
     /// Address to listen on; port 0 picks a free one (printed on stdout).
     #[arg(long, env = "DRAMATIS_AGENT_LISTEN", default_value = "127.0.0.1:7071")]
     pub listen: SocketAddr,
+    /// Where character shards are saved (one JSON file per character per world) and read
+    /// back when a character is attached again after a restart.
+    #[arg(long, env = "DRAMATIS_AGENT_DATA_DIR", default_value = "dramatis-data/shards")]
+    pub data_dir: PathBuf,
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -306,4 +328,8 @@ pub struct BenchArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+    /// Who writes scene memories during the benchmark (the scripted model answers
+    /// instantly, so `model` measures the calls and prompt tokens a capable model costs).
+    #[arg(long, value_enum, default_value_t = MemoryWritesArg::Digest)]
+    pub memory_writes: MemoryWritesArg,
 }

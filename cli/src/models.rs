@@ -4,11 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use dramatis_character::{AgentOptions, MemoryWrites};
 use dramatis_llm::{
     LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
 };
 
-use crate::args::ModelArgs;
+use crate::args::{MemoryWritesArg, ModelArgs};
 
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; narrator and judge fall back to it.
@@ -77,7 +78,17 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
             out.extend([flag.to_owned(), value.clone()]);
         }
     }
+    if let Some(dir) = &args.embedder_dir {
+        out.extend(["--embedder-dir".to_owned(), dir.to_string_lossy().into_owned()]);
+    }
+    let writes = match args.memory_writes {
+        MemoryWritesArg::Auto => "auto",
+        MemoryWritesArg::Digest => "digest",
+        MemoryWritesArg::Model => "model",
+    };
     out.extend([
+        "--memory-writes".to_owned(),
+        writes.to_owned(),
         "--llm-model".to_owned(),
         args.llm_model.clone(),
         "--llm-timeout".to_owned(),
@@ -85,4 +96,40 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     ]);
     // The API key travels through the environment, never on a command line.
     out
+}
+
+/// The default embedder's files (all-MiniLM-L6-v2 int8 on the set-up's ONNX Runtime),
+/// or the model directory given.
+#[must_use]
+pub fn embedder_config(model_dir: Option<&std::path::Path>) -> dramatis_embed::OnnxEmbedderConfig {
+    use dramatis_runtime::models::{DEFAULT_EMBEDDER_DIR, ONNX_RUNTIME_LIBRARY, model_path};
+    dramatis_embed::OnnxEmbedderConfig::new(
+        model_dir.map_or_else(|| model_path(DEFAULT_EMBEDDER_DIR), std::path::Path::to_path_buf),
+        model_path(ONNX_RUNTIME_LIBRARY),
+    )
+}
+
+/// Who writes scene memories: `auto` means the model for an endpoint the user gave and
+/// the digest for the scripted model. (A stack that starts the built-in model resolves
+/// `auto` to the digest before it starts agents: a 135M model writes poor memories.)
+#[must_use]
+pub fn memory_writes(args: &ModelArgs) -> MemoryWrites {
+    match args.memory_writes {
+        MemoryWritesArg::Digest => MemoryWrites::Digest,
+        MemoryWritesArg::Model => MemoryWrites::Model,
+        MemoryWritesArg::Auto if args.scripted.is_some() => MemoryWrites::Digest,
+        MemoryWritesArg::Auto => MemoryWrites::Model,
+    }
+}
+
+/// Everything an agent process needs: models, its own embedder, memory settings.
+pub fn agent_options(
+    args: &ModelArgs,
+    data_dir: Option<std::path::PathBuf>,
+) -> anyhow::Result<AgentOptions> {
+    let embedder = dramatis_embed::OnnxEmbedder::load(&embedder_config(args.embedder_dir.as_deref()))?;
+    let mut options = AgentOptions::new(role_models(args)?, Arc::new(embedder));
+    options.memory_writes = memory_writes(args);
+    options.data_dir = data_dir;
+    Ok(options)
 }

@@ -109,15 +109,17 @@ pub async fn start_builtin_llm(logs: &Path) -> anyhow::Result<(Spawned, String)>
 pub struct SpawnedAgents {
     model: ModelArgs,
     logs: PathBuf,
+    shards: PathBuf,
     per_world: bool,
     running: Mutex<HashMap<String, Vec<Spawned>>>,
 }
 
 impl SpawnedAgents {
-    pub fn new(model: ModelArgs, logs: PathBuf, per_world: bool) -> Self {
+    pub fn new(model: ModelArgs, logs: PathBuf, shards: PathBuf, per_world: bool) -> Self {
         Self {
             model,
             logs,
+            shards,
             per_world,
             running: Mutex::new(HashMap::new()),
         }
@@ -142,6 +144,8 @@ impl AgentDirectory for SpawnedAgents {
             "agent".to_owned(),
             "--listen".to_owned(),
             "127.0.0.1:0".to_owned(),
+            "--data-dir".to_owned(),
+            self.shards.to_string_lossy().into_owned(),
         ];
         args.extend(crate::models::child_args(&self.model));
         let name = if self.per_world {

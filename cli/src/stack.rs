@@ -10,7 +10,7 @@ use dramatis_runtime::Shutdown;
 use dramatis_world::agents::AgentDirectory;
 use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
 
-use crate::args::ModelArgs;
+use crate::args::{MemoryWritesArg, ModelArgs};
 use crate::spawn::{Spawned, SpawnedAgents, start_builtin_llm};
 
 /// The running stack; dropping it stops everything it started.
@@ -52,9 +52,17 @@ impl LocalStack {
             eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
             model.llm_endpoint = Some(endpoint);
+            if model.memory_writes == MemoryWritesArg::Auto {
+                model.memory_writes = MemoryWritesArg::Digest;
+            }
             llm = Some(spawned);
         }
-        let agents = Arc::new(SpawnedAgents::new(model, logs.clone(), shared_agent));
+        let agents = Arc::new(SpawnedAgents::new(
+            model,
+            logs.clone(),
+            data_dir.join("shards"),
+            shared_agent,
+        ));
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
             log_path: data_dir.join("events.redb"),

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_embed::{Embedder, FakeEmbedder, OnnxEmbedder, OnnxEmbedderConfig};
 use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::world_client::WorldClient;
@@ -71,16 +72,47 @@ pub struct Cluster {
     world_task: Option<tokio::task::JoinHandle<Result<(), dramatis_world::ServeError>>>,
 }
 
+/// The embedder test agents use: the real ONNX model when set-up has fetched it, else
+/// the deterministic fake (with a note on stderr).
+#[must_use]
+pub fn test_embedder() -> Arc<dyn Embedder> {
+    use dramatis_runtime::models::{DEFAULT_EMBEDDER_DIR, ONNX_RUNTIME_LIBRARY};
+    let models = repo_root().join("models");
+    let config = OnnxEmbedderConfig::new(
+        models.join(DEFAULT_EMBEDDER_DIR),
+        models.join(ONNX_RUNTIME_LIBRARY),
+    );
+    match OnnxEmbedder::load(&config) {
+        Ok(embedder) => Arc::new(embedder),
+        Err(e) => {
+            eprintln!("using the fake embedder: {e}");
+            Arc::new(FakeEmbedder::new(64))
+        }
+    }
+}
+
 impl Cluster {
-    /// Starts agents for `characters` (all answering from `rules`) and a world service.
+    /// Starts agents for `characters` (all answering from `rules`, embedding with the
+    /// fake embedder) and a world service.
     pub async fn start(characters: &[&str], rules: &[ScriptRule]) -> Self {
+        Self::start_with(characters, rules, Arc::new(FakeEmbedder::new(64))).await
+    }
+
+    /// Like [`Cluster::start`], with the given embedder in every agent.
+    pub async fn start_with(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        embedder: Arc<dyn Embedder>,
+    ) -> Self {
         let shutdown = Shutdown::new();
         let mut agents = BTreeMap::new();
+        let data = tempfile::tempdir().expect("tempdir");
         for character in characters {
             let model = ScriptedModel::new(rules.to_vec());
-            let service = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(
-                model.clone(),
-            ))));
+            let mut options =
+                AgentOptions::new(RoleModels::uniform(Arc::new(model.clone())), Arc::clone(&embedder));
+            options.data_dir = Some(data.path().join("agents").join(character));
+            let service = CharacterAgents::new(options);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind agent");
@@ -92,7 +124,7 @@ impl Cluster {
             world_endpoint: String::new(),
             agents,
             shutdown,
-            data: tempfile::tempdir().expect("tempdir"),
+            data,
             world_shutdown: Shutdown::new(),
             world_task: None,
         };

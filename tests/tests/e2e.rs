@@ -10,7 +10,7 @@ use dramatis_proto::v1::{
     GetWorldRequest, SnapshotRequest, WatchRequest, advance_request, create_world_request,
     watch_response,
 };
-use dramatis_tests::Cluster;
+use dramatis_tests::{Cluster, test_embedder};
 use tonic::transport::Channel;
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
@@ -231,7 +231,8 @@ fn shard_text(snapshot: &dramatis_proto::v1::SnapshotResponse) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_scenes_never_reach_absent_characters() {
-    let cluster = Cluster::start(&CAST, &rules()).await;
+    // The real embedder when set-up fetched it: retrieval is part of what is checked.
+    let cluster = Cluster::start_with(&CAST, &rules(), test_embedder()).await;
     let mut world = cluster.world().await;
     let id = create(&mut world, "isolation").await;
     let events = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
@@ -332,7 +333,8 @@ async fn private_scenes_never_reach_absent_characters() {
                 item.id
             );
             assert!(
-                ["episodic", "knowledge", "perceived"].contains(&item.layer.as_str()),
+                ["episodic", "semantic", "personality", "perceived"]
+                    .contains(&item.layer.as_str()),
                 "{}",
                 item.layer
             );
@@ -356,6 +358,52 @@ async fn private_scenes_never_reach_absent_characters() {
             .collect::<Vec<_>>(),
         "the audit records exactly what the model received"
     );
+
+    // Long-term memory: the scene became Watson's episodic memory and facts whose
+    // visibility is exactly who was there; Lestrade has neither.
+    let watson_snapshot = snapshot(&cluster, &id, "watson").await;
+    let layer_has = |snap: &dramatis_proto::v1::SnapshotResponse, layer: &str, text: &str| {
+        snap.memory
+            .iter()
+            .any(|m| m.source == layer && m.text.contains(text))
+    };
+    assert!(layer_has(&watson_snapshot, "episodic", LAB_CANARY));
+    assert!(layer_has(&watson_snapshot, "semantic", LAB_CANARY));
+    assert!(layer_has(&watson_snapshot, "episodic", CRITERION_CANARY));
+    for layer in ["episodic", "semantic", "personality"] {
+        for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
+            assert!(!layer_has(&lestrade, layer, canary), "{canary} in his {layer} layer");
+        }
+    }
+
+    // Retrieval: asked straight about the lab, Watson recalls the line and Lestrade
+    // cannot surface it however relevant it would be.
+    let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
+    for (who, knows) in [("watson", true), ("lestrade", false)] {
+        let answer = cluster
+            .world()
+            .await
+            .ask(AskRequest {
+                world_id: id.clone(),
+                character: who.into(),
+                question: question.into(),
+            })
+            .await
+            .expect("ask")
+            .into_inner();
+        let prompts = cluster.agent(who).model.prompts();
+        let sent: String = prompts
+            .iter()
+            .rev()
+            .take_while(|p| !p.text().contains("Character:") || p.text().contains(question))
+            .map(|p| p.text())
+            .collect();
+        assert_eq!(sent.contains(LAB_CANARY), knows, "{who}: {sent}");
+        assert!(!answer.answer.contains(THOUGHT_CANARY));
+        if !knows {
+            assert!(!answer.answer.contains(LAB_CANARY));
+        }
+    }
 
     // Starting knowledge, memories and patterns are per character too.
     assert!(lestrade_memory.contains("Enoch J. Drebber"));

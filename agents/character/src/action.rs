@@ -3,7 +3,10 @@
 //! output — repairing what it can — without ever evaluating it.
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::emotion::EMOTIONS;
 
 /// Name of the action schema in `response_format`.
 pub const ACTION_SCHEMA_NAME: &str = "character_action";
@@ -25,9 +28,13 @@ pub fn action_schema(present: &[String], exits: &[String]) -> Value {
             "target": {"type": "string", "enum": choices(present)},
             "text": {"type": "string", "minLength": 1, "maxLength": 160},
             "thought": {"type": "string", "maxLength": 60},
+            "emotion": {"type": "string", "enum": EMOTIONS},
+            "intensity": {"type": "integer", "minimum": 1, "maximum": 3},
+            "intent": {"type": "string", "maxLength": 40},
             "destination": {"type": "string", "enum": choices(exits)}
         },
-        "required": ["kind", "target", "text", "thought", "destination"],
+        "required": ["kind", "target", "text", "thought", "emotion", "intensity", "intent",
+            "destination"],
         "additionalProperties": false
     })
 }
@@ -41,13 +48,18 @@ pub enum ParsedKind {
 }
 
 /// A validated action.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ParsedAction {
     pub kind: ParsedKind,
     pub text: String,
     pub target: String,
     pub destination: String,
     pub thought: String,
+    /// How the character feels saying it (one of [`EMOTIONS`]), how strongly (0–1), and
+    /// what it wants: an entry for its emotion-transition record.
+    pub emotion: String,
+    pub intensity: f32,
+    pub intent: String,
     /// The output needed repair (extracted from prose, truncated JSON closed, ...).
     pub repaired: bool,
 }
@@ -64,30 +76,52 @@ struct Wire {
     destination: Option<String>,
     #[serde(default)]
     thought: Option<String>,
+    #[serde(default)]
+    emotion: Option<String>,
+    #[serde(default)]
+    intensity: Option<f32>,
+    #[serde(default)]
+    intent: Option<String>,
 }
 
 const MAX_TEXT: usize = 400;
 
-/// Parses model output into an action. Tries, in order: the text as JSON; the first
-/// balanced `{...}` inside it (code fences, chatter around it); a truncated object closed
-/// off. Returns `None` when nothing usable is there.
+/// Parses model output into an action, repairing what [`parse_json`] can.
+/// Returns `None` when nothing usable is there.
 #[must_use]
 pub fn parse_action(output: &str) -> Option<ParsedAction> {
-    let trimmed = output.trim();
-    if let Some(action) = from_json(trimmed) {
-        return Some(action);
-    }
-    let candidate = balanced_object(trimmed)
-        .map(str::to_owned)
-        .or_else(|| close_truncated(trimmed))?;
-    from_json(&candidate).map(|mut a| {
-        a.repaired = true;
+    let (wire, repaired) = parse_json::<Wire>(output, |w| {
+        !clean(w.text.as_deref().unwrap_or_default()).is_empty()
+    })?;
+    from_wire(wire).map(|mut a| {
+        a.repaired = repaired;
         a
     })
 }
 
-fn from_json(text: &str) -> Option<ParsedAction> {
-    let wire: Wire = serde_json::from_str(text).ok()?;
+/// Parses model output as JSON of type `T` that `usable` accepts, without ever
+/// evaluating it. Tries, in order: the text as it is; the first balanced `{...}` inside
+/// it (code fences, chatter around it); a truncated object closed off. The flag is true
+/// when a repair was needed.
+#[must_use]
+pub fn parse_json<T: DeserializeOwned>(
+    output: &str,
+    usable: impl Fn(&T) -> bool,
+) -> Option<(T, bool)> {
+    let trimmed = output.trim();
+    if let Some(value) = serde_json::from_str::<T>(trimmed).ok().filter(&usable) {
+        return Some((value, false));
+    }
+    let candidate = balanced_object(trimmed)
+        .map(str::to_owned)
+        .or_else(|| close_truncated(trimmed))?;
+    serde_json::from_str::<T>(&candidate)
+        .ok()
+        .filter(usable)
+        .map(|value| (value, true))
+}
+
+fn from_wire(wire: Wire) -> Option<ParsedAction> {
     let text = clean(wire.text.as_deref().unwrap_or_default());
     if text.is_empty() {
         return None;
@@ -115,6 +149,11 @@ fn from_json(text: &str) -> Option<ParsedAction> {
             String::new()
         },
         thought: clean(wire.thought.as_deref().unwrap_or_default()),
+        emotion: crate::emotion::normalise_emotion(wire.emotion.as_deref().unwrap_or_default())
+            .to_owned(),
+        // 1–3 on the wire; 0–1 in the record.
+        intensity: (wire.intensity.unwrap_or(1.0).clamp(1.0, 3.0) / 3.0),
+        intent: clean(wire.intent.as_deref().unwrap_or_default()),
         repaired: false,
     })
 }
@@ -215,7 +254,16 @@ mod tests {
         assert_eq!(a.text, "You have been in Afghanistan.");
         assert_eq!(a.target, "watson");
         assert_eq!(a.thought, "tan lines");
+        assert_eq!(a.emotion, "calm", "missing emotion reads as calm");
         assert!(!a.repaired);
+        let b = parse_action(
+            r#"{"kind":"speech","text":"How?","emotion":"Surprise","intensity":3,"intent":"learn how"}"#,
+        )
+        .expect("parses");
+        assert_eq!(
+            (b.emotion.as_str(), b.intensity, b.intent.as_str()),
+            ("surprise", 1.0, "learn how")
+        );
     }
 
     #[test]

@@ -11,6 +11,12 @@ pub enum AgentError {
     NotPerceived { seq: u64, character: String },
     #[error("language model: {0}")]
     Model(#[from] dramatis_llm::LlmError),
+    #[error("embedder: {0}")]
+    Embed(#[from] dramatis_embed::EmbedError),
+    #[error("{0}")]
+    Shard(#[from] dramatis_memory::ShardError),
+    #[error("shard storage: {0}")]
+    Storage(String),
 }
 
 impl DomainError for AgentError {
@@ -19,7 +25,9 @@ impl DomainError for AgentError {
             Self::NotAttached { .. } => ErrorKind::NotFound,
             Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
-            Self::Model(_) => ErrorKind::Internal,
+            Self::Model(_) | Self::Embed(_) | Self::Shard(_) | Self::Storage(_) => {
+                ErrorKind::Internal
+            }
         }
     }
 }

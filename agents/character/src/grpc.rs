@@ -124,14 +124,15 @@ impl AgentApi for AgentGrpc {
     ) -> Result<Response<pb::AnswerResponse>, Status> {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
-        let (answer, usage) = self
+        let outcome = self
             .agents
             .answer(&world, &character, &request.question)
             .await
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(pb::AnswerResponse {
-            answer,
-            usage: Some(usage),
+            answer: outcome.answer,
+            usage: Some(outcome.usage),
+            abstained: outcome.abstained,
         }))
     }
 
@@ -148,9 +149,9 @@ impl AgentApi for AgentGrpc {
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(pb::SnapshotResponse {
             profile: Some(shard.profile.clone()),
-            memory: shard.memory().to_vec(),
+            memory: shard.memory(),
             last_seq: shard.last_seq(),
-            prompts: shard.prompts().to_vec(),
+            prompts: shard.prompts(),
         }))
     }
 

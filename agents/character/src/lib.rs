@@ -1,22 +1,30 @@
 //! `dramatis-character` is the character agent service. It hosts one or more
-//! characters, each with its own shard: the character's profile, the facts it knows and
-//! the events it perceived. `Act` and `Answer` build prompts from that shard and the
-//! scene frame only.
+//! characters, each with its own shard: the character's profile, its ReverieMem memory
+//! (episodic scene memories, visibility-bounded SPOCV facts, personality patterns and
+//! emotion record) and the events it perceived, embedded by the agent's own embedder.
+//! `Act` and `Answer` run the read path on that shard and the scene frame only; scene
+//! ends run the write path on what the character perceived.
 //!
 //! It must never call the world service, read another character's shard, or accept an
 //! event its character did not perceive.
 
 mod action;
+pub mod emotion;
 mod error;
 pub mod grpc;
 mod prompt;
+pub mod recall;
 pub mod service;
-mod shard;
+pub mod shard;
 mod stream_text;
+pub mod writer;
 
-pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
+pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action, parse_json};
+pub use emotion::is_refusal;
 pub use error::AgentError;
-pub use service::{AgentOptions, CharacterAgents};
+pub use prompt::ABSTAIN_INSTRUCTION;
+pub use recall::RecallSettings;
+pub use service::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};
 pub use shard::Shard;
 
 use dramatis_proto::v1::agent_server::AgentServer;

@@ -1,4 +1,8 @@
-//! Prompts, built from one shard and the scene frame — nothing else is in scope here.
+//! Memory-Fusion prompts (ReverieMem Eq. 3): built from one shard's recall workspace —
+//! the anchored scene memory, the visibility-bounded fact pool, the selected pattern's
+//! description and excerpts as style anchors — plus the scene under way and the scene
+//! frame. Nothing else is in scope here.
+//!
 //! Prompts stay short: the built-in model is small and every token costs time. A single
 //! worked example (about people who are not in any story) shows small models the shape
 //! of a reply without lending them any facts.
@@ -6,26 +10,24 @@
 use std::fmt::Write as _;
 
 use dramatis_llm::ChatMessage;
-use dramatis_proto::v1::{MemoryItem, MemoryRef, SceneFrame};
+use dramatis_proto::v1::SceneFrame;
 
-use crate::shard::Shard;
+use crate::recall::{Recalled, refs};
+use crate::shard::{PERCEIVED, PERSONALITY, Shard};
 
-/// A prompt and the memory items it was built from.
+/// A prompt and the memory items (id, layer) it was built from.
 #[derive(Debug, Clone)]
 pub(crate) struct BuiltPrompt {
     pub messages: Vec<ChatMessage>,
-    pub items: Vec<MemoryRef>,
+    pub items: Vec<(String, String)>,
 }
 
-fn refs(items: &[&MemoryItem]) -> Vec<MemoryRef> {
-    items
-        .iter()
-        .map(|m| MemoryRef {
-            id: m.id.clone(),
-            layer: m.source.clone(),
-        })
-        .collect()
-}
+/// Lines of the scene under way a turn sees at most.
+pub const RECENT_LINES: usize = 6;
+/// Words of the anchored scene memory a prompt carries at most.
+const ANCHOR_WORDS: usize = 60;
+/// Excerpts of the selected pattern a prompt carries at most.
+const EXCERPTS: usize = 2;
 
 const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON object: what \
     your character says or does next, in their own voice. Use only what your character knows.";
@@ -33,7 +35,7 @@ const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON
 const EXAMPLE_USER: &str = "Character: Martha, a baker. Speaks briskly.\nRecent:\n- Tom: \"Is the \
     bread fresh today?\"\nPlace: the bakery. With you: Tom (id tom).\nYour aim: sell Tom a loaf.";
 
-const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","destination":""}"#;
+const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","emotion":"joy","intensity":1,"intent":"make a sale","destination":""}"#;
 
 fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
@@ -48,30 +50,70 @@ fn character_line(shard: &Shard) -> String {
     text
 }
 
-/// Starting knowledge under "You know", perceived events under "Recent".
-fn memories(text: &mut String, items: &[&MemoryItem]) {
-    let starting = |m: &&&MemoryItem| m.seq == 0;
-    let known: Vec<&&MemoryItem> = items.iter().filter(starting).collect();
-    let recent: Vec<&&MemoryItem> = items.iter().filter(|m| !starting(m)).collect();
-    if !known.is_empty() {
+fn truncate_words(text: &str, words: usize) -> String {
+    let all: Vec<&str> = text.split_whitespace().collect();
+    if all.len() <= words {
+        all.join(" ")
+    } else {
+        format!("{} …", all[..words].join(" "))
+    }
+}
+
+/// The workspace sections: manner (pattern), scene memory (anchor), known facts.
+fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Recalled) {
+    if let Some(pattern) = &recalled.pattern {
+        let _ = write!(text, "\nManner now: {}", pattern.description.trim());
+        let excerpts: Vec<String> = pattern
+            .excerpts
+            .iter()
+            .take(EXCERPTS)
+            .map(|e| format!("\"{}\"", truncate_words(e, 25)))
+            .collect();
+        if !excerpts.is_empty() {
+            let _ = write!(text, " Like: {}", excerpts.join(" "));
+        }
+        items.push((pattern.id.clone(), PERSONALITY.to_owned()));
+    }
+    if let Some(anchor) = &recalled.anchor {
+        let _ = write!(
+            text,
+            "\nYou remember: {}",
+            truncate_words(&anchor.text, ANCHOR_WORDS)
+        );
+    }
+    if !recalled.facts.is_empty() {
         text.push_str("\nYou know:");
-        for item in known {
-            let _ = write!(text, "\n- {}", item.text);
+        for (fact, _) in &recalled.facts {
+            let _ = write!(text, "\n- {}", fact.text);
         }
     }
-    if !recent.is_empty() {
+    items.extend(refs(recalled.anchor.as_ref(), &recalled.facts));
+}
+
+/// The latest lines of the scene under way.
+fn recent(text: &mut String, items: &mut Vec<(String, String)>, shard: &Shard) {
+    let me = shard.id();
+    let lines: Vec<(String, String)> = shard
+        .current_scene()
+        .iter()
+        .filter_map(|p| p.line(me).map(|line| (p.memory_id(), line)))
+        .collect();
+    let lines = &lines[lines.len().saturating_sub(RECENT_LINES)..];
+    if !lines.is_empty() {
         text.push_str("\nRecent:");
-        for item in recent {
-            let _ = write!(text, "\n- {}", item.text);
+        for (id, line) in lines {
+            let _ = write!(text, "\n- {line}");
+            items.push((id.clone(), PERCEIVED.to_owned()));
         }
     }
 }
 
-/// The prompt for a turn.
-pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
-    let recalled = shard.recall();
+/// The Memory-Fusion prompt for a turn.
+pub(crate) fn act(shard: &Shard, recalled: &Recalled, frame: &SceneFrame) -> BuiltPrompt {
+    let mut items = Vec::new();
     let mut user = character_line(shard);
-    memories(&mut user, &recalled);
+    workspace(&mut user, &mut items, recalled);
+    recent(&mut user, &mut items, shard);
     let _ = write!(user, "\nPlace: {}.", frame.location_name);
     if frame.present.is_empty() {
         user.push_str(" You are alone.");
@@ -93,25 +135,36 @@ pub(crate) fn act(shard: &Shard, frame: &SceneFrame) -> BuiltPrompt {
             ChatMessage::assistant(EXAMPLE_REPLY),
             ChatMessage::user(user),
         ],
-        items: refs(&recalled),
+        items,
     }
 }
 
-/// The prompt for an interview question.
-pub(crate) fn answer(shard: &Shard, question: &str) -> BuiltPrompt {
-    let recalled = shard.recall();
+/// The instruction that closes an answer prompt when nothing in memory bears on the
+/// question.
+pub const ABSTAIN_INSTRUCTION: &str = "Nothing you remember bears on this question. Say in \
+    character, in one sentence, that you cannot answer it from your own knowledge.";
+
+/// The Memory-Fusion prompt for an interview question.
+pub(crate) fn answer(shard: &Shard, recalled: &Recalled, question: &str) -> BuiltPrompt {
+    let mut items = Vec::new();
     let mut context = character_line(shard);
-    memories(&mut context, &recalled);
-    let system = format!(
-        "You are {name}. Answer questions in character, in one or two sentences, using only \
-         what {name} knows. If {name} does not know, say so in character.",
-        name = shard.profile.name
-    );
+    workspace(&mut context, &mut items, recalled);
+    recent(&mut context, &mut items, shard);
+    let name = &shard.profile.name;
+    let system = if recalled.abstain {
+        format!("You are {name}. {ABSTAIN_INSTRUCTION}")
+    } else {
+        format!(
+            "You are {name}. Answer in character, in one or two sentences, using only what \
+             you remember below. If it is not there, say in character that you cannot answer \
+             from your own knowledge."
+        )
+    };
     BuiltPrompt {
         messages: vec![
             ChatMessage::system(system),
             ChatMessage::user(format!("{context}\n\nQuestion: {}", question.trim())),
         ],
-        items: refs(&recalled),
+        items,
     }
 }

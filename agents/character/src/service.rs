@@ -1,26 +1,48 @@
 //! The characters hosted by one agent process and what they do: attach, perceive, act,
 //! answer. Each character's shard sits behind its own lock; nothing crosses shards.
+//! Shards are saved to the agent's data directory (when it has one) after every change
+//! and read back when the character is attached again.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use dashmap::DashMap;
+use dramatis_embed::Embedder;
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema, RoleModels};
-use dramatis_proto::v1::{
-    Action, ActionKind, CharacterProfile, Event, PromptRecord, SceneFrame, Usage,
-};
+use dramatis_proto::v1::{Action, ActionKind, CharacterProfile, Event, SceneFrame, Usage};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::action::{ParsedKind, action_schema, parse_action};
+use crate::emotion::is_refusal;
 use crate::prompt::{self, BuiltPrompt};
-use crate::shard::Shard;
+use crate::recall::{Query, RecallSettings, Recalled, now_ms, recall};
+use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
+use crate::writer::{Writer, write_scene};
 use crate::{ACTION_SCHEMA_NAME, AgentError};
+
+/// How a scene's episodic memory is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryWrites {
+    /// A deterministic first-person digest of what the character perceived (no call).
+    #[default]
+    Digest,
+    /// The character model writes it, with extra facts and their causes (one call per
+    /// scene per character): for capable models.
+    Model,
+}
 
 /// Settings of an agent process.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
     pub models: RoleModels,
+    /// The agent's own embedder.
+    pub embedder: Arc<dyn Embedder>,
+    pub recall: RecallSettings,
+    pub memory_writes: MemoryWrites,
+    /// Where shards are saved; in memory only when `None`.
+    pub data_dir: Option<PathBuf>,
     /// Tokens a turn may generate.
     pub act_max_tokens: u32,
     pub answer_max_tokens: u32,
@@ -31,10 +53,14 @@ pub struct AgentOptions {
 
 impl AgentOptions {
     #[must_use]
-    pub fn new(models: RoleModels) -> Self {
+    pub fn new(models: RoleModels, embedder: Arc<dyn Embedder>) -> Self {
         Self {
             models,
-            act_max_tokens: 128,
+            embedder,
+            recall: RecallSettings::default(),
+            memory_writes: MemoryWrites::Digest,
+            data_dir: None,
+            act_max_tokens: 160,
             answer_max_tokens: 80,
             temperature: 0.7,
             act_retries: 1,
@@ -57,6 +83,36 @@ pub struct ActOutcome {
     pub action: Action,
 }
 
+/// What an Answer produced.
+#[derive(Debug, Clone)]
+pub struct AnswerOutcome {
+    pub answer: String,
+    pub usage: Usage,
+    /// Nothing the character remembers bears on the question; the answer says so.
+    pub abstained: bool,
+}
+
+/// A file-name-safe rendering of an id.
+fn file_safe(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c.to_string()
+            } else {
+                format!("%{:02X}", u32::from(c))
+            }
+        })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+fn add_usage(total: &mut Usage, part: &Usage) {
+    total.llm_calls += part.llm_calls;
+    total.prompt_tokens += part.prompt_tokens;
+    total.completion_tokens += part.completion_tokens;
+}
+
 impl CharacterAgents {
     #[must_use]
     pub fn new(options: AgentOptions) -> Self {
@@ -76,8 +132,25 @@ impl CharacterAgents {
             })
     }
 
-    /// Creates the character's shard, or keeps the existing one. Returns the number of
-    /// memory items and whether the shard already existed.
+    /// Where the shard of `character` in `world` is saved.
+    #[must_use]
+    pub fn shard_path(&self, world: &str, character: &str) -> Option<PathBuf> {
+        self.options.data_dir.as_ref().map(|dir| {
+            dir.join(file_safe(world))
+                .join(format!("{}.json", file_safe(character)))
+        })
+    }
+
+    fn save(&self, shard: &Shard, world: &str) -> Result<(), AgentError> {
+        if let Some(path) = self.shard_path(world, shard.id()) {
+            shard.save(&path)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the character's shard, or keeps the one in memory, or reads the one
+    /// saved on disk. Returns the number of memory items and whether a shard was
+    /// resumed.
     pub async fn attach(
         &self,
         world: &str,
@@ -91,31 +164,49 @@ impl CharacterAgents {
             )));
         }
         let key = (world.to_owned(), character.to_owned());
-        let (shard, resumed) = match self.shards.entry(key) {
-            dashmap::Entry::Occupied(e) => (Arc::clone(e.get()), true),
-            dashmap::Entry::Vacant(e) => {
-                let shard = Arc::new(Mutex::new(Shard::new(profile)));
-                e.insert(Arc::clone(&shard));
-                (shard, false)
-            }
+        if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {
+            let items = existing.lock().await.memory().len();
+            return Ok((u32::try_from(items).unwrap_or(u32::MAX), true));
+        }
+        let saved = self.shard_path(world, character).filter(|p| p.is_file());
+        let (shard, resumed) = match &saved {
+            Some(path) => (Shard::load(profile, path)?, true),
+            None => (
+                Shard::new(profile, self.options.embedder.as_ref()).await?,
+                false,
+            ),
         };
-        let items = shard.lock().await.memory().len();
-        tracing::info!(world_id = world, character, resumed, "character attached");
+        if !resumed {
+            self.save(&shard, world)?;
+        }
+        let items = shard.memory().len();
+        // A concurrent attach of the same character may have won; keep the first.
+        self.shards
+            .entry(key)
+            .or_insert_with(|| Arc::new(Mutex::new(shard)));
+        tracing::info!(world_id = world, character, resumed, items, "character attached");
         Ok((u32::try_from(items).unwrap_or(u32::MAX), resumed))
     }
 
-    /// Drops the character's shard.
+    /// Drops the character's shard, and its file.
     pub fn detach(&self, world: &str, character: &str) -> Result<(), AgentError> {
         self.shards
             .remove(&(world.to_owned(), character.to_owned()))
-            .map(|_| ())
             .ok_or_else(|| AgentError::NotAttached {
                 world: world.to_owned(),
                 character: character.to_owned(),
-            })
+            })?;
+        if let Some(path) = self.shard_path(world, character)
+            && let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove shard file");
+        }
+        Ok(())
     }
 
-    /// Stores events the character perceived.
+    /// Stores events the character perceived; writes every scene that ended to
+    /// long-term memory.
     pub async fn perceive(
         &self,
         world: &str,
@@ -130,7 +221,43 @@ impl CharacterAgents {
         }
         let shard = self.shard(world, character)?;
         let mut shard = shard.lock().await;
-        let accepted = shard.perceive(events)?;
+        let (accepted, ended) = shard.perceive(events)?;
+        let model = match self.options.memory_writes {
+            MemoryWrites::Digest => None,
+            MemoryWrites::Model => Some(self.options.models.get(ModelRole::Character)),
+        };
+        for draft in &ended {
+            let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
+            let writer = Writer {
+                id: &id,
+                name: &name,
+            };
+            let (written, prompt, _usage) = write_scene(
+                writer,
+                draft,
+                model.as_ref().map(|m| m.as_ref() as &dyn LanguageModel),
+                self.options.embedder.as_ref(),
+            )
+            .await?;
+            if let Some(prompt) = prompt {
+                let items = draft
+                    .events
+                    .iter()
+                    .filter(|e| e.kind != PerceivedKind::SceneEnd)
+                    .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
+                    .collect();
+                shard.record_prompt(AuditEntry {
+                    purpose: "scene_memory".into(),
+                    prompt,
+                    items,
+                    timestamp_ms: now_ms(),
+                });
+            }
+            shard.commit(written);
+        }
+        if accepted > 0 {
+            self.save(&shard, world)?;
+        }
         Ok((accepted, shard.last_seq()))
     }
 
@@ -139,24 +266,18 @@ impl CharacterAgents {
         Ok(self.shard(world, character)?.lock().await.clone())
     }
 
-    async fn record(&self, shard: &Mutex<Shard>, built: &BuiltPrompt, purpose: &str) {
+    fn audit(shard: &mut Shard, built: &BuiltPrompt, purpose: &str) {
         let prompt = built
             .messages
             .iter()
             .map(|m| m.content.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let mut shard = shard.lock().await;
-        let character_id = shard.id().to_owned();
-        shard.record_prompt(PromptRecord {
-            memory_ids: built.items.iter().map(|m| m.id.clone()).collect(),
-            items: built.items.clone(),
-            prompt,
+        shard.record_prompt(AuditEntry {
             purpose: purpose.to_owned(),
-            character_id,
-            timestamp_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            prompt,
+            items: built.items.clone(),
+            timestamp_ms: now_ms(),
         });
     }
 
@@ -170,19 +291,61 @@ impl CharacterAgents {
         tokens: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<ActOutcome, AgentError> {
         let shard = self.shard(world, character)?;
-        let (built, name) = {
-            let shard = shard.lock().await;
-            (prompt::act(&shard, frame), shard.profile.name.clone())
-        };
-        let model = self.options.models.get(ModelRole::Character);
+        let mut shard = shard.lock().await;
         let started = Instant::now();
-        let mut usage = Usage::default();
+        let model = self.options.models.get(ModelRole::Character);
+        let me = shard.id().to_owned();
+        // The moment: the latest lines of the scene, and the last one someone else said.
+        let lines: Vec<String> = shard
+            .current_scene()
+            .iter()
+            .filter_map(|p| p.line(&me))
+            .collect();
+        let last_other = shard
+            .current_scene()
+            .iter()
+            .rev()
+            .find(|p| p.speaker != me && p.kind != PerceivedKind::SceneStart);
+        // Only a question put to the character is worth a Self-Probe call in a turn;
+        // otherwise the scene's own lines are the probes.
+        let questioned = last_other.is_some_and(|p| {
+            p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
+        });
+        let trigger = last_other
+            .and_then(|p| p.line(&me))
+            .unwrap_or_else(|| frame.direction.clone());
+        let mut moment = lines[lines.len().saturating_sub(3)..].join("\n");
+        if !frame.direction.trim().is_empty() {
+            moment.push('\n');
+            moment.push_str(frame.direction.trim());
+        }
+        let recalled = recall(
+            &mut shard,
+            &Query {
+                text: &moment,
+                trigger: &trigger,
+                scene_id: &frame.scene_id,
+                rounds: if questioned {
+                    self.options.recall.act_rounds
+                } else {
+                    0
+                },
+            },
+            &self.options.recall,
+            self.options.embedder.as_ref(),
+            model.as_ref(),
+        )
+        .await?;
+        shard.set_mood(recalled.mood.clone());
+        let built = prompt::act(&shard, &recalled, frame);
+        let name = shard.profile.name.clone();
+        let mut usage = recalled.usage;
         let mut parsed = None;
         let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
         let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
             // Every call is audited, retries included: each one sends the prompt again.
-            self.record(&shard, &built, "act").await;
+            Self::audit(&mut shard, &built, "act");
             let temperature = if attempt == 0 {
                 self.options.temperature
             } else {
@@ -198,9 +361,15 @@ impl CharacterAgents {
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
             let completion = stream_completion(model.as_ref(), &request, sink).await?;
-            usage.llm_calls += 1;
-            usage.prompt_tokens += completion.prompt_tokens;
-            usage.completion_tokens += completion.completion_tokens;
+            add_usage(
+                &mut usage,
+                &Usage {
+                    llm_calls: 1,
+                    prompt_tokens: completion.prompt_tokens,
+                    completion_tokens: completion.completion_tokens,
+                    latency_ms: 0,
+                },
+            );
             if let Some(action) = parse_action(&completion.text) {
                 parsed = Some(action);
                 break;
@@ -209,19 +378,27 @@ impl CharacterAgents {
         }
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let action = match parsed {
-            Some(p) => Action {
-                kind: match p.kind {
-                    ParsedKind::Speech => ActionKind::Speech,
-                    ParsedKind::Action => ActionKind::Action,
-                    ParsedKind::Move => ActionKind::Movement,
-                } as i32,
-                text: p.text,
-                target: p.target,
-                destination: p.destination,
-                thought: p.thought,
-                usage: Some(usage),
-                fallback: false,
-            },
+            Some(p) => {
+                shard.expect_own(Annotation {
+                    emotion: p.emotion.clone(),
+                    intensity: p.intensity,
+                    intent: p.intent.clone(),
+                    trigger: trigger.clone(),
+                });
+                Action {
+                    kind: match p.kind {
+                        ParsedKind::Speech => ActionKind::Speech,
+                        ParsedKind::Action => ActionKind::Action,
+                        ParsedKind::Move => ActionKind::Movement,
+                    } as i32,
+                    text: p.text,
+                    target: p.target,
+                    destination: p.destination,
+                    thought: p.thought,
+                    usage: Some(usage),
+                    fallback: false,
+                }
+            }
             None => Action {
                 kind: ActionKind::Action as i32,
                 text: format!("{name} pauses, weighing what to say."),
@@ -230,38 +407,75 @@ impl CharacterAgents {
                 ..Action::default()
             },
         };
+        self.save(&shard, world)?;
         Ok(ActOutcome { action })
     }
 
-    /// Answers a question from the character's own shard.
+    /// Answers a question from the character's own shard. When nothing the character
+    /// remembers bears on it, the answer is an in-character refusal.
     pub async fn answer(
         &self,
         world: &str,
         character: &str,
         question: &str,
-    ) -> Result<(String, Usage), AgentError> {
+    ) -> Result<AnswerOutcome, AgentError> {
         if question.trim().is_empty() {
             return Err(AgentError::InvalidArgument(
                 "question must not be empty".into(),
             ));
         }
         let shard = self.shard(world, character)?;
-        let built = prompt::answer(&*shard.lock().await, question);
-        self.record(&shard, &built, "answer").await;
+        let mut shard = shard.lock().await;
         let started = Instant::now();
+        let model = self.options.models.get(ModelRole::Character);
+        let scene_id = shard
+            .perceived()
+            .last()
+            .map(|p| p.scene_id.clone())
+            .unwrap_or_default();
+        let recalled: Recalled = recall(
+            &mut shard,
+            &Query {
+                text: question,
+                trigger: question,
+                scene_id: &scene_id,
+                rounds: self.options.recall.answer_rounds,
+            },
+            &self.options.recall,
+            self.options.embedder.as_ref(),
+            model.as_ref(),
+        )
+        .await?;
+        // An interview does not change the character's mood in the story.
+        let built = prompt::answer(&shard, &recalled, question);
+        Self::audit(&mut shard, &built, "answer");
         let request = CompletionRequest::new(built.messages)
             .with_max_tokens(self.options.answer_max_tokens)
             .with_temperature(self.options.temperature);
-        let model = self.options.models.get(ModelRole::Character);
         let completion = model.complete(&request, None).await?;
-        let usage = Usage {
-            llm_calls: 1,
-            prompt_tokens: completion.prompt_tokens,
-            completion_tokens: completion.completion_tokens,
-            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        };
-        let answer = completion.text.trim().to_owned();
-        Ok((answer, usage))
+        let mut usage = recalled.usage;
+        add_usage(
+            &mut usage,
+            &Usage {
+                llm_calls: 1,
+                prompt_tokens: completion.prompt_tokens,
+                completion_tokens: completion.completion_tokens,
+                latency_ms: 0,
+            },
+        );
+        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut answer = completion.text.trim().to_owned();
+        if recalled.abstain && !is_refusal(&answer) {
+            // The model claimed something its character cannot know: keep the boundary.
+            tracing::info!(character, said = %answer, "replaced an unsupported answer with a refusal");
+            answer = "I cannot answer that from my own knowledge.".to_owned();
+        }
+        self.save(&shard, world)?;
+        Ok(AnswerOutcome {
+            answer,
+            usage,
+            abstained: recalled.abstain,
+        })
     }
 }
 
@@ -306,9 +520,10 @@ mod tests {
             when: vec!["Character: Holmes".into()],
             reply: "I think, therefore I am.".into(),
         }]);
-        let agents = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(
-            model.clone(),
-        ))));
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(model.clone())),
+            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
+        ));
         let profile = CharacterProfile {
             id: "holmes".into(),
             name: "Holmes".into(),

@@ -26,6 +26,20 @@ pub struct OnnxEmbedderConfig {
     pub max_tokens: usize,
 }
 
+impl OnnxEmbedderConfig {
+    /// A model directory and runtime library with the usual settings: two threads,
+    /// inputs cut at 128 word pieces.
+    #[must_use]
+    pub fn new(model_dir: impl Into<PathBuf>, runtime_library: impl Into<PathBuf>) -> Self {
+        Self {
+            model_dir: model_dir.into(),
+            runtime_library: runtime_library.into(),
+            threads: 2,
+            max_tokens: 128,
+        }
+    }
+}
+
 /// The ONNX embedder. Clones share the session.
 #[derive(Debug, Clone)]
 pub struct OnnxEmbedder {

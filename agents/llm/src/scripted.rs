@@ -41,6 +41,7 @@ impl RecordedPrompt {
 struct State {
     prompts: Vec<RecordedPrompt>,
     calls: u64,
+    prompt_tokens: u64,
 }
 
 /// The scripted model. Clones share their record.
@@ -94,6 +95,12 @@ impl ScriptedModel {
         self.lock().calls
     }
 
+    /// Prompt tokens (estimated) over every completion requested.
+    #[must_use]
+    pub fn prompt_tokens(&self) -> u64 {
+        self.lock().prompt_tokens
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding this lock leaves plain data behind; keep using it.
         self.state
@@ -109,13 +116,50 @@ impl ScriptedModel {
         {
             return rule.reply.clone();
         }
-        if request.schema.is_some() {
-            format!(
-                r#"{{"kind":"speech","text":"Scripted line {call}.","target":"","destination":"","thought":""}}"#
-            )
+        if let Some(schema) = &request.schema {
+            minimal_instance(&schema.schema, call).to_string()
         } else {
             format!("Scripted answer {call}.")
         }
+    }
+}
+
+/// The smallest value that `schema` accepts, the way an instant model under a grammar
+/// would answer: the first enum choice, the minimum number, `true`, the fewest array
+/// items, and "Scripted line N." for a string that may not be empty.
+fn minimal_instance(schema: &serde_json::Value, call: u64) -> serde_json::Value {
+    use serde_json::{Value, json};
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    let number = |key: &str| schema.get(key).and_then(Value::as_f64);
+    match schema.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            let mut object = serde_json::Map::new();
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    object.insert(name.clone(), minimal_instance(property, call));
+                }
+            }
+            Value::Object(object)
+        }
+        Some("array") => {
+            let count = number("minItems").unwrap_or(0.0) as usize;
+            let item = schema.get("items").cloned().unwrap_or(Value::Null);
+            Value::Array((0..count).map(|_| minimal_instance(&item, call)).collect())
+        }
+        Some("string") if number("minLength").unwrap_or(0.0) > 0.0 => {
+            json!(format!("Scripted line {call}."))
+        }
+        Some("string") => json!(""),
+        Some("integer") => json!(number("minimum").unwrap_or(0.0) as i64),
+        Some("number") => json!(number("minimum").unwrap_or(0.0)),
+        Some("boolean") => json!(true),
+        _ => Value::Null,
     }
 }
 
@@ -131,9 +175,11 @@ impl LanguageModel for ScriptedModel {
         tokens: Option<&TokenSink>,
     ) -> Result<Completion, LlmError> {
         let prompt = request.prompt_text();
+        let prompt_tokens = estimate_tokens(&prompt);
         let call = {
             let mut state = self.lock();
             state.calls += 1;
+            state.prompt_tokens += u64::from(prompt_tokens);
             if self.record {
                 state.prompts.push(RecordedPrompt {
                     messages: request.messages.clone(),
@@ -149,7 +195,7 @@ impl LanguageModel for ScriptedModel {
             }
         }
         Ok(Completion {
-            prompt_tokens: estimate_tokens(&prompt),
+            prompt_tokens,
             completion_tokens: estimate_tokens(&text),
             text,
         })
@@ -178,5 +224,34 @@ mod tests {
         let prompts: Vec<String> = model.prompts().iter().map(RecordedPrompt::text).collect();
         assert_eq!(prompts, ["Holmes in the lab", "Holmes at home", "Watson"]);
         assert_eq!(model.calls(), 3);
+    }
+
+    #[tokio::test]
+    async fn schema_requests_get_the_smallest_valid_instance() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["speech", "action"]},
+                "text": {"type": "string", "minLength": 1},
+                "thought": {"type": "string"},
+                "level": {"type": "integer", "minimum": 1, "maximum": 3},
+                "done": {"type": "boolean"},
+                "probes": {"type": "array", "items": {"type": "string"}}
+            }
+        });
+        let request = CompletionRequest::new(vec![ChatMessage::user("anything")]).with_schema(
+            crate::ResponseSchema {
+                name: "test".into(),
+                schema,
+            },
+        );
+        let model = ScriptedModel::default();
+        let reply = model.complete(&request, None).await.expect("reply");
+        let value: serde_json::Value = serde_json::from_str(&reply.text).expect("json");
+        assert_eq!(
+            value,
+            serde_json::json!({"kind": "speech", "text": "Scripted line 1.", "thought": "",
+                "level": 1, "done": true, "probes": []})
+        );
     }
 }

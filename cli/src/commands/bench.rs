@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
-use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_character::{AgentOptions, CharacterAgents, MemoryWrites};
+use dramatis_embed::OnnxEmbedder;
 use dramatis_llm::{RoleModels, ScriptedModel};
 use dramatis_proto::v1::{
     AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, advance_request, create_world_request,
@@ -16,13 +17,22 @@ use dramatis_world::WorldServiceOptions;
 use dramatis_world::agents::StaticAgents;
 
 use super::client::{describe, world_client};
-use crate::args::BenchArgs;
+use crate::args::{BenchArgs, MemoryWritesArg};
 
 pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let data = tempfile::tempdir().context("temporary directory")?;
     let model = ScriptedModel::default().without_recording();
-    let agents = CharacterAgents::new(AgentOptions::new(RoleModels::uniform(Arc::new(model))));
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
+    let mut options = AgentOptions::new(
+        RoleModels::uniform(Arc::new(model.clone())),
+        Arc::new(embedder),
+    );
+    options.memory_writes = match args.memory_writes {
+        MemoryWritesArg::Model => MemoryWrites::Model,
+        MemoryWritesArg::Digest | MemoryWritesArg::Auto => MemoryWrites::Digest,
+    };
+    let agents = CharacterAgents::new(options);
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let agent_addr = agent_listener.local_addr()?;
     tokio::spawn(dramatis_character::run(
@@ -102,9 +112,16 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         per_turn_us[per_turn_us.len() - 1]
     );
     println!(
-        "per turn: {:.2} LLM calls, {:.0} prompt tokens (scripted model estimate)",
+        "per transcript line, turns only (world usage): {:.2} LLM calls, {:.0} prompt tokens",
         calls as f64 / turns as f64,
         prompt_tokens as f64 / turns as f64
+    );
+    println!(
+        "per transcript line, everything the agents sent (turns, Self-Probe, memory writes \
+         [{:?}]): {:.2} LLM calls, {:.0} prompt tokens (scripted model, estimated tokens)",
+        args.memory_writes,
+        model.calls() as f64 / turns as f64,
+        model.prompt_tokens() as f64 / turns as f64
     );
     println!(
         "wall: {:.2} s including world creation and deletion",

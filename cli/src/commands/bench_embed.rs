@@ -5,7 +5,6 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use dramatis_embed::{Embedder, OnnxEmbedder, OnnxEmbedderConfig};
-use dramatis_runtime::models::{DEFAULT_EMBEDDER_DIR, ONNX_RUNTIME_LIBRARY, model_path};
 
 use crate::args::EmbedBenchArgs;
 
@@ -51,10 +50,8 @@ fn sentences(n: usize) -> Vec<String> {
 
 pub async fn bench_embed(args: &EmbedBenchArgs) -> anyhow::Result<()> {
     let config = OnnxEmbedderConfig {
-        model_dir: model_path(DEFAULT_EMBEDDER_DIR),
-        runtime_library: model_path(ONNX_RUNTIME_LIBRARY),
         threads: args.threads,
-        max_tokens: 128,
+        ..crate::models::embedder_config(None)
     };
     let embedder = OnnxEmbedder::load(&config)?;
     let texts = sentences(args.sentences.max(BATCHES[1]));

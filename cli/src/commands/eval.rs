@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context as _, anyhow};
-use dramatis_embed::{OnnxEmbedder, OnnxEmbedderConfig};
+use dramatis_embed::OnnxEmbedder;
 use dramatis_proto::v1::{AskRequest, CreateWorldRequest, Usage, create_world_request};
 use dramatis_runtime::Shutdown;
-use dramatis_runtime::models::{DEFAULT_EMBEDDER_DIR, ONNX_RUNTIME_LIBRARY, model_path};
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
 
@@ -76,12 +75,7 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let (answers, usage) = if args.answerer == Answerer::Agent {
         agent_answers(args, &scenario_path, &probes).await?
     } else {
-        let embedder = OnnxEmbedder::load(&OnnxEmbedderConfig {
-            model_dir: model_path(DEFAULT_EMBEDDER_DIR),
-            runtime_library: model_path(ONNX_RUNTIME_LIBRARY),
-            threads: 2,
-            max_tokens: 128,
-        })?;
+        let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
         let pool = match args.answerer {
             Answerer::Direct => Pool::Profile,
             Answerer::NaiveRag => Pool::Everyone,

@@ -1,13 +1,14 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_character::CharacterAgents;
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agents::{AgentDirectory, StaticAgents};
 
 use crate::args::{AgentArgs, ServeArgs};
-use crate::models::role_models;
+use crate::args::MemoryWritesArg;
+use crate::models::agent_options;
 use crate::spawn::{SpawnedAgents, start_builtin_llm};
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
@@ -20,11 +21,15 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
             tracing::info!(%endpoint, "started the built-in model");
             args.model.llm_endpoint = Some(endpoint);
+            if args.model.memory_writes == MemoryWritesArg::Auto {
+                args.model.memory_writes = MemoryWritesArg::Digest;
+            }
             _llm = Some(spawned);
         }
         Arc::new(SpawnedAgents::new(
             args.model.clone(),
             logs,
+            args.data_dir.join("shards"),
             args.shared_agent,
         ))
     } else {
@@ -48,7 +53,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
-    let agents = CharacterAgents::new(AgentOptions::new(role_models(&args.model)?));
+    let agents = CharacterAgents::new(agent_options(&args.model, Some(args.data_dir.clone()))?);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -534,6 +534,7 @@ impl World {
             character: id,
             answer: answer.answer,
             usage: answer.usage,
+            abstained: answer.abstained,
         })
     }
 

@@ -1,0 +1,318 @@
+//! The read path: ReverieMem's inference (§3.4, Algorithm 1) over one character's
+//! shard, arranged to spend as few model calls as the paper allows.
+//!
+//! 1. `Anchor`: the nearest first-person scene memory frames the query.
+//! 2. Round 1 probes are the query itself, each of its lines, and the query blended with
+//!    the anchor (no call); `Vis-Retrieve` searches only facts visible to the character.
+//! 3. `Sufficient` without a call when the best fact already covers the query; when
+//!    nothing at all is relevant the character refuses rather than searching harder.
+//!    Only in between does the model run `Self-Probe`, which also decides `Sufficient`
+//!    for the next round (one call per round, at most `max_rounds`).
+//! 4. Personality track: `Emo-Gate` from the moment's cues (no call), `Emo-Transition`
+//!    from the emotion record, `Pattern` by embedding match.
+
+use std::fmt::Write as _;
+
+use dramatis_embed::Embedder;
+use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
+use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
+use dramatis_proto::v1::Usage;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::AgentError;
+use crate::action::parse_json;
+use crate::emotion::{Mood, gate_fires, transition};
+use crate::shard::{AuditEntry, EPISODIC, SEMANTIC, Shard};
+
+/// Name of the Self-Probe schema.
+pub const SELF_PROBE_SCHEMA: &str = "self_probe";
+
+/// Thresholds and sizes of the read path. Similarities are cosines of the agent's
+/// embedder (all-MiniLM-L6-v2 by default).
+#[derive(Debug, Clone)]
+pub struct RecallSettings {
+    /// A scene memory must be at least this similar to frame the query.
+    pub anchor_min: f32,
+    /// A fact must be at least this similar to some probe to enter the pool.
+    pub relevant: f32,
+    /// A fact this similar to a probe covers the query: no Self-Probe needed.
+    pub covered: f32,
+    /// Facts per probe per round.
+    pub per_probe: usize,
+    /// Facts handed to Memory-Fusion at most.
+    pub pool_max: usize,
+    /// Self-Probe rounds at most (model calls), for interview answers and for turns.
+    pub answer_rounds: u32,
+    pub act_rounds: u32,
+}
+
+impl Default for RecallSettings {
+    fn default() -> Self {
+        Self {
+            anchor_min: 0.25,
+            relevant: 0.35,
+            covered: 0.55,
+            per_probe: 3,
+            pool_max: 5,
+            answer_rounds: 2,
+            act_rounds: 1,
+        }
+    }
+}
+
+/// What recall produced: the workspace handed to Memory-Fusion.
+#[derive(Debug, Clone, Default)]
+pub struct Recalled {
+    pub anchor: Option<EpisodicMemory>,
+    /// The terminal pool M(τ), best first.
+    pub facts: Vec<(Fact, f32)>,
+    pub pattern: Option<PersonalityPattern>,
+    /// The mood after the personality track.
+    pub mood: Mood,
+    /// Whether Emo-Gate fired.
+    pub gate_fired: bool,
+    /// Nothing in memory bears on the query: the character should say so.
+    pub abstain: bool,
+    /// Retrieval rounds run (τ) and model calls spent on Self-Probe.
+    pub rounds: u32,
+    pub usage: Usage,
+}
+
+/// The moment recall works on.
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    /// What the character must respond to (a question, or the scene's latest lines).
+    pub text: &'a str,
+    /// The line that triggers the character's response (for the emotion track).
+    pub trigger: &'a str,
+    pub scene_id: &'a str,
+    /// Self-Probe rounds allowed.
+    pub rounds: u32,
+}
+
+#[derive(Debug, Deserialize)]
+struct ProbeReply {
+    #[serde(default)]
+    sufficient: bool,
+    #[serde(default)]
+    probes: Vec<String>,
+}
+
+/// Runs the read path on `shard`. Self-Probe prompts are recorded in the shard's audit.
+pub async fn recall(
+    shard: &mut Shard,
+    query: &Query<'_>,
+    settings: &RecallSettings,
+    embedder: &dyn Embedder,
+    model: &dyn LanguageModel,
+) -> Result<Recalled, AgentError> {
+    let me = shard.id().to_owned();
+    let mut texts = vec![query.text.to_owned(), query.trigger.to_owned()];
+    let lines: Vec<String> = query
+        .text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.split_whitespace().count() >= 2)
+        .take(6)
+        .map(str::to_owned)
+        .collect();
+    if lines.len() > 1 {
+        texts.extend(lines.iter().cloned());
+    }
+    let vectors = embedder.embed(&texts).await?;
+    let (query_vector, trigger_vector) = (&vectors[0], &vectors[1]);
+
+    // Anchor(q, c).
+    let anchor = shard
+        .layers()
+        .episodic
+        .anchor(query_vector, 1)
+        .into_iter()
+        .find(|(_, score)| *score >= settings.anchor_min)
+        .map(|(m, _)| m.clone());
+
+    // Round 1: the query, its lines, and the query framed by the anchor.
+    let mut probes: Vec<Vec<f32>> = vectors[2..].to_vec();
+    probes.insert(0, query_vector.clone());
+    if let Some(anchor) = &anchor {
+        let framed = format!("{} {}", query.text, anchor.text);
+        probes.extend(embedder.embed(&[framed]).await?);
+    }
+    let mut pool = retrieve(shard, &me, &probes, settings);
+    let mut rounds = 1;
+    let mut usage = Usage::default();
+    let mut asked: Vec<String> = Vec::new();
+    let best = |pool: &[(Fact, f32)]| pool.first().map_or(0.0, |(_, s)| *s);
+    let abstain = best(&pool) < settings.relevant && anchor.is_none();
+    // Self-Probe + Sufficient, only when partly covered.
+    while !abstain && best(&pool) < settings.covered && rounds <= query.rounds {
+        let request = self_probe_request(shard, query.text, anchor.as_ref(), &pool, &asked);
+        let items = refs(anchor.as_ref(), &pool);
+        shard.record_prompt(AuditEntry {
+            purpose: "self_probe".into(),
+            prompt: request.prompt_text(),
+            items,
+            timestamp_ms: now_ms(),
+        });
+        let completion = model.complete(&request, None).await?;
+        usage.llm_calls += 1;
+        usage.prompt_tokens += completion.prompt_tokens;
+        usage.completion_tokens += completion.completion_tokens;
+        let Some((reply, _)) = parse_json::<ProbeReply>(&completion.text, |_| true) else {
+            tracing::warn!(character = me, output = %completion.text, "unusable self-probe output");
+            break;
+        };
+        let fresh: Vec<String> = reply
+            .probes
+            .into_iter()
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty() && !asked.contains(p))
+            .take(3)
+            .collect();
+        if reply.sufficient || fresh.is_empty() {
+            break;
+        }
+        let vectors = embedder.embed(&fresh).await?;
+        asked.extend(fresh);
+        for (fact, score) in retrieve(shard, &me, &vectors, settings) {
+            if !pool.iter().any(|(f, _)| f.id == fact.id) {
+                pool.push((fact, score));
+            }
+        }
+        pool.sort_by(|a, b| b.1.total_cmp(&a.1));
+        pool.truncate(settings.pool_max);
+        rounds += 1;
+    }
+
+    // Personality track: Emo-Gate, Emo-Transition, Pattern.
+    let previous = shard.mood().clone();
+    let gate_fired = gate_fires(&previous, query.scene_id, query.trigger);
+    let (mood, pattern) = if gate_fired {
+        let (emotion, intensity) = transition(
+            &shard.layers().personality,
+            &previous,
+            query.trigger,
+            trigger_vector,
+        );
+        let situation = format!("{emotion}: {}", query.trigger);
+        let vector = embedder.embed(&[situation]).await?.pop().unwrap_or_default();
+        let pattern = shard
+            .layers()
+            .personality
+            .nearest_pattern(&vector)
+            .map(|(p, _)| p.clone());
+        (
+            Mood {
+                emotion,
+                intensity,
+                pattern: pattern.as_ref().map(|p| p.id.clone()),
+                scene_id: query.scene_id.to_owned(),
+            },
+            pattern,
+        )
+    } else {
+        let pattern = previous.pattern.as_ref().and_then(|id| {
+            shard
+                .layers()
+                .personality
+                .patterns()
+                .iter()
+                .find(|p| &p.id == id)
+                .cloned()
+        });
+        (previous, pattern)
+    };
+    Ok(Recalled {
+        anchor,
+        facts: pool,
+        pattern,
+        mood,
+        gate_fired,
+        abstain,
+        rounds,
+        usage,
+    })
+}
+
+/// Vis-Retrieve over the character's visible facts, keeping the relevant ones.
+fn retrieve(
+    shard: &Shard,
+    me: &str,
+    probes: &[Vec<f32>],
+    settings: &RecallSettings,
+) -> Vec<(Fact, f32)> {
+    let mut pool: Vec<(Fact, f32)> = shard
+        .layers()
+        .semantic
+        .vis_retrieve(me, probes, settings.per_probe)
+        .into_iter()
+        .filter(|(_, score)| *score >= settings.relevant)
+        .map(|(f, s)| (f.clone(), s))
+        .collect();
+    pool.truncate(settings.pool_max);
+    pool
+}
+
+/// Audit references of a workspace.
+pub fn refs(anchor: Option<&EpisodicMemory>, facts: &[(Fact, f32)]) -> Vec<(String, String)> {
+    anchor
+        .map(|a| (a.id.clone(), EPISODIC.to_owned()))
+        .into_iter()
+        .chain(facts.iter().map(|(f, _)| (f.id.clone(), SEMANTIC.to_owned())))
+        .collect()
+}
+
+fn self_probe_request(
+    shard: &Shard,
+    question: &str,
+    anchor: Option<&EpisodicMemory>,
+    pool: &[(Fact, f32)],
+    asked: &[String],
+) -> CompletionRequest {
+    let name = &shard.profile.name;
+    let system = format!(
+        "You help {name} remember. Decide whether what {name} recalls below is enough to \
+         respond from {name}'s own knowledge. If it is not, write up to three short search \
+         phrases for facts {name} might remember. Reply with JSON."
+    );
+    let mut user = format!("Question: {}", question.trim());
+    if let Some(anchor) = anchor {
+        let _ = write!(user, "\nScene memory: {}", anchor.text);
+    }
+    user.push_str("\nRecalled:");
+    if pool.is_empty() {
+        user.push_str(" nothing yet");
+    }
+    for (fact, _) in pool {
+        let _ = write!(user, "\n- {}", fact.text);
+    }
+    if !asked.is_empty() {
+        let _ = write!(user, "\nAlready searched: {}", asked.join("; "));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "sufficient": {"type": "boolean"},
+            "probes": {
+                "type": "array",
+                "maxItems": 3,
+                "items": {"type": "string", "minLength": 3, "maxLength": 80}
+            }
+        },
+        "required": ["sufficient", "probes"]
+    });
+    CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(user)])
+        .with_max_tokens(80)
+        .with_temperature(0.0)
+        .with_schema(ResponseSchema {
+            name: SELF_PROBE_SCHEMA.into(),
+            schema,
+        })
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
