@@ -188,7 +188,11 @@ pub struct AgentArgs {
     pub listen: SocketAddr,
     /// Where character shards are saved (one JSON file per character per world) and read
     /// back when a character is attached again after a restart.
-    #[arg(long, env = "DRAMATIS_AGENT_DATA_DIR", default_value = "dramatis-data/shards")]
+    #[arg(
+        long,
+        env = "DRAMATIS_AGENT_DATA_DIR",
+        default_value = "dramatis-data/shards"
+    )]
     pub data_dir: PathBuf,
     #[command(flatten)]
     pub model: ModelArgs,

@@ -79,7 +79,10 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         }
     }
     if let Some(dir) = &args.embedder_dir {
-        out.extend(["--embedder-dir".to_owned(), dir.to_string_lossy().into_owned()]);
+        out.extend([
+            "--embedder-dir".to_owned(),
+            dir.to_string_lossy().into_owned(),
+        ]);
     }
     let writes = match args.memory_writes {
         MemoryWritesArg::Auto => "auto",
@@ -104,7 +107,10 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
 pub fn embedder_config(model_dir: Option<&std::path::Path>) -> dramatis_embed::OnnxEmbedderConfig {
     use dramatis_runtime::models::{DEFAULT_EMBEDDER_DIR, ONNX_RUNTIME_LIBRARY, model_path};
     dramatis_embed::OnnxEmbedderConfig::new(
-        model_dir.map_or_else(|| model_path(DEFAULT_EMBEDDER_DIR), std::path::Path::to_path_buf),
+        model_dir.map_or_else(
+            || model_path(DEFAULT_EMBEDDER_DIR),
+            std::path::Path::to_path_buf,
+        ),
         model_path(ONNX_RUNTIME_LIBRARY),
     )
 }
@@ -127,7 +133,8 @@ pub fn agent_options(
     args: &ModelArgs,
     data_dir: Option<std::path::PathBuf>,
 ) -> anyhow::Result<AgentOptions> {
-    let embedder = dramatis_embed::OnnxEmbedder::load(&embedder_config(args.embedder_dir.as_deref()))?;
+    let embedder =
+        dramatis_embed::OnnxEmbedder::load(&embedder_config(args.embedder_dir.as_deref()))?;
     let mut options = AgentOptions::new(role_models(args)?, Arc::new(embedder));
     options.memory_writes = memory_writes(args);
     options.data_dir = data_dir;

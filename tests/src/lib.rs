@@ -109,8 +109,10 @@ impl Cluster {
         let data = tempfile::tempdir().expect("tempdir");
         for character in characters {
             let model = ScriptedModel::new(rules.to_vec());
-            let mut options =
-                AgentOptions::new(RoleModels::uniform(Arc::new(model.clone())), Arc::clone(&embedder));
+            let mut options = AgentOptions::new(
+                RoleModels::uniform(Arc::new(model.clone())),
+                Arc::clone(&embedder),
+            );
             options.data_dir = Some(data.path().join("agents").join(character));
             let service = CharacterAgents::new(options);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

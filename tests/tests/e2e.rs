@@ -333,8 +333,7 @@ async fn private_scenes_never_reach_absent_characters() {
                 item.id
             );
             assert!(
-                ["episodic", "semantic", "personality", "perceived"]
-                    .contains(&item.layer.as_str()),
+                ["episodic", "semantic", "personality", "perceived"].contains(&item.layer.as_str()),
                 "{}",
                 item.layer
             );
@@ -372,7 +371,10 @@ async fn private_scenes_never_reach_absent_characters() {
     assert!(layer_has(&watson_snapshot, "episodic", CRITERION_CANARY));
     for layer in ["episodic", "semantic", "personality"] {
         for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
-            assert!(!layer_has(&lestrade, layer, canary), "{canary} in his {layer} layer");
+            assert!(
+                !layer_has(&lestrade, layer, canary),
+                "{canary} in his {layer} layer"
+            );
         }
     }
 

@@ -93,7 +93,7 @@ pub fn parse_action(output: &str) -> Option<ParsedAction> {
     let (wire, repaired) = parse_json::<Wire>(output, |w| {
         !clean(w.text.as_deref().unwrap_or_default()).is_empty()
     })?;
-    from_wire(wire).map(|mut a| {
+    from_wire(&wire).map(|mut a| {
         a.repaired = repaired;
         a
     })
@@ -121,7 +121,7 @@ pub fn parse_json<T: DeserializeOwned>(
         .map(|value| (value, true))
 }
 
-fn from_wire(wire: Wire) -> Option<ParsedAction> {
+fn from_wire(wire: &Wire) -> Option<ParsedAction> {
     let text = clean(wire.text.as_deref().unwrap_or_default());
     if text.is_empty() {
         return None;

@@ -34,9 +34,19 @@ pub fn normalise_emotion(label: &str) -> &'static str {
         "astonished" | "amazed" | "shocked" => Some("surprise"),
         _ => None,
     };
-    let shared = |e: &str| e.chars().zip(label.chars()).take_while(|(a, b)| a == b).count();
+    let shared = |e: &str| {
+        e.chars()
+            .zip(label.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     synonym
-        .or_else(|| EMOTIONS.iter().copied().find(|e| shared(e) >= 5.min(e.len())))
+        .or_else(|| {
+            EMOTIONS
+                .iter()
+                .copied()
+                .find(|e| shared(e) >= 5.min(e.len()))
+        })
         .unwrap_or("calm")
 }
 
@@ -45,7 +55,13 @@ const CUES: [(&str, &[&str]); 7] = [
     (
         "joy",
         &[
-            "delight", "glad", "wonderful", "splendid", "excellent", "happy", "laugh",
+            "delight",
+            "glad",
+            "wonderful",
+            "splendid",
+            "excellent",
+            "happy",
+            "laugh",
         ],
     ),
     (
@@ -54,15 +70,26 @@ const CUES: [(&str, &[&str]); 7] = [
     ),
     (
         "surprise",
-        &["astonish", "amaz", "extraordinary", "good heavens", "incredible", "sudden"],
+        &[
+            "astonish",
+            "amaz",
+            "extraordinary",
+            "good heavens",
+            "incredible",
+            "sudden",
+        ],
     ),
     (
         "suspicion",
-        &["suspect", "lie", "liar", "lying", "doubt", "conceal", "hiding", "trust"],
+        &[
+            "suspect", "lie", "liar", "lying", "doubt", "conceal", "hiding", "trust",
+        ],
     ),
     (
         "anger",
-        &["fool", "idiot", "nonsense", "outrage", "how dare", "insult", "furious", "damn"],
+        &[
+            "fool", "idiot", "nonsense", "outrage", "how dare", "insult", "furious", "damn",
+        ],
     ),
     (
         "fear",
@@ -72,7 +99,9 @@ const CUES: [(&str, &[&str]); 7] = [
     ),
     (
         "sadness",
-        &["sorry", "grief", "mourn", "lost", "alone", "wound", "tears", "poor"],
+        &[
+            "sorry", "grief", "mourn", "lost", "alone", "wound", "tears", "poor",
+        ],
     ),
 ];
 
@@ -185,12 +214,15 @@ mod tests {
     #[test]
     fn cues_name_the_emotion_and_routine_text_has_none() {
         assert_eq!(cue_emotion("Pass the salt, please."), None);
-        let (emotion, intensity) = cue_emotion("There is blood on the floor; he is dead.")
-            .expect("salient");
+        let (emotion, intensity) =
+            cue_emotion("There is blood on the floor; he is dead.").expect("salient");
         assert_eq!(emotion, "fear");
         assert!((intensity - 0.6).abs() < 1e-6, "{intensity}");
         assert_eq!(cue_emotion("Look out!").map(|c| c.0), Some("surprise"));
-        assert_eq!(cue_emotion("You are a liar!").map(|c| c.0), Some("suspicion"));
+        assert_eq!(
+            cue_emotion("You are a liar!").map(|c| c.0),
+            Some("suspicion")
+        );
         assert_eq!(normalise_emotion("Suspicious"), "suspicion");
         assert_eq!(normalise_emotion("bored"), "calm");
         assert_eq!(normalise_emotion("Curious"), "curiosity");
@@ -209,7 +241,10 @@ mod tests {
         assert!(!gate_fires(&mood, "s1", "Shall we take a cab?"));
         assert!(gate_fires(&mood, "s1", "Murder! There has been a murder!"));
         assert!(gate_fires(&mood, "s2", "Shall we take a cab?"), "new scene");
-        assert!(gate_fires(&Mood::default(), "s1", "Good morning."), "no pattern yet");
+        assert!(
+            gate_fires(&Mood::default(), "s1", "Good morning."),
+            "no pattern yet"
+        );
     }
 
     #[test]

@@ -196,7 +196,11 @@ pub async fn recall(
             trigger_vector,
         );
         let situation = format!("{emotion}: {}", query.trigger);
-        let vector = embedder.embed(&[situation]).await?.pop().unwrap_or_default();
+        let vector = embedder
+            .embed(&[situation])
+            .await?
+            .pop()
+            .unwrap_or_default();
         let pattern = shard
             .layers()
             .personality
@@ -259,7 +263,11 @@ pub fn refs(anchor: Option<&EpisodicMemory>, facts: &[(Fact, f32)]) -> Vec<(Stri
     anchor
         .map(|a| (a.id.clone(), EPISODIC.to_owned()))
         .into_iter()
-        .chain(facts.iter().map(|(f, _)| (f.id.clone(), SEMANTIC.to_owned())))
+        .chain(
+            facts
+                .iter()
+                .map(|(f, _)| (f.id.clone(), SEMANTIC.to_owned())),
+        )
         .collect()
 }
 

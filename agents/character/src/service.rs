@@ -184,7 +184,13 @@ impl CharacterAgents {
         self.shards
             .entry(key)
             .or_insert_with(|| Arc::new(Mutex::new(shard)));
-        tracing::info!(world_id = world, character, resumed, items, "character attached");
+        tracing::info!(
+            world_id = world,
+            character,
+            resumed,
+            items,
+            "character attached"
+        );
         Ok((u32::try_from(items).unwrap_or(u32::MAX), resumed))
     }
 

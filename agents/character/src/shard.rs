@@ -534,7 +534,13 @@ mod tests {
         .expect("shard")
     }
 
-    fn event(seq: u64, kind: EventKind, speaker: &str, perceivers: &[&str], thought: &str) -> Event {
+    fn event(
+        seq: u64,
+        kind: EventKind,
+        speaker: &str,
+        perceivers: &[&str],
+        thought: &str,
+    ) -> Event {
         Event {
             seq,
             scene_id: "s1".into(),
@@ -618,7 +624,11 @@ mod tests {
             ended[0].events.iter().map(|e| e.seq).collect::<Vec<_>>(),
             [1, 2, 3]
         );
-        assert_eq!(ended[0].moments.len(), 1, "own line paired with its annotation");
+        assert_eq!(
+            ended[0].moments.len(),
+            1,
+            "own line paired with its annotation"
+        );
         assert_eq!(ended[0].moments[0].seq, 2);
         assert!(shard.current_scene().is_empty());
         let mut next = speech(4, "holmes", &["watson"], "");

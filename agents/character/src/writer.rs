@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::AgentError;
 use crate::action::parse_json;
-use crate::shard::{PerceivedKind, Perceived, SceneDraft, WrittenScene};
+use crate::shard::{Perceived, PerceivedKind, SceneDraft, WrittenScene};
 
 /// Name of the scene-memory schema.
 pub const SCENE_MEMORY_SCHEMA: &str = "scene_memory";
@@ -78,7 +78,10 @@ pub async fn write_scene(
             summary = Some(memory.summary.trim().to_owned());
             facts.extend(model_facts(writer, &draft.events, memory.facts));
         } else {
-            tracing::warn!(character = writer.id, "unusable scene memory; using the digest");
+            tracing::warn!(
+                character = writer.id,
+                "unusable scene memory; using the digest"
+            );
         }
     }
     let summary = summary.unwrap_or_else(|| digest(writer, draft));
@@ -275,16 +278,13 @@ fn scene_request(writer: Writer<'_>, draft: &SceneDraft) -> CompletionRequest {
         },
         "required": ["summary", "facts"]
     });
-    CompletionRequest::new(vec![
-        ChatMessage::system(system),
-        ChatMessage::user(lines),
-    ])
-    .with_max_tokens(220)
-    .with_temperature(0.3)
-    .with_schema(ResponseSchema {
-        name: SCENE_MEMORY_SCHEMA.into(),
-        schema,
-    })
+    CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(lines)])
+        .with_max_tokens(220)
+        .with_temperature(0.3)
+        .with_schema(ResponseSchema {
+            name: SCENE_MEMORY_SCHEMA.into(),
+            schema,
+        })
 }
 
 /// A first-person digest of the scene: who was there, what the character said and
@@ -341,11 +341,18 @@ pub fn digest(writer: Writer<'_>, draft: &SceneDraft) -> String {
             }
         }
     }
-    if let Some(feeling) = draft.moments.iter().max_by(|a, b| a.intensity.total_cmp(&b.intensity))
+    if let Some(feeling) = draft
+        .moments
+        .iter()
+        .max_by(|a, b| a.intensity.total_cmp(&b.intensity))
     {
         let _ = write!(text, " I felt {}", feeling.emotion);
         if !feeling.intent.is_empty() {
-            let _ = write!(text, "; I wanted to {}", feeling.intent.trim_end_matches('.'));
+            let _ = write!(
+                text,
+                "; I wanted to {}",
+                feeling.intent.trim_end_matches('.')
+            );
         }
         text.push('.');
     }
@@ -384,7 +391,13 @@ mod tests {
     use super::*;
     use crate::shard::Moment;
 
-    fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &str) -> Perceived {
+    fn perceived(
+        seq: u64,
+        kind: PerceivedKind,
+        speaker: &str,
+        target: &str,
+        text: &str,
+    ) -> Perceived {
         let name = |id: &str| match id {
             "holmes" => "Holmes".to_owned(),
             "watson" => "Watson".to_owned(),
@@ -408,9 +421,27 @@ mod tests {
         SceneDraft {
             scene_id: "lab".into(),
             events: vec![
-                perceived(1, PerceivedKind::SceneStart, "", "", "The laboratory at Bart's"),
-                perceived(2, PerceivedKind::Speech, "holmes", "watson", "You have been in Afghanistan."),
-                perceived(3, PerceivedKind::Speech, "watson", "holmes", "How on earth did you know?"),
+                perceived(
+                    1,
+                    PerceivedKind::SceneStart,
+                    "",
+                    "",
+                    "The laboratory at Bart's",
+                ),
+                perceived(
+                    2,
+                    PerceivedKind::Speech,
+                    "holmes",
+                    "watson",
+                    "You have been in Afghanistan.",
+                ),
+                perceived(
+                    3,
+                    PerceivedKind::Speech,
+                    "watson",
+                    "holmes",
+                    "How on earth did you know?",
+                ),
                 perceived(4, PerceivedKind::Action, "holmes", "", "pricks his finger"),
                 perceived(5, PerceivedKind::SceneEnd, "", "", ""),
             ],

@@ -67,7 +67,7 @@ impl MemoryShard {
     }
 }
 
-fn io_error(path: &Path, message: impl ToString) -> ShardError {
+fn io_error(path: &Path, message: &impl ToString) -> ShardError {
     ShardError::Io {
         path: path.to_path_buf(),
         message: message.to_string(),
@@ -78,16 +78,16 @@ fn io_error(path: &Path, message: impl ToString) -> ShardError {
 /// crash mid-write leaves the previous file intact.
 pub fn save_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ShardError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(path, e))?;
+        std::fs::create_dir_all(dir).map_err(|e| io_error(path, &e))?;
     }
-    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, e))?;
+    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, &e))?;
     let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, bytes).map_err(|e| io_error(path, e))?;
-    std::fs::rename(&temporary, path).map_err(|e| io_error(path, e))
+    std::fs::write(&temporary, bytes).map_err(|e| io_error(path, &e))?;
+    std::fs::rename(&temporary, path).map_err(|e| io_error(path, &e))
 }
 
 /// Reads JSON written by [`save_json`].
 pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T, ShardError> {
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| io_error(path, e))
+    let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+    serde_json::from_slice(&bytes).map_err(|e| io_error(path, &e))
 }

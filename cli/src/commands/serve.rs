@@ -6,8 +6,8 @@ use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agents::{AgentDirectory, StaticAgents};
 
-use crate::args::{AgentArgs, ServeArgs};
 use crate::args::MemoryWritesArg;
+use crate::args::{AgentArgs, ServeArgs};
 use crate::models::agent_options;
 use crate::spawn::{SpawnedAgents, start_builtin_llm};
 

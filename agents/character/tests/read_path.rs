@@ -1,0 +1,310 @@
+//! The read path on a real `CharacterAgents` with the scripted model and the fake
+//! embedder (words hash into buckets, so shared words mean similarity): Sufficient's
+//! early exit, skipping Self-Probe when covered, refusal on an empty pool, Emo-Gate's
+//! inertia, and a shard that survives a restart of the agent.
+
+use std::sync::Arc;
+
+use dramatis_character::{ABSTAIN_INSTRUCTION, AgentOptions, CharacterAgents};
+use dramatis_embed::FakeEmbedder;
+use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
+use dramatis_proto::v1::{
+    CharacterProfile, Event, EventKind, KnownFact, PersonalityPattern, PresentCharacter, SceneFrame,
+};
+
+fn rule(when: &[&str], reply: &str) -> ScriptRule {
+    ScriptRule {
+        when: when.iter().map(|w| (*w).to_owned()).collect(),
+        reply: reply.to_owned(),
+    }
+}
+
+fn holmes() -> CharacterProfile {
+    let fact = |id: &str, text: &str| KnownFact {
+        id: id.into(),
+        text: text.into(),
+        ..KnownFact::default()
+    };
+    let pattern = |id: &str, description: &str, excerpt: &str| PersonalityPattern {
+        id: id.into(),
+        description: description.into(),
+        excerpts: vec![excerpt.into()],
+    };
+    CharacterProfile {
+        id: "holmes".into(),
+        name: "Holmes".into(),
+        profile: "A consulting detective.".into(),
+        knowledge: vec![
+            fact("found", "The ring was found at Lauriston Gardens"),
+            fact("beside", "A gold ring lay beside the body"),
+        ],
+        patterns: vec![
+            pattern("calm", "calm polite conversation", "Quite so."),
+            pattern("dread", "fear danger murder dread", "Good God, he is dead!"),
+        ],
+        ..CharacterProfile::default()
+    }
+}
+
+fn agents(model: &ScriptedModel, data_dir: Option<std::path::PathBuf>) -> CharacterAgents {
+    let mut options = AgentOptions::new(
+        RoleModels::uniform(Arc::new(model.clone())),
+        Arc::new(FakeEmbedder::new(512)),
+    );
+    options.data_dir = data_dir;
+    CharacterAgents::new(options)
+}
+
+async fn attached(model: &ScriptedModel) -> CharacterAgents {
+    let agents = agents(model, None);
+    agents
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attached");
+    agents
+}
+
+fn probing_model(first_probe: &str) -> ScriptedModel {
+    ScriptedModel::new(vec![
+        rule(
+            &["help Holmes remember", "Already searched"],
+            r#"{"sufficient":true,"probes":[]}"#,
+        ),
+        rule(
+            &["help Holmes remember"],
+            &format!(r#"{{"sufficient":false,"probes":["{first_probe}"]}}"#),
+        ),
+        rule(&["Question:"], "At Lauriston Gardens."),
+    ])
+}
+
+fn purposes(shard: &dramatis_character::Shard) -> Vec<String> {
+    shard.prompts().iter().map(|p| p.purpose.clone()).collect()
+}
+
+// "gold" and "ring" match the second fact only in part: a gap worth a probe.
+const PARTLY_COVERED: &str = "What became of the gold wedding ring?";
+
+#[tokio::test]
+async fn sufficient_from_the_model_ends_the_probe_loop_early() {
+    // The first probe finds nothing new; round 2's call says the pool is enough.
+    let model = probing_model("gold body");
+    let agents = attached(&model).await;
+    let outcome = agents
+        .answer("w", "holmes", PARTLY_COVERED)
+        .await
+        .expect("answer");
+    assert_eq!(outcome.answer, "At Lauriston Gardens.");
+    assert!(!outcome.abstained);
+    let shard = agents.snapshot("w", "holmes").await.expect("shard");
+    assert_eq!(
+        purposes(&shard),
+        ["self_probe", "self_probe", "answer"],
+        "round 2 said sufficient, so the loop stopped before its limit"
+    );
+    assert_eq!(outcome.usage.llm_calls, 3);
+    let prompts = model.prompts();
+    assert!(prompts[1].text().contains("Already searched: gold body"));
+    let answer_prompt = prompts[2].text();
+    assert!(answer_prompt.contains("A gold ring lay beside the body"));
+    assert!(!answer_prompt.contains("Lauriston Gardens"));
+}
+
+#[tokio::test]
+async fn a_probe_that_covers_the_question_ends_the_loop_without_another_call() {
+    let model = probing_model("Lauriston Gardens ring");
+    let agents = attached(&model).await;
+    let outcome = agents
+        .answer("w", "holmes", PARTLY_COVERED)
+        .await
+        .expect("answer");
+    let shard = agents.snapshot("w", "holmes").await.expect("shard");
+    assert_eq!(purposes(&shard), ["self_probe", "answer"]);
+    assert_eq!(outcome.usage.llm_calls, 2);
+    let answer_prompt = model.prompts()[1].text();
+    assert!(
+        answer_prompt.contains("The ring was found at Lauriston Gardens"),
+        "the probe brought the first fact into the pool"
+    );
+    assert!(answer_prompt.contains("A gold ring lay beside the body"));
+}
+
+#[tokio::test]
+async fn a_covered_question_needs_no_probe_and_an_unknown_one_is_refused() {
+    let model = ScriptedModel::new(vec![rule(&["Question:"], "The body lay there.")]);
+    let agents = attached(&model).await;
+    let covered = agents
+        .answer("w", "holmes", "Where was the ring found?")
+        .await
+        .expect("answer");
+    assert_eq!(
+        covered.usage.llm_calls, 1,
+        "no Self-Probe: the pool covers it"
+    );
+    assert!(!covered.abstained);
+
+    let unknown = agents
+        .answer(
+            "w",
+            "holmes",
+            "Who won the cricket match at Lord's yesterday?",
+        )
+        .await
+        .expect("answer");
+    assert!(unknown.abstained);
+    assert_eq!(unknown.usage.llm_calls, 1, "refusing costs no extra search");
+    assert_eq!(
+        unknown.answer, "I cannot answer that from my own knowledge.",
+        "a claim the pool cannot support is replaced by a refusal"
+    );
+    let shard = agents.snapshot("w", "holmes").await.expect("shard");
+    let record = shard.prompts().pop().expect("answer prompt");
+    assert!(record.prompt.contains(ABSTAIN_INSTRUCTION));
+    assert!(
+        record
+            .items
+            .iter()
+            .all(|i| i.layer != "semantic" && i.layer != "episodic"),
+        "nothing from memory went into the refusal prompt: {:?}",
+        record.items
+    );
+}
+
+fn speech(seq: u64, text: &str) -> Event {
+    Event {
+        world_id: "w".into(),
+        seq,
+        scene_id: "s1".into(),
+        speaker: "watson".into(),
+        speaker_name: "Watson".into(),
+        target: "holmes".into(),
+        target_name: "Holmes".into(),
+        kind: EventKind::Speech as i32,
+        text: text.into(),
+        perceivers: vec!["holmes".into(), "watson".into()],
+        ..Event::default()
+    }
+}
+
+fn frame() -> SceneFrame {
+    SceneFrame {
+        scene_id: "s1".into(),
+        location_name: "Baker Street".into(),
+        present: vec![PresentCharacter {
+            id: "watson".into(),
+            name: "Watson".into(),
+        }],
+        ..SceneFrame::default()
+    }
+}
+
+#[tokio::test]
+async fn emo_gate_keeps_the_pattern_on_routine_turns_and_fires_on_salient_ones() {
+    let model = ScriptedModel::default();
+    let agents = attached(&model).await;
+    let mut manners = Vec::new();
+    for (seq, line) in [
+        (1, "Shall we take a cab to the station this evening"),
+        (2, "The weather is grey again this evening"),
+        (
+            3,
+            "There has been a murder! He is dead, and there is blood everywhere.",
+        ),
+    ] {
+        agents
+            .perceive("w", "holmes", &[speech(seq, line)])
+            .await
+            .expect("perceived");
+        agents
+            .act("w", "holmes", &frame(), None)
+            .await
+            .expect("acted");
+        let shard = agents.snapshot("w", "holmes").await.expect("shard");
+        manners.push((
+            shard.mood().pattern.clone().unwrap_or_default(),
+            shard.mood().emotion.clone(),
+        ));
+    }
+    assert_eq!(
+        manners,
+        [
+            ("pattern:calm".to_owned(), "calm".to_owned()),
+            ("pattern:calm".to_owned(), "calm".to_owned()),
+            ("pattern:dread".to_owned(), "fear".to_owned()),
+        ]
+    );
+    let prompts: Vec<String> = model.prompts().iter().map(|p| p.text()).collect();
+    assert_eq!(prompts.len(), 3, "the gate itself costs no call");
+    assert!(prompts[1].contains("Manner now: calm polite conversation Like: \"Quite so.\""));
+    assert!(prompts[2].contains("Manner now: fear danger murder dread"));
+    assert!(prompts[2].contains("Good God, he is dead!"));
+}
+
+#[tokio::test]
+async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let question = "What did Watson say about the murder and the blood?";
+    let ask = |agents: CharacterAgents| async move {
+        let outcome = agents
+            .answer("w", "holmes", question)
+            .await
+            .expect("answer");
+        let shard = agents.snapshot("w", "holmes").await.expect("shard");
+        (
+            outcome.answer,
+            shard.prompts().pop().expect("prompt").prompt,
+        )
+    };
+    let model = ScriptedModel::new(vec![rule(&["Question:"], "He spoke of blood.")]);
+    let first = agents(&model, Some(dir.path().to_path_buf()));
+    assert_eq!(
+        first.attach("w", "holmes", holmes()).await.expect("attach"),
+        (4, false)
+    );
+    let mut end = speech(3, "");
+    end.kind = EventKind::SceneEnd as i32;
+    end.speaker = String::new();
+    first
+        .perceive(
+            "w",
+            "holmes",
+            &[
+                speech(1, "A murder, Holmes! There is blood on the wall."),
+                speech(2, "Come at once."),
+                end,
+            ],
+        )
+        .await
+        .expect("perceived");
+    let before = ask(first.clone()).await;
+    assert!(before.1.contains("blood on the wall"), "{}", before.1);
+    drop(first);
+
+    // A new process: the same data directory, a fresh model.
+    let model = ScriptedModel::new(vec![rule(&["Question:"], "He spoke of blood.")]);
+    let second = agents(&model, Some(dir.path().to_path_buf()));
+    let (items, resumed) = second
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attach");
+    assert!(resumed, "the saved shard was read back");
+    assert!(items > 4, "scene memory and facts came back: {items}");
+    let shard = second.snapshot("w", "holmes").await.expect("shard");
+    assert_eq!(shard.last_seq(), 3);
+    assert!(
+        shard
+            .layers()
+            .episodic
+            .items()
+            .iter()
+            .any(|m| m.id == "episode:s1")
+    );
+    let after = ask(second.clone()).await;
+    assert_eq!(after, before, "same answer from the same prompt");
+
+    second.detach("w", "holmes").expect("detach");
+    assert!(
+        !dir.path().join("w/holmes.json").exists(),
+        "detaching removes the file"
+    );
+}
