@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use dramatis_embed::Embedder;
+use dramatis_embed::{Embedder, normalise};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
 use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
 use dramatis_proto::v1::Usage;
@@ -105,10 +105,12 @@ pub async fn recall(
     query: &Query<'_>,
     settings: &RecallSettings,
     embedder: &dyn Embedder,
+    emotion_vectors: &EmotionVectors,
     model: &dyn LanguageModel,
 ) -> Result<Recalled, AgentError> {
     let me = shard.id().to_owned();
-    let mut texts = vec![query.text.to_owned(), query.trigger.to_owned()];
+    // One embedding run: the query and, when it has several, its lines.
+    let mut texts = vec![query.text.to_owned()];
     let lines: Vec<String> = query
         .text
         .lines()
@@ -121,7 +123,7 @@ pub async fn recall(
         texts.extend(lines.iter().cloned());
     }
     let vectors = embedder.embed(&texts).await?;
-    let (query_vector, trigger_vector) = (&vectors[0], &vectors[1]);
+    let query_vector = &vectors[0];
 
     // Anchor(q, c).
     let anchor = shard
@@ -133,11 +135,14 @@ pub async fn recall(
         .map(|(m, _)| m.clone());
 
     // Round 1: the query, its lines, and the query framed by the anchor.
-    let mut probes: Vec<Vec<f32>> = vectors[2..].to_vec();
+    let mut probes: Vec<Vec<f32>> = vectors[1..].to_vec();
     probes.insert(0, query_vector.clone());
-    if let Some(anchor) = &anchor {
-        let framed = format!("{} {}", query.text, anchor.text);
-        probes.extend(embedder.embed(&[framed]).await?);
+    if let Some(framed) = anchor
+        .as_ref()
+        .and_then(|a| shard.layers().episodic.vector_of(&a.id))
+        .map(|a| blend(query_vector, a))
+    {
+        probes.push(framed);
     }
     let mut pool = retrieve(shard, &me, &probes, settings);
     let mut rounds = 1;
@@ -189,18 +194,25 @@ pub async fn recall(
     let previous = shard.mood().clone();
     let gate_fired = gate_fires(&previous, query.scene_id, query.trigger);
     let (mood, pattern) = if gate_fired {
+        // The trigger is embedded only when the gate fires: routine turns skip it.
+        let trigger_vector = if query.trigger == query.text {
+            query_vector.clone()
+        } else {
+            embedder
+                .embed(&[query.trigger.to_owned()])
+                .await?
+                .pop()
+                .unwrap_or_default()
+        };
+        let trigger_vector = &trigger_vector;
         let (emotion, intensity) = transition(
             &shard.layers().personality,
             &previous,
             query.trigger,
             trigger_vector,
         );
-        let situation = format!("{emotion}: {}", query.trigger);
-        let vector = embedder
-            .embed(&[situation])
-            .await?
-            .pop()
-            .unwrap_or_default();
+        let emotion_vector = emotion_vectors.get(&emotion, embedder).await?;
+        let vector = blend(&emotion_vector, trigger_vector);
         let pattern = shard
             .layers()
             .personality
@@ -237,6 +249,34 @@ pub async fn recall(
         rounds,
         usage,
     })
+}
+
+/// The normalised sum of two unit vectors: a probe that means both (the query framed
+/// by its scene memory; the emotion in the situation that triggers it).
+fn blend(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let mut sum: Vec<f32> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+    normalise(&mut sum);
+    sum
+}
+
+/// Embeddings of the emotion labels, computed once per agent.
+#[derive(Debug, Default)]
+pub struct EmotionVectors(tokio::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>);
+
+impl EmotionVectors {
+    async fn get(&self, emotion: &str, embedder: &dyn Embedder) -> Result<Vec<f32>, AgentError> {
+        let mut cache = self.0.lock().await;
+        if let Some(vector) = cache.get(emotion) {
+            return Ok(vector.clone());
+        }
+        let vector = embedder
+            .embed(&[emotion.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default();
+        cache.insert(emotion.to_owned(), vector.clone());
+        Ok(vector)
+    }
 }
 
 /// Vis-Retrieve over the character's visible facts, keeping the relevant ones.

@@ -16,7 +16,7 @@ use tokio::sync::{Mutex, mpsc};
 use crate::action::{ParsedKind, action_schema, parse_action};
 use crate::emotion::is_refusal;
 use crate::prompt::{self, BuiltPrompt};
-use crate::recall::{Query, RecallSettings, Recalled, now_ms, recall};
+use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, now_ms, recall};
 use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
 use crate::writer::{Writer, write_scene};
@@ -75,6 +75,7 @@ type Key = (String, String);
 pub struct CharacterAgents {
     shards: Arc<DashMap<Key, Arc<Mutex<Shard>>>>,
     options: Arc<AgentOptions>,
+    emotion_vectors: Arc<EmotionVectors>,
 }
 
 /// What an Act produced.
@@ -119,6 +120,7 @@ impl CharacterAgents {
         Self {
             shards: Arc::default(),
             options: Arc::new(options),
+            emotion_vectors: Arc::default(),
         }
     }
 
@@ -339,6 +341,7 @@ impl CharacterAgents {
             },
             &self.options.recall,
             self.options.embedder.as_ref(),
+            &self.emotion_vectors,
             model.as_ref(),
         )
         .await?;
@@ -449,6 +452,7 @@ impl CharacterAgents {
             },
             &self.options.recall,
             self.options.embedder.as_ref(),
+            &self.emotion_vectors,
             model.as_ref(),
         )
         .await?;

@@ -40,6 +40,9 @@ impl OnnxEmbedderConfig {
     }
 }
 
+/// Texts per model run.
+const GROUP: usize = 32;
+
 /// The ONNX embedder. Clones share the session.
 #[derive(Debug, Clone)]
 pub struct OnnxEmbedder {
@@ -85,7 +88,8 @@ impl OnnxEmbedder {
         let environment = environment(&config.runtime_library)?;
         let mut tokenizer = Tokenizer::from_file(&tokenizer_file)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams::default()));
+        // Padding happens per length group in `run`, not to the longest of the batch.
+        tokenizer.with_padding(None::<PaddingParams>);
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: config.max_tokens,
@@ -117,6 +121,9 @@ impl OnnxEmbedder {
 }
 
 impl Inner {
+    /// Embeds `texts`. Texts are grouped by length (up to [`GROUP`] per run, lengths
+    /// within half of each other) so a long text does not make every short one in the
+    /// batch pay for its padding.
     fn run(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -125,6 +132,31 @@ impl Inner {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Tokenizer(e.to_string()))?;
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let length = |i: usize| encodings[i].get_ids().len();
+        let mut vectors = vec![Vec::new(); encodings.len()];
+        let mut start = 0;
+        while start < order.len() {
+            // A group ends at GROUP texts or where padding would pass half the shortest.
+            let limit = length(order[start]) * 3 / 2 + 8;
+            let mut end = start + 1;
+            while end < order.len() && end - start < GROUP && length(order[end]) <= limit {
+                end += 1;
+            }
+            let group = &order[start..end];
+            let members: Vec<&tokenizers::Encoding> =
+                group.iter().map(|&i| &encodings[i]).collect();
+            for (&i, vector) in group.iter().zip(self.run_group(&members)?) {
+                vectors[i] = vector;
+            }
+            start = end;
+        }
+        Ok(vectors)
+    }
+
+    /// One model run over encodings padded to the longest among them.
+    fn run_group(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let batch = encodings.len();
         let width = encodings
             .iter()

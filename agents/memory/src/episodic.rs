@@ -29,6 +29,12 @@ impl EpisodicLayer {
         self.memories.items()
     }
 
+    /// The stored embedding of the memory `id`.
+    #[must_use]
+    pub fn vector_of(&self, id: &str) -> Option<&[f32]> {
+        self.memories.vector_of(|m| m.id == id)
+    }
+
     /// `Anchor(q, c)`: the `k` scene memories nearest the query, best first.
     #[must_use]
     pub fn anchor(&self, query: &[f32], k: usize) -> Vec<(&EpisodicMemory, f32)> {

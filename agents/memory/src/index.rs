@@ -55,6 +55,13 @@ impl VectorIndex {
         position
     }
 
+    /// The vector at `position`.
+    #[must_use]
+    pub fn vector(&self, position: usize) -> Option<&[f32]> {
+        let start = position.checked_mul(self.dimension)?;
+        self.data.get(start..start + self.dimension)
+    }
+
     /// The `k` best positions for `query` among those `admit` accepts, best first.
     pub fn search(&self, query: &[f32], k: usize, admit: impl Fn(usize) -> bool) -> Vec<Hit> {
         if k == 0 || self.dimension == 0 {
@@ -109,6 +116,12 @@ impl<T> Indexed<T> {
     #[must_use]
     pub fn items(&self) -> &[T] {
         &self.items
+    }
+
+    /// The vector of the first item `matches` accepts.
+    pub fn vector_of(&self, matches: impl Fn(&T) -> bool) -> Option<&[f32]> {
+        let position = self.items.iter().position(matches)?;
+        self.index.vector(position)
     }
 
     /// The `k` items nearest `query` among those `admit` accepts, best first.

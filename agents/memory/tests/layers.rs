@@ -100,6 +100,11 @@ fn anchor_returns_scene_memories_nearest_first() {
         .map(|(m, _)| m.id.as_str())
         .collect();
     assert_eq!(hits, ["lab", "brixton"]);
+    assert_eq!(
+        shard.episodic.vector_of("criterion"),
+        Some(unit(0.0, 1.0, 0.0).as_slice())
+    );
+    assert_eq!(shard.episodic.vector_of("nowhere"), None);
 }
 
 #[test]
