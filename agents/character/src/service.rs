@@ -19,7 +19,7 @@ use crate::prompt::{self, BuiltPrompt};
 use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, now_ms, recall};
 use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
-use crate::writer::{Writer, write_scene};
+use crate::writer::{Writer, rewrite_scenes, write_scene};
 use crate::{ACTION_SCHEMA_NAME, AgentError};
 
 /// How a scene's episodic memory is written.
@@ -28,8 +28,9 @@ pub enum MemoryWrites {
     /// A deterministic first-person digest of what the character perceived (no call).
     #[default]
     Digest,
-    /// The character model writes it, with extra facts and their causes (one call per
-    /// scene per character): for capable models.
+    /// The digest at once, then the character model rewrites the memories of every
+    /// `write_batch` scenes in one call, with extra facts and their causes: for capable
+    /// models.
     Model,
 }
 
@@ -41,6 +42,8 @@ pub struct AgentOptions {
     pub embedder: Arc<dyn Embedder>,
     pub recall: RecallSettings,
     pub memory_writes: MemoryWrites,
+    /// Scenes per model rewrite (with [`MemoryWrites::Model`]).
+    pub write_batch: usize,
     /// Where shards are saved; in memory only when `None`.
     pub data_dir: Option<PathBuf>,
     /// Tokens a turn may generate.
@@ -59,6 +62,7 @@ impl AgentOptions {
             embedder,
             recall: RecallSettings::default(),
             memory_writes: MemoryWrites::Digest,
+            write_batch: 3,
             data_dir: None,
             act_max_tokens: 160,
             answer_max_tokens: 80,
@@ -230,38 +234,41 @@ impl CharacterAgents {
         let shard = self.shard(world, character)?;
         let mut shard = shard.lock().await;
         let (accepted, ended) = shard.perceive(events)?;
-        let model = match self.options.memory_writes {
-            MemoryWrites::Digest => None,
-            MemoryWrites::Model => Some(self.options.models.get(ModelRole::Character)),
+        let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
+        let writer = Writer {
+            id: &id,
+            name: &name,
         };
-        for draft in &ended {
-            let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
-            let writer = Writer {
-                id: &id,
-                name: &name,
+        for draft in ended {
+            let written = write_scene(writer, &draft, self.options.embedder.as_ref()).await?;
+            shard.commit(written);
+            if self.options.memory_writes != MemoryWrites::Model {
+                continue;
+            }
+            let Some(batch) = shard.queue_rewrite(draft, self.options.write_batch) else {
+                continue;
             };
-            let (written, prompt, _usage) = write_scene(
+            let model = self.options.models.get(ModelRole::Character);
+            let rewritten = rewrite_scenes(
                 writer,
-                draft,
-                model.as_ref().map(|m| m.as_ref() as &dyn LanguageModel),
+                &batch,
+                model.as_ref(),
                 self.options.embedder.as_ref(),
             )
             .await?;
-            if let Some(prompt) = prompt {
-                let items = draft
-                    .events
-                    .iter()
-                    .filter(|e| e.kind != PerceivedKind::SceneEnd)
-                    .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
-                    .collect();
-                shard.record_prompt(AuditEntry {
-                    purpose: "scene_memory".into(),
-                    prompt,
-                    items,
-                    timestamp_ms: now_ms(),
-                });
-            }
-            shard.commit(written);
+            let items = batch
+                .iter()
+                .flat_map(|d| d.events.iter())
+                .filter(|e| e.kind != PerceivedKind::SceneEnd)
+                .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
+                .collect();
+            shard.record_prompt(AuditEntry {
+                purpose: "scene_memory".into(),
+                prompt: rewritten.prompt.clone(),
+                items,
+                timestamp_ms: now_ms(),
+            });
+            shard.commit_rewrite(rewritten);
         }
         if accepted > 0 {
             self.save(&shard, world)?;

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AgentError;
 use crate::emotion::Mood;
+use crate::writer::Rewritten;
 
 /// Format of a saved shard file.
 const FORMAT: u32 = 1;
@@ -148,7 +149,7 @@ pub struct AuditEntry {
 }
 
 /// A scene the character lived through, ready to be written to long-term memory.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SceneDraft {
     pub scene_id: String,
     pub events: Vec<Perceived>,
@@ -180,6 +181,9 @@ struct State {
     /// Display names of the people the character has seen speak or be spoken to.
     #[serde(default)]
     names: BTreeMap<String, String>,
+    /// Scenes written as digests, waiting for a batched model rewrite.
+    #[serde(default)]
+    rewrites: Vec<SceneDraft>,
 }
 
 /// A character's memory.
@@ -254,6 +258,7 @@ impl Shard {
                 last_seq: 0,
                 audit: Vec::new(),
                 names: BTreeMap::new(),
+                rewrites: Vec::new(),
             },
         })
     }
@@ -476,6 +481,25 @@ impl Shard {
                 moments,
                 names: self.state.names.clone(),
             })
+    }
+
+    /// Queues a scene for the batched model rewrite; returns the queue once it holds
+    /// `batch` scenes (and empties it).
+    pub fn queue_rewrite(&mut self, draft: SceneDraft, batch: usize) -> Option<Vec<SceneDraft>> {
+        self.state.rewrites.push(draft);
+        (self.state.rewrites.len() >= batch.max(1))
+            .then(|| std::mem::take(&mut self.state.rewrites))
+    }
+
+    /// Puts a batched rewrite in place of the digests.
+    pub fn commit_rewrite(&mut self, rewritten: Rewritten) {
+        let layers = &mut self.state.memory;
+        for (episode, vector) in rewritten.episodes {
+            layers.episodic.upsert(episode, &vector);
+        }
+        for (fact, vector) in rewritten.facts {
+            layers.semantic.add(fact, &vector);
+        }
     }
 
     /// Adds what the write path made of a scene to the layers.

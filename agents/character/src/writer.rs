@@ -4,9 +4,10 @@
 //! characters who perceived each event, and emotion-transition entries for its own
 //! utterances. Everything is embedded in one batch.
 //!
-//! The episodic memory is written by the character model when the agent is configured
-//! with a capable one, in the same call that extracts extra facts with their causes;
-//! otherwise it is a deterministic first-person digest, which costs no call at all.
+//! The episodic memory is first a deterministic first-person digest, which costs no
+//! call. When the agent is configured with a capable model, the model rewrites the
+//! digests of several scenes at once (one call per batch, not per scene), in the
+//! character's voice, and extracts extra facts with their causes.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -35,12 +36,18 @@ pub struct Writer<'a> {
     pub name: &'a str,
 }
 
-/// A model-written scene memory.
+/// Model-written memories of a batch of scenes.
 #[derive(Debug, Deserialize)]
-struct ModelMemory {
-    summary: String,
+struct ModelMemories {
+    memories: Vec<ModelMemory>,
     #[serde(default)]
     facts: Vec<ModelFact>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelMemory {
+    #[serde(default)]
+    summary: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -53,38 +60,15 @@ struct ModelFact {
     cause: String,
 }
 
-/// Writes a scene; `model` is used only when given. Returns the written scene, the
-/// prompt sent (for the audit) and the model's usage.
+/// Writes a scene without a model: the digest, one fact per perceived event, the
+/// emotion-transition entries, embedded in one batch.
 pub async fn write_scene(
     writer: Writer<'_>,
     draft: &SceneDraft,
-    model: Option<&dyn LanguageModel>,
     embedder: &dyn Embedder,
-) -> Result<(WrittenScene, Option<String>, Usage), AgentError> {
-    let mut facts = event_facts(writer, &draft.events);
-    let mut summary = None;
-    let mut prompt_text = None;
-    let mut usage = Usage::default();
-    if let Some(model) = model {
-        let request = scene_request(writer, draft);
-        prompt_text = Some(request.prompt_text());
-        let completion = model.complete(&request, None).await?;
-        usage.llm_calls = 1;
-        usage.prompt_tokens = completion.prompt_tokens;
-        usage.completion_tokens = completion.completion_tokens;
-        if let Some((memory, _)) =
-            parse_json::<ModelMemory>(&completion.text, |m| !m.summary.trim().is_empty())
-        {
-            summary = Some(memory.summary.trim().to_owned());
-            facts.extend(model_facts(writer, &draft.events, memory.facts));
-        } else {
-            tracing::warn!(
-                character = writer.id,
-                "unusable scene memory; using the digest"
-            );
-        }
-    }
-    let summary = summary.unwrap_or_else(|| digest(writer, draft));
+) -> Result<WrittenScene, AgentError> {
+    let facts = event_facts(writer, &draft.events);
+    let summary = digest(writer, draft);
     let transitions: Vec<EmotionTransition> = draft
         .moments
         .iter()
@@ -103,7 +87,7 @@ pub async fn write_scene(
     let mut vectors = embedder.embed(&texts).await?.into_iter();
     let episode = (
         EpisodicMemory {
-            id: format!("episode:{}", draft.scene_id),
+            id: episode_id(&draft.scene_id),
             scene_id: draft.scene_id.clone(),
             text: summary,
         },
@@ -120,15 +104,81 @@ pub async fn write_scene(
             t
         })
         .collect();
-    Ok((
-        WrittenScene {
-            episode,
-            facts,
-            transitions,
-        },
-        prompt_text,
-        usage,
-    ))
+    Ok(WrittenScene {
+        episode,
+        facts,
+        transitions,
+    })
+}
+
+/// Id of the episodic memory of a scene.
+#[must_use]
+pub fn episode_id(scene_id: &str) -> String {
+    format!("episode:{scene_id}")
+}
+
+/// What one batched model rewrite produced.
+#[derive(Debug, Clone, Default)]
+pub struct Rewritten {
+    /// New text and vector of each rewritten episodic memory.
+    pub episodes: Vec<(EpisodicMemory, Vec<f32>)>,
+    /// Extra facts the model found, each tied to a line the character perceived.
+    pub facts: Vec<(Fact, Vec<f32>)>,
+    /// The prompt sent (for the audit) and the usage.
+    pub prompt: String,
+    pub usage: Usage,
+}
+
+/// One model call rewrites the memories of `drafts` in the character's voice and adds
+/// facts with causes. Output it cannot use leaves the digests in place.
+pub async fn rewrite_scenes(
+    writer: Writer<'_>,
+    drafts: &[SceneDraft],
+    model: &dyn LanguageModel,
+    embedder: &dyn Embedder,
+) -> Result<Rewritten, AgentError> {
+    let (request, lines) = rewrite_request(writer, drafts);
+    let mut out = Rewritten {
+        prompt: request.prompt_text(),
+        ..Rewritten::default()
+    };
+    let completion = model.complete(&request, None).await?;
+    out.usage = Usage {
+        llm_calls: 1,
+        prompt_tokens: completion.prompt_tokens,
+        completion_tokens: completion.completion_tokens,
+        latency_ms: 0,
+    };
+    let Some((reply, _)) = parse_json::<ModelMemories>(&completion.text, |_| true) else {
+        tracing::warn!(
+            character = writer.id,
+            "unusable scene memories; keeping the digests"
+        );
+        return Ok(out);
+    };
+    let episodes: Vec<EpisodicMemory> = drafts
+        .iter()
+        .zip(&reply.memories)
+        .filter(|(_, m)| !m.summary.trim().is_empty())
+        .map(|(draft, m)| EpisodicMemory {
+            id: episode_id(&draft.scene_id),
+            scene_id: draft.scene_id.clone(),
+            text: m.summary.trim().to_owned(),
+        })
+        .collect();
+    let facts = model_facts(writer, &lines, reply.facts);
+    let mut texts: Vec<String> = episodes.iter().map(|e| e.text.clone()).collect();
+    texts.extend(facts.iter().map(|f| f.text.clone()));
+    let mut vectors = embedder.embed(&texts).await?.into_iter();
+    out.episodes = episodes
+        .into_iter()
+        .map(|e| (e, vectors.next().unwrap_or_default()))
+        .collect();
+    out.facts = facts
+        .into_iter()
+        .map(|f| (f, vectors.next().unwrap_or_default()))
+        .collect();
+    Ok(out)
 }
 
 fn visibility(event: &Perceived) -> BTreeSet<String> {
@@ -198,8 +248,11 @@ fn deed(doer: &str, text: &str) -> String {
 
 /// Facts the model extracted, each tied to the numbered line it cites: a fact citing no
 /// line the character perceived is dropped.
-fn model_facts(writer: Writer<'_>, events: &[Perceived], facts: Vec<ModelFact>) -> Vec<Fact> {
-    let lines = numbered(writer, events);
+fn model_facts(
+    writer: Writer<'_>,
+    lines: &[(&Perceived, String)],
+    facts: Vec<ModelFact>,
+) -> Vec<Fact> {
     facts
         .into_iter()
         .filter_map(|f| {
@@ -229,40 +282,66 @@ fn model_facts(writer: Writer<'_>, events: &[Perceived], facts: Vec<ModelFact>) 
         .collect()
 }
 
-/// The scene's lines as the model sees them: numbered, in the character's terms.
-fn numbered<'e>(writer: Writer<'_>, events: &'e [Perceived]) -> Vec<(&'e Perceived, String)> {
-    events
+/// The scenes' lines as the model sees them: numbered through the whole batch, in the
+/// character's terms.
+fn numbered<'e>(writer: Writer<'_>, drafts: &'e [SceneDraft]) -> Vec<(&'e Perceived, String)> {
+    drafts
         .iter()
+        .flat_map(|d| d.events.iter())
         .filter_map(|e| e.line(writer.id).map(|line| (e, line)))
         .collect()
 }
 
-fn scene_request(writer: Writer<'_>, draft: &SceneDraft) -> CompletionRequest {
-    let mut lines = String::new();
-    for (i, (_, line)) in numbered(writer, &draft.events).iter().enumerate() {
-        let _ = writeln!(lines, "{}. {line}", i + 1);
-    }
-    for moment in &draft.moments {
-        let _ = writeln!(
-            lines,
-            "(You felt {} when you spoke; you wanted to {}.)",
-            moment.emotion, moment.intent
-        );
+fn rewrite_request<'e>(
+    writer: Writer<'_>,
+    drafts: &'e [SceneDraft],
+) -> (CompletionRequest, Vec<(&'e Perceived, String)>) {
+    let lines = numbered(writer, drafts);
+    let mut text = String::new();
+    let mut number = 0;
+    for (index, draft) in drafts.iter().enumerate() {
+        let _ = writeln!(text, "Scene {}:", index + 1);
+        for event in &draft.events {
+            if let Some(line) = event.line(writer.id) {
+                number += 1;
+                let _ = writeln!(text, "{number}. {line}");
+            }
+        }
+        for moment in &draft.moments {
+            let _ = writeln!(
+                text,
+                "(You felt {} when you spoke; you wanted to {}.)",
+                moment.emotion, moment.intent
+            );
+        }
     }
     let system = format!(
-        "You are {name}. Write your memory of the scene below in the first person, in two \
-         to four sentences: what you did, felt, saw and concluded. Then list up to three \
-         facts you learned, each with the number of the line it comes from and its cause \
+        "You are {name}. Below are {count} scenes you lived through, their lines numbered. \
+         For each scene, in order, write your memory of it in the first person, in two to \
+         four sentences: what you did, felt, saw and concluded. Then list up to three facts \
+         per scene you learned, each with the number of the line it comes from and its cause \
          if the scene gives one. Reply with JSON.",
-        name = writer.name
+        name = writer.name,
+        count = drafts.len()
     );
     let schema = json!({
         "type": "object",
         "properties": {
-            "summary": {"type": "string", "minLength": 1, "maxLength": 600},
+            "memories": {
+                "type": "array",
+                "minItems": drafts.len(),
+                "maxItems": drafts.len(),
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "summary": {"type": "string", "minLength": 1, "maxLength": 600}
+                    },
+                    "required": ["summary"]
+                }
+            },
             "facts": {
                 "type": "array",
-                "maxItems": 3,
+                "maxItems": 3 * drafts.len(),
                 "items": {
                     "type": "object",
                     "properties": {
@@ -276,15 +355,18 @@ fn scene_request(writer: Writer<'_>, draft: &SceneDraft) -> CompletionRequest {
                 }
             }
         },
-        "required": ["summary", "facts"]
+        "required": ["memories", "facts"]
     });
-    CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(lines)])
-        .with_max_tokens(220)
-        .with_temperature(0.3)
-        .with_schema(ResponseSchema {
-            name: SCENE_MEMORY_SCHEMA.into(),
-            schema,
-        })
+    let max_tokens = u32::try_from(160 * drafts.len()).unwrap_or(u32::MAX);
+    let request =
+        CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(text)])
+            .with_max_tokens(max_tokens)
+            .with_temperature(0.3)
+            .with_schema(ResponseSchema {
+                name: SCENE_MEMORY_SCHEMA.into(),
+                schema,
+            });
+    (request, lines)
 }
 
 /// A first-person digest of the scene: who was there, what the character said and
@@ -473,11 +555,9 @@ mod tests {
 
     #[tokio::test]
     async fn facts_carry_the_perceivers_and_the_route() {
-        let (written, prompt, usage) = write_scene(WATSON, &draft(), None, &FakeEmbedder::new(8))
+        let written = write_scene(WATSON, &draft(), &FakeEmbedder::new(8))
             .await
             .expect("written");
-        assert!(prompt.is_none());
-        assert_eq!(usage.llm_calls, 0);
         let facts: Vec<(&str, VisibilityRoute)> = written
             .facts
             .iter()
@@ -498,30 +578,48 @@ mod tests {
         assert_eq!(written.transitions.len(), 1);
         assert_eq!(written.transitions[0].trigger_vector.len(), 8);
         assert_eq!(written.episode.0.id, "episode:lab");
+        assert_eq!(written.episode.0.text, digest(WATSON, &draft()));
     }
 
     #[tokio::test]
-    async fn a_model_writes_the_memory_and_facts_citing_perceived_lines_only() {
+    async fn one_call_rewrites_a_batch_of_scenes_and_facts_cite_perceived_lines_only() {
+        let mut second = draft();
+        second.scene_id = "street".into();
+        for event in &mut second.events {
+            event.seq += 10;
+        }
         let model = ScriptedModel::new(vec![ScriptRule {
-            when: vec!["first person".into()],
-            reply: r#"{"summary":"I met a remarkable man.","facts":[
-                {"line":2,"subject":"Holmes","predicate":"knew","object":"my service","cause":"my tan"},
+            when: vec!["2 scenes you lived through".into()],
+            reply: r#"{"memories":[{"summary":"I met a remarkable man."},{"summary":""}],
+                "facts":[
+                {"line":7,"subject":"Holmes","predicate":"knew","object":"my service","cause":"my tan"},
                 {"line":99,"subject":"x","predicate":"y","object":"z","cause":""}]}"#
                 .into(),
         }]);
-        let (written, prompt, usage) =
-            write_scene(WATSON, &draft(), Some(&model), &FakeEmbedder::new(8))
-                .await
-                .expect("written");
-        assert_eq!(written.episode.0.text, "I met a remarkable man.");
-        assert!(prompt.expect("prompt").contains("2. Holmes (to you)"));
-        assert_eq!(usage.llm_calls, 1);
-        let model_fact = written
-            .facts
+        let rewritten = rewrite_scenes(WATSON, &[draft(), second], &model, &FakeEmbedder::new(8))
+            .await
+            .expect("rewritten");
+        assert_eq!(model.calls(), 1, "one call for the batch");
+        assert_eq!(rewritten.usage.llm_calls, 1);
+        assert!(rewritten.prompt.contains("Scene 2:\n5. -- The laboratory"));
+        assert!(rewritten.prompt.contains("6. Holmes (to you)"));
+        let episodes: Vec<(&str, &str)> = rewritten
+            .episodes
             .iter()
-            .find(|(f, _)| f.cause == "my tan")
-            .expect("model fact kept");
-        assert_eq!(model_fact.0.text, "Holmes knew my service because my tan");
-        assert_eq!(written.facts.len(), 4, "three event facts + one cited fact");
+            .map(|(e, _)| (e.id.as_str(), e.text.as_str()))
+            .collect();
+        assert_eq!(
+            episodes,
+            [("episode:lab", "I met a remarkable man.")],
+            "an empty summary keeps the digest"
+        );
+        assert_eq!(rewritten.facts.len(), 1, "line 99 was never perceived");
+        let (fact, vector) = &rewritten.facts[0];
+        assert_eq!(fact.text, "Holmes knew my service because my tan");
+        assert_eq!(
+            fact.id, "fact:e13:7",
+            "line 7 is the second scene's third line"
+        );
+        assert_eq!(vector.len(), 8);
     }
 }

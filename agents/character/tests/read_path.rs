@@ -308,3 +308,79 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
         "detaching removes the file"
     );
 }
+
+#[tokio::test]
+async fn a_capable_model_rewrites_scene_memories_in_batches() {
+    let model = ScriptedModel::new(vec![rule(
+        &["2 scenes you lived through"],
+        r#"{"memories":[{"summary":"First, in my words."},{"summary":"Second, in my words."}],"facts":[]}"#,
+    )]);
+    let mut options = AgentOptions::new(
+        RoleModels::uniform(Arc::new(model.clone())),
+        Arc::new(FakeEmbedder::new(512)),
+    );
+    options.memory_writes = dramatis_character::MemoryWrites::Model;
+    options.write_batch = 2;
+    let agents = CharacterAgents::new(options);
+    agents
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attached");
+    let mut seq = 0;
+    let mut scene = |id: &str, text: &str| {
+        let mut line = speech(seq + 1, text);
+        line.scene_id = id.into();
+        let mut end = speech(seq + 2, "");
+        end.scene_id = id.into();
+        end.kind = EventKind::SceneEnd as i32;
+        end.speaker = String::new();
+        seq += 2;
+        vec![line, end]
+    };
+    let scenes = [
+        scene("s1", "The cab is waiting."),
+        scene("s2", "Lestrade sent a telegram."),
+        scene("s3", "Mrs Hudson brought tea."),
+    ];
+    let mut calls_after = Vec::new();
+    for events in &scenes {
+        agents
+            .perceive("w", "holmes", events)
+            .await
+            .expect("perceived");
+        calls_after.push(model.calls());
+    }
+    assert_eq!(calls_after, [0, 1, 1], "one call per two scenes");
+    let shard = agents.snapshot("w", "holmes").await.expect("shard");
+    let episodes: Vec<(String, String)> = shard
+        .layers()
+        .episodic
+        .items()
+        .iter()
+        .map(|m| (m.id.clone(), m.text.clone()))
+        .collect();
+    assert_eq!(episodes.len(), 3);
+    assert_eq!(
+        episodes[0],
+        ("episode:s1".into(), "First, in my words.".into())
+    );
+    assert_eq!(
+        episodes[1],
+        ("episode:s2".into(), "Second, in my words.".into())
+    );
+    assert!(
+        episodes[2]
+            .1
+            .contains("Watson said to me: \"Mrs Hudson brought tea.\""),
+        "the third scene keeps its digest until the next batch: {}",
+        episodes[2].1
+    );
+    let audit = shard.prompts();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].purpose, "scene_memory");
+    assert_eq!(
+        audit[0].memory_ids,
+        ["event:1", "event:3"],
+        "the rewrite prompt held only the two scenes' lines"
+    );
+}

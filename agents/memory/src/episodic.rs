@@ -29,6 +29,18 @@ impl EpisodicLayer {
         self.memories.items()
     }
 
+    /// Replaces the memory with the same id (a rewrite of the same scene); adds it when
+    /// there is none.
+    pub fn upsert(&mut self, memory: EpisodicMemory, vector: &[f32]) {
+        let id = memory.id.clone();
+        if !self
+            .memories
+            .replace(|m| m.id == id, memory.clone(), vector)
+        {
+            self.memories.push(memory, vector);
+        }
+    }
+
     /// The stored embedding of the memory `id`.
     #[must_use]
     pub fn vector_of(&self, id: &str) -> Option<&[f32]> {

@@ -55,6 +55,22 @@ impl VectorIndex {
         position
     }
 
+    /// Replaces the vector at `position` (ignored when out of range).
+    pub fn set(&mut self, position: usize, vector: &[f32]) {
+        let dimension = self.dimension;
+        if let Some(row) = position
+            .checked_mul(dimension)
+            .and_then(|start| self.data.get_mut(start..start + dimension))
+        {
+            for (slot, value) in row
+                .iter_mut()
+                .zip(vector.iter().chain(std::iter::repeat(&0.0)))
+            {
+                *slot = *value;
+            }
+        }
+    }
+
     /// The vector at `position`.
     #[must_use]
     pub fn vector(&self, position: usize) -> Option<&[f32]> {
@@ -116,6 +132,16 @@ impl<T> Indexed<T> {
     #[must_use]
     pub fn items(&self) -> &[T] {
         &self.items
+    }
+
+    /// Replaces the first item `matches` accepts, and its vector; false when none does.
+    pub fn replace(&mut self, matches: impl Fn(&T) -> bool, item: T, vector: &[f32]) -> bool {
+        let Some(position) = self.items.iter().position(matches) else {
+            return false;
+        };
+        self.items[position] = item;
+        self.index.set(position, vector);
+        true
     }
 
     /// The vector of the first item `matches` accepts.

@@ -108,6 +108,32 @@ fn anchor_returns_scene_memories_nearest_first() {
 }
 
 #[test]
+fn a_rewritten_scene_memory_replaces_the_old_one_in_place() {
+    let mut shard = shard();
+    let count = shard.episodic.items().len();
+    shard.episodic.upsert(
+        EpisodicMemory {
+            id: "criterion".into(),
+            scene_id: "criterion".into(),
+            text: "Rewritten.".into(),
+        },
+        &unit(1.0, 0.0, 0.0),
+    );
+    assert_eq!(shard.episodic.items().len(), count);
+    let best = shard.episodic.anchor(&unit(1.0, 0.0, 0.0), 1);
+    assert_eq!(best[0].0.text, "Rewritten.", "the new vector is searched");
+    shard.episodic.upsert(
+        EpisodicMemory {
+            id: "new".into(),
+            scene_id: "new".into(),
+            text: "New.".into(),
+        },
+        &unit(0.0, 0.0, 1.0),
+    );
+    assert_eq!(shard.episodic.items().len(), count + 1);
+}
+
+#[test]
 fn vis_retrieve_never_returns_an_invisible_fact_however_relevant() {
     let shard = shard();
     // The probe points straight at the secret letter (score 1.0), visible only to Holmes.
