@@ -86,8 +86,7 @@ impl AgentApi for AgentGrpc {
             .ok_or_else(|| Status::invalid_argument("frame is required"))?;
         // Fail fast on an unknown character, before the stream opens.
         self.agents
-            .snapshot(&world, &character)
-            .await
+            .ensure_attached(&world, &character)
             .map_err(|e| to_status(&e))?;
         let (out, rx) = tokio::sync::mpsc::channel(64);
         let agents = self.agents.clone();

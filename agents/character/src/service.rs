@@ -276,6 +276,11 @@ impl CharacterAgents {
         Ok((accepted, shard.last_seq()))
     }
 
+    /// Whether the character is attached (without copying its shard).
+    pub fn ensure_attached(&self, world: &str, character: &str) -> Result<(), AgentError> {
+        self.shard(world, character).map(|_| ())
+    }
+
     /// The shard's contents and prompt record.
     pub async fn snapshot(&self, world: &str, character: &str) -> Result<Shard, AgentError> {
         Ok(self.shard(world, character)?.lock().await.clone())

@@ -9,13 +9,14 @@
 //! computed by the caller (the agent's embedder) and stored with the items.
 
 mod episodic;
+mod hnsw;
 mod index;
 mod personality;
 mod semantic;
 mod shard;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
-pub use index::{Hit, Indexed, VectorIndex};
+pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
 pub use shard::{MemoryShard, ShardError, load_json, save_json};
