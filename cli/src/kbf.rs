@@ -85,17 +85,7 @@ pub fn match_letter(answer: &str, options: &BTreeMap<char, String>) -> Option<ch
             return Some(letter);
         }
     }
-    let lower = answer.to_lowercase();
-    let refusals = [
-        "cannot answer",
-        "can't answer",
-        "do not know",
-        "don't know",
-        "no idea",
-        "cannot say",
-        "not know",
-    ];
-    if refusals.iter().any(|r| lower.contains(r)) {
+    if dramatis_character::is_refusal(answer) {
         return Some(REFUSAL);
     }
     let words = |s: &str| -> Vec<String> {

@@ -161,9 +161,7 @@ pub async fn recall(
             timestamp_ms: now_ms(),
         });
         let completion = model.complete(&request, None).await?;
-        usage.llm_calls += 1;
-        usage.prompt_tokens += completion.prompt_tokens;
-        usage.completion_tokens += completion.completion_tokens;
+        count_call(&mut usage, &completion);
         let Some((reply, _)) = parse_json::<ProbeReply>(&completion.text, |_| true) else {
             tracing::warn!(character = me, output = %completion.text, "unusable self-probe output");
             break;
@@ -357,6 +355,13 @@ fn self_probe_request(
             name: SELF_PROBE_SCHEMA.into(),
             schema,
         })
+}
+
+/// Adds one model call and its tokens to `usage`.
+pub(crate) fn count_call(usage: &mut Usage, completion: &dramatis_llm::Completion) {
+    usage.llm_calls += 1;
+    usage.prompt_tokens += completion.prompt_tokens;
+    usage.completion_tokens += completion.completion_tokens;
 }
 
 pub(crate) fn now_ms() -> i64 {

@@ -16,7 +16,7 @@ use tokio::sync::{Mutex, mpsc};
 use crate::action::{ParsedKind, action_schema, parse_action};
 use crate::emotion::is_refusal;
 use crate::prompt::{self, BuiltPrompt};
-use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, now_ms, recall};
+use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, count_call, now_ms, recall};
 use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
 use crate::writer::{Writer, rewrite_scenes, write_scene};
@@ -110,12 +110,6 @@ fn file_safe(id: &str) -> String {
         .collect::<String>()
         .trim_start_matches('.')
         .to_owned()
-}
-
-fn add_usage(total: &mut Usage, part: &Usage) {
-    total.llm_calls += part.llm_calls;
-    total.prompt_tokens += part.prompt_tokens;
-    total.completion_tokens += part.completion_tokens;
 }
 
 impl CharacterAgents {
@@ -382,15 +376,7 @@ impl CharacterAgents {
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
             let completion = stream_completion(model.as_ref(), &request, sink).await?;
-            add_usage(
-                &mut usage,
-                &Usage {
-                    llm_calls: 1,
-                    prompt_tokens: completion.prompt_tokens,
-                    completion_tokens: completion.completion_tokens,
-                    latency_ms: 0,
-                },
-            );
+            count_call(&mut usage, &completion);
             if let Some(action) = parse_action(&completion.text) {
                 parsed = Some(action);
                 break;
@@ -476,15 +462,7 @@ impl CharacterAgents {
             .with_temperature(self.options.temperature);
         let completion = model.complete(&request, None).await?;
         let mut usage = recalled.usage;
-        add_usage(
-            &mut usage,
-            &Usage {
-                llm_calls: 1,
-                prompt_tokens: completion.prompt_tokens,
-                completion_tokens: completion.completion_tokens,
-                latency_ms: 0,
-            },
-        );
+        count_call(&mut usage, &completion);
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut answer = completion.text.trim().to_owned();
         if recalled.abstain && !is_refusal(&answer) {

@@ -21,6 +21,7 @@ use serde_json::json;
 
 use crate::AgentError;
 use crate::action::parse_json;
+use crate::recall::count_call;
 use crate::shard::{Perceived, PerceivedKind, SceneDraft, WrittenScene};
 
 /// Name of the scene-memory schema.
@@ -143,12 +144,7 @@ pub async fn rewrite_scenes(
         ..Rewritten::default()
     };
     let completion = model.complete(&request, None).await?;
-    out.usage = Usage {
-        llm_calls: 1,
-        prompt_tokens: completion.prompt_tokens,
-        completion_tokens: completion.completion_tokens,
-        latency_ms: 0,
-    };
+    count_call(&mut out.usage, &completion);
     let Some((reply, _)) = parse_json::<ModelMemories>(&completion.text, |_| true) else {
         tracing::warn!(
             character = writer.id,
