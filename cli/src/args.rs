@@ -24,6 +24,7 @@ impl Cli {
             (
                 0,
                 Command::Run(_)
+                | Command::Sandbox(_)
                 | Command::Watch(_)
                 | Command::Ask(_)
                 | Command::Scenarios(_)
@@ -44,6 +45,12 @@ pub enum Command {
     /// Starts the built-in language model when no endpoint is configured, the world
     /// service, and one agent process per character.
     Run(RunArgs),
+    /// Run an open story (a sandbox) from a spec file — a scenario with an [open] section
+    /// and no script — or a shipped sandbox's name, and print it live.
+    ///
+    /// A narrator proposes events from the premise; characters pursue their own goals and
+    /// travel between places; each round is a scene where people are.
+    Sandbox(RunArgs),
     /// Run the world service (gRPC, with health and reflection).
     Serve(ServeArgs),
     /// Run a character agent service.

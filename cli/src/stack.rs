@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
 use dramatis_world::agents::AgentDirectory;
 use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
@@ -57,6 +58,7 @@ impl LocalStack {
             }
             llm = Some(spawned);
         }
+        let model_for_narrator = model.clone();
         let agents = Arc::new(SpawnedAgents::new(
             model,
             logs.clone(),
@@ -67,6 +69,9 @@ impl LocalStack {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
             log_path: data_dir.join("events.redb"),
             agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
+            narrator: Some(Arc::clone(
+                crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),
+            )),
         };
         let worlds = Worlds::open(&options)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -129,6 +129,58 @@ async fn run_plays_the_shipped_scenario_with_agent_processes() {
 }
 
 #[tokio::test]
+async fn sandbox_runs_the_shipped_open_story_and_refuses_a_script() {
+    let output = tokio::process::Command::new(EXE)
+        .args([
+            "sandbox",
+            "lamplighters-ledger",
+            "--scripted",
+            "builtin",
+            "--no-color",
+        ])
+        .current_dir(repo())
+        .output()
+        .await
+        .expect("dramatis sandbox");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "sandbox failed:\n{stdout}\n{stderr}"
+    );
+    let rounds: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("══════ Round"))
+        .collect();
+    assert_eq!(rounds.len(), 6, "{stdout}");
+    let mut places: Vec<&str> = rounds
+        .iter()
+        .filter_map(|l| l.split_once(": ").map(|(_, place)| place))
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    assert!(places.len() >= 2, "scenes at several places: {places:?}");
+    assert!(
+        stdout.contains("The narrator judged the scene complete."),
+        "the scripted narrator ends scenes: {stdout}"
+    );
+    assert!(
+        stdout.contains("(1.20/turn)"),
+        "one narrator call per scene: {stdout}"
+    );
+
+    let scripted = tokio::process::Command::new(EXE)
+        .args(["sandbox", "study-in-scarlet", "--scripted", "builtin"])
+        .current_dir(repo())
+        .output()
+        .await
+        .expect("dramatis sandbox");
+    assert!(!scripted.status.success());
+    let message = String::from_utf8_lossy(&scripted.stderr);
+    assert!(message.contains("is a scripted scenario"), "{message}");
+}
+
+#[tokio::test]
 async fn bad_input_is_refused_with_a_clear_message() {
     let output = tokio::process::Command::new(EXE)
         .args(["run", "no-such-scenario", "--scripted", "builtin"])

@@ -66,6 +66,8 @@ impl TestAgent {
 pub struct Cluster {
     pub world_endpoint: String,
     pub agents: BTreeMap<String, TestAgent>,
+    /// The narrator of open stories (answers from the same rules).
+    pub narrator: ScriptedModel,
     pub shutdown: Shutdown,
     pub data: tempfile::TempDir,
     world_shutdown: Shutdown,
@@ -125,6 +127,7 @@ impl Cluster {
         let mut cluster = Self {
             world_endpoint: String::new(),
             agents,
+            narrator: ScriptedModel::new(rules.to_vec()),
             shutdown,
             data,
             world_shutdown: Shutdown::new(),
@@ -145,6 +148,7 @@ impl Cluster {
             scenarios_dir: scenarios_dir(),
             log_path: self.data.path().join("events.redb"),
             agents: Arc::new(directory),
+            narrator: Some(Arc::new(self.narrator.clone())),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

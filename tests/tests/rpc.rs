@@ -38,11 +38,15 @@ async fn world_requests_are_validated_precisely() {
         .await
         .expect("list")
         .into_inner();
-    assert_eq!(listed.scenarios.len(), 1);
-    assert_eq!(listed.scenarios[0].name, "study-in-scarlet");
+    let names: Vec<&str> = listed.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["lamplighters-ledger", "study-in-scarlet"]);
+    assert_eq!(
+        listed.scenarios[1].characters,
+        ["watson", "stamford", "holmes", "lestrade"]
+    );
     assert_eq!(
         listed.scenarios[0].characters,
-        ["watson", "stamford", "holmes", "lestrade"]
+        ["ada", "coyle", "tom", "varga"]
     );
 
     assert_status(

@@ -3,8 +3,9 @@
 //! output — repairing what it can — without ever evaluating it.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use dramatis_llm::parse_json;
 
 use crate::emotion::EMOTIONS;
 
@@ -31,10 +32,11 @@ pub fn action_schema(present: &[String], exits: &[String]) -> Value {
             "emotion": {"type": "string", "enum": EMOTIONS},
             "intensity": {"type": "integer", "minimum": 1, "maximum": 3},
             "intent": {"type": "string", "maxLength": 40},
+            "goal": {"type": "string", "maxLength": 60},
             "destination": {"type": "string", "enum": choices(exits)}
         },
         "required": ["kind", "target", "text", "thought", "emotion", "intensity", "intent",
-            "destination"],
+            "goal", "destination"],
         "additionalProperties": false
     })
 }
@@ -60,6 +62,8 @@ pub struct ParsedAction {
     pub emotion: String,
     pub intensity: f32,
     pub intent: String,
+    /// What the character now wants (empty: unchanged).
+    pub goal: String,
     /// The output needed repair (extracted from prose, truncated JSON closed, ...).
     pub repaired: bool,
 }
@@ -82,6 +86,8 @@ struct Wire {
     intensity: Option<f32>,
     #[serde(default)]
     intent: Option<String>,
+    #[serde(default)]
+    goal: Option<String>,
 }
 
 const MAX_TEXT: usize = 400;
@@ -97,28 +103,6 @@ pub fn parse_action(output: &str) -> Option<ParsedAction> {
         a.repaired = repaired;
         a
     })
-}
-
-/// Parses model output as JSON of type `T` that `usable` accepts, without ever
-/// evaluating it. Tries, in order: the text as it is; the first balanced `{...}` inside
-/// it (code fences, chatter around it); a truncated object closed off. The flag is true
-/// when a repair was needed.
-#[must_use]
-pub fn parse_json<T: DeserializeOwned>(
-    output: &str,
-    usable: impl Fn(&T) -> bool,
-) -> Option<(T, bool)> {
-    let trimmed = output.trim();
-    if let Some(value) = serde_json::from_str::<T>(trimmed).ok().filter(&usable) {
-        return Some((value, false));
-    }
-    let candidate = balanced_object(trimmed)
-        .map(str::to_owned)
-        .or_else(|| close_truncated(trimmed))?;
-    serde_json::from_str::<T>(&candidate)
-        .ok()
-        .filter(usable)
-        .map(|value| (value, true))
 }
 
 fn from_wire(wire: &Wire) -> Option<ParsedAction> {
@@ -154,6 +138,7 @@ fn from_wire(wire: &Wire) -> Option<ParsedAction> {
         // 1–3 on the wire; 0–1 in the record.
         intensity: (wire.intensity.unwrap_or(1.0).clamp(1.0, 3.0) / 3.0),
         intent: clean(wire.intent.as_deref().unwrap_or_default()),
+        goal: clean(wire.goal.as_deref().unwrap_or_default()),
         repaired: false,
     })
 }
@@ -165,79 +150,6 @@ fn clean(text: &str) -> String {
         Some((cut, _)) => collapsed[..cut].to_owned(),
         None => collapsed,
     }
-}
-
-/// The first `{...}` with balanced braces, respecting JSON strings.
-fn balanced_object(text: &str) -> Option<&str> {
-    let start = text.find('{')?;
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text[start..].char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&text[start..=start + i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Closes an object cut off mid-way (the model ran out of tokens): ends an open string,
-/// drops a dangling key, and adds the missing braces.
-fn close_truncated(text: &str) -> Option<String> {
-    let start = text.find('{')?;
-    let mut body = text[start..].to_owned();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut depth = 0i32;
-    for c in body.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match c {
-                '"' => in_string = true,
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => {}
-            }
-        }
-    }
-    if escaped {
-        body.pop();
-    }
-    if in_string {
-        body.push('"');
-    }
-    let trimmed = body.trim_end().trim_end_matches(',');
-    let mut body = trimmed.to_owned();
-    if body.ends_with(':') {
-        body.push_str("\"\"");
-    }
-    for _ in 0..depth.max(0) {
-        body.push('}');
-    }
-    Some(body)
 }
 
 #[cfg(test)]

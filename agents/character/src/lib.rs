@@ -19,7 +19,7 @@ pub mod shard;
 mod stream_text;
 pub mod writer;
 
-pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action, parse_json};
+pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
 pub use emotion::is_refusal;
 pub use error::AgentError;
 pub use prompt::ABSTAIN_INSTRUCTION;

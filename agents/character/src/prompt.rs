@@ -35,7 +35,7 @@ const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON
 const EXAMPLE_USER: &str = "Character: Martha, a baker. Speaks briskly.\nRecent:\n- Tom: \"Is the \
     bread fresh today?\"\nPlace: the bakery. With you: Tom (id tom).\nYour aim: sell Tom a loaf.";
 
-const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","emotion":"joy","intensity":1,"intent":"make a sale","destination":""}"#;
+const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","emotion":"joy","intensity":1,"intent":"make a sale","goal":"sell Tom a loaf","destination":""}"#;
 
 fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
@@ -125,8 +125,15 @@ pub(crate) fn act(shard: &Shard, recalled: &Recalled, frame: &SceneFrame) -> Bui
             .collect();
         let _ = write!(user, " With you: {}.", present.join(", "));
     }
+    // The world's direction for this scene, and the character's own goal.
     if !frame.direction.trim().is_empty() {
         let _ = write!(user, "\nYour aim: {}", frame.direction.trim());
+    }
+    if !shard.goal().is_empty() {
+        let _ = write!(user, "\nYou want: {}", shard.goal());
+    }
+    if !frame.exits.is_empty() {
+        let _ = write!(user, "\nYou can go to: {}.", frame.exits.join(", "));
     }
     BuiltPrompt {
         messages: vec![

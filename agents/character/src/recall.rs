@@ -21,9 +21,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::action::parse_json;
 use crate::emotion::{Mood, gate_fires, transition};
 use crate::shard::{AuditEntry, EPISODIC, SEMANTIC, Shard};
+use dramatis_llm::parse_json;
 
 /// Name of the Self-Probe schema.
 pub const SELF_PROBE_SCHEMA: &str = "self_probe";

@@ -386,6 +386,7 @@ impl CharacterAgents {
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let action = match parsed {
             Some(p) => {
+                shard.revise_goal(&p.goal);
                 shard.expect_own(Annotation {
                     emotion: p.emotion.clone(),
                     intensity: p.intensity,

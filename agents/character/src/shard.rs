@@ -184,6 +184,9 @@ struct State {
     /// Scenes written as digests, waiting for a batched model rewrite.
     #[serde(default)]
     rewrites: Vec<SceneDraft>,
+    /// What the character wants, as it last said (starts as the profile's goal).
+    #[serde(default)]
+    goal: String,
 }
 
 /// A character's memory.
@@ -245,6 +248,7 @@ impl Shard {
                 &vector,
             );
         }
+        let goal = profile.goal.clone();
         Ok(Self {
             profile,
             state: State {
@@ -259,6 +263,7 @@ impl Shard {
                 audit: Vec::new(),
                 names: BTreeMap::new(),
                 rewrites: Vec::new(),
+                goal,
             },
         })
     }
@@ -313,6 +318,19 @@ impl Shard {
 
     pub fn set_mood(&mut self, mood: Mood) {
         self.state.mood = mood;
+    }
+
+    /// What the character wants, in its own words.
+    #[must_use]
+    pub fn goal(&self) -> &str {
+        &self.state.goal
+    }
+
+    /// The character revises its goal (an empty goal keeps the old one).
+    pub fn revise_goal(&mut self, goal: &str) {
+        if !goal.trim().is_empty() {
+            goal.trim().clone_into(&mut self.state.goal);
+        }
     }
 
     /// Every event the character perceived, in order.

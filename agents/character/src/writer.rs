@@ -20,9 +20,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::action::parse_json;
 use crate::recall::count_call;
 use crate::shard::{Perceived, PerceivedKind, SceneDraft, WrittenScene};
+use dramatis_llm::parse_json;
 
 /// Name of the scene-memory schema.
 pub const SCENE_MEMORY_SCHEMA: &str = "scene_memory";

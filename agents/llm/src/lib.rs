@@ -7,6 +7,7 @@
 //! text back.
 
 mod error;
+mod json;
 pub mod local;
 mod openai;
 mod roles;
@@ -15,6 +16,7 @@ mod sse;
 mod types;
 
 pub use error::LlmError;
+pub use json::parse_json;
 pub use openai::{OpenAiClient, OpenAiConfig};
 pub use roles::{ModelRole, RoleModels};
 pub use scripted::{RecordedPrompt, ScriptRule, ScriptedModel};

@@ -116,7 +116,7 @@ pub struct Completion {
 /// A chat model. Implementations: [`crate::OpenAiClient`] (any OpenAI-compatible
 /// endpoint, including the built-in one) and [`crate::ScriptedModel`] (tests).
 #[async_trait]
-pub trait LanguageModel: Send + Sync {
+pub trait LanguageModel: Send + Sync + std::fmt::Debug {
     /// A short name for logs and summaries.
     fn name(&self) -> &str;
 

@@ -46,6 +46,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         log_path: data.path().join("events.redb"),
         agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
+        narrator: Some(Arc::new(model.clone())),
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;

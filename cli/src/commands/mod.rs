@@ -17,6 +17,7 @@ use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Sandbox(args) => run::sandbox(args).await,
         Command::Serve(args) => serve::serve(args).await,
         Command::Agent(args) => serve::agent(args).await,
         Command::Llm(args) => llm::llm(args).await,

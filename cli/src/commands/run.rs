@@ -51,6 +51,32 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     outcome.map(|_| ())
 }
 
+/// `dramatis sandbox`: `run` for open stories; refuses a scripted scenario.
+pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
+    let spec = if Path::new(&args.scenario).is_file() {
+        dramatis_world::scenario::Scenario::load(Path::new(&args.scenario))?
+    } else {
+        let catalog = dramatis_world::scenario::ScenarioCatalog::new(
+            args.scenarios_dir
+                .clone()
+                .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
+        );
+        catalog.load(&args.scenario).with_context(|| {
+            format!(
+                "no sandbox spec file or shipped sandbox named {:?}",
+                args.scenario
+            )
+        })??
+    };
+    if spec.open.is_none() {
+        anyhow::bail!(
+            "{} is a scripted scenario (it has [[scenes]]); play it with `dramatis run`, or give a sandbox spec with an [open] section",
+            spec.source.display()
+        );
+    }
+    run(args).await
+}
+
 /// A CreateWorld source: an existing file is a path, anything else a shipped name.
 pub fn scenario_source(scenario: &str) -> create_world_request::Source {
     if Path::new(scenario).is_file() {

@@ -2,13 +2,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use dramatis_character::CharacterAgents;
+use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agents::{AgentDirectory, StaticAgents};
 
 use crate::args::MemoryWritesArg;
 use crate::args::{AgentArgs, ServeArgs};
-use crate::models::agent_options;
+use crate::models::{agent_options, role_models};
 use crate::spawn::{SpawnedAgents, start_builtin_llm};
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
@@ -41,6 +42,9 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         log_path: args.data_dir.join("events.redb"),
         agents,
+        narrator: Some(Arc::clone(
+            role_models(&args.model)?.get(ModelRole::Narrator),
+        )),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

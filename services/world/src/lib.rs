@@ -11,6 +11,7 @@ mod error;
 pub mod grpc;
 pub mod hub;
 pub mod log;
+pub mod narrator;
 pub mod router;
 pub mod scenario;
 pub mod scheduler;

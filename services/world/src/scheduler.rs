@@ -1,21 +1,44 @@
-//! The scripted-scene scheduler: given the state, what happens next — open a scene,
-//! let a character act, close the scene, or nothing (the script is done).
+//! The scheduler: given the state, what happens next — open a scene, let a character
+//! act, close the scene, or nothing (the story is done). Scripted stories follow their
+//! script; open stories run rounds, one scene each, where the characters are.
 
-use crate::scenario::{Scenario, Scene};
+use crate::scenario::{OpenStory, Scenario};
 use crate::state::WorldState;
 
-/// The next step of a scripted story.
+/// The next step of a story.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
+    /// Open the script's next scene.
     OpenScene,
-    Turn { actor: String },
-    CloseScene { reason: String },
+    /// Open a round's scene at a location (open stories).
+    OpenAt {
+        location: String,
+    },
+    /// A traveller reaches its destination (open stories).
+    Arrive {
+        who: String,
+        location: String,
+    },
+    /// Nobody is at any location: the round passes on the road.
+    PassRound,
+    /// Ask the narrator whether the scene is over (once per scene, open stories).
+    Judge,
+    Turn {
+        actor: String,
+    },
+    CloseScene {
+        reason: String,
+    },
     Finished,
 }
 
-/// Decides the next step.
+/// Decides the next step. `judged` says whether the narrator already judged the scene
+/// running.
 #[must_use]
-pub fn next_step(state: &WorldState, scenario: &Scenario) -> Step {
+pub fn next_step(state: &WorldState, scenario: &Scenario, judged: bool) -> Step {
+    if let Some(open) = &scenario.open {
+        return open_step(state, scenario, open, judged);
+    }
     let Some(scene) = scenario.scenes.get(state.scene) else {
         return Step::Finished;
     };
@@ -32,7 +55,7 @@ pub fn next_step(state: &WorldState, scenario: &Scenario) -> Step {
             reason: format!("The turn limit of {} was reached.", scene.max_turns),
         };
     }
-    match next_actor(state, scene) {
+    match next_actor(state, &scene.cast, &scene.location) {
         Some(actor) => Step::Turn { actor },
         None => Step::CloseScene {
             reason: "Nobody of the cast is left at the location.".into(),
@@ -40,20 +63,91 @@ pub fn next_step(state: &WorldState, scenario: &Scenario) -> Step {
     }
 }
 
+/// Turns of a scene with one character in it.
+pub const SOLO_TURNS: u32 = 2;
+
+/// The turn of the narrator's judgement in a scene of `turns` turns: two thirds in,
+/// after at least three lines (one call per scene; at 8 turns it comes after line 5).
+#[must_use]
+pub fn judge_turn(turns: u32) -> u32 {
+    (turns * 2 / 3).max(3)
+}
+
+fn open_step(state: &WorldState, scenario: &Scenario, open: &OpenStory, judged: bool) -> Step {
+    if state.finished(scenario) {
+        return Step::Finished;
+    }
+    if !state.scene_open {
+        if let Some((who, (location, _))) = state
+            .travelling
+            .iter()
+            .find(|(_, (_, due))| *due <= state.scene)
+        {
+            return Step::Arrive {
+                who: who.clone(),
+                location: location.clone(),
+            };
+        }
+        return match choose_location(state, scenario) {
+            Some(location) => Step::OpenAt { location },
+            None => Step::PassRound,
+        };
+    }
+    let present = state.present_at(&state.scene_location);
+    if present.is_empty() {
+        return Step::CloseScene {
+            reason: "Everyone has left.".into(),
+        };
+    }
+    // Someone alone gets a couple of turns (to think aloud, or to leave), not a scene.
+    let alone = present.len() == 1;
+    let limit = if alone {
+        open.scene_turns.min(SOLO_TURNS)
+    } else {
+        open.scene_turns
+    };
+    if state.scene_turn >= limit {
+        return Step::CloseScene {
+            reason: format!("The turn limit of {limit} was reached."),
+        };
+    }
+    if !judged && !alone && state.scene_turn >= judge_turn(open.scene_turns) {
+        return Step::Judge;
+    }
+    match next_actor(state, &present, &state.scene_location) {
+        Some(actor) => Step::Turn { actor },
+        None => Step::CloseScene {
+            reason: "Everyone has left.".into(),
+        },
+    }
+}
+
+/// Where a round's scene happens: the location with the most characters; on a tie, the
+/// one whose last scene is longest ago (never is longest), then the first in the
+/// scenario's order. `None` when everyone is on the road.
+#[must_use]
+pub fn choose_location(state: &WorldState, scenario: &Scenario) -> Option<String> {
+    scenario
+        .locations
+        .iter()
+        .enumerate()
+        .map(|(order, l)| (state.present_at(&l.id).len(), l, order))
+        .filter(|(count, _, _)| *count > 0)
+        .min_by_key(|(count, l, order)| {
+            let last = state.last_scene_at.get(&l.id).map_or(0, |round| round + 1);
+            (std::cmp::Reverse(*count), last, *order)
+        })
+        .map(|(_, l, _)| l.id.clone())
+}
+
 /// Who acts next: the person just addressed, if in the cast and present; otherwise the
 /// present cast member who has spoken least in this scene (never the last actor unless
 /// alone), ties going to script order after the last actor.
 #[must_use]
-pub fn next_actor(state: &WorldState, scene: &Scene) -> Option<String> {
-    let present: Vec<&String> = scene
-        .cast
+pub fn next_actor(state: &WorldState, cast: &[String], location: &str) -> Option<String> {
+    let present: Vec<&String> = cast
         .iter()
-        .filter(|c| {
-            state
-                .locations
-                .get(*c)
-                .is_some_and(|l| *l == scene.location)
-        })
+        .filter(|c| state.locations.get(*c).is_some_and(|l| l == location))
         .collect();
     if present.is_empty() {
         return None;
@@ -66,10 +160,10 @@ pub fn next_actor(state: &WorldState, scene: &Scene) -> Option<String> {
     }
     let last = state.last_actor.as_ref();
     let start = last
-        .and_then(|l| scene.cast.iter().position(|c| c == l))
+        .and_then(|l| cast.iter().position(|c| c == l))
         .map_or(0, |i| i + 1);
-    (0..scene.cast.len())
-        .map(|k| &scene.cast[(start + k) % scene.cast.len()])
+    (0..cast.len())
+        .map(|k| &cast[(start + k) % cast.len()])
         .filter(|c| present.contains(c) && (Some(*c) != last || present.len() == 1))
         .min_by_key(|c| state.turns_by.get(*c).copied().unwrap_or(0))
         .cloned()
@@ -81,7 +175,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::scenario::{Character, Location};
+    use crate::scenario::{Character, Location, Scene};
 
     fn scenario() -> Scenario {
         let character = |id: &str, at: &str| Character {
@@ -93,6 +187,7 @@ mod tests {
             location: at.into(),
             memories: vec![],
             patterns: vec![],
+            goal: String::new(),
         };
         Scenario {
             name: "t".into(),
@@ -122,6 +217,7 @@ mod tests {
                 opening: String::new(),
                 directions: BTreeMap::new(),
             }],
+            open: None,
             source: PathBuf::from("t.toml"),
         }
     }
@@ -136,30 +232,36 @@ mod tests {
             state.last_target = target.map(Into::into);
             *state.turns_by.entry(who.into()).or_default() += 1;
         };
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
+        assert_eq!(
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
+            Some("a")
+        );
         took_turn(&mut state, "a", Some("c"));
         assert_eq!(
-            next_actor(&state, scene).as_deref(),
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
             Some("c"),
             "the addressed answers"
         );
         took_turn(&mut state, "c", Some("a"));
-        assert_eq!(next_actor(&state, scene).as_deref(), Some("a"));
+        assert_eq!(
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
+            Some("a")
+        );
         took_turn(&mut state, "a", None);
         assert_eq!(
-            next_actor(&state, scene).as_deref(),
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
             Some("b"),
             "the quiet one gets a turn"
         );
         took_turn(&mut state, "b", None);
         assert_eq!(
-            next_actor(&state, scene).as_deref(),
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
             Some("c"),
             "fewest turns, then script order"
         );
         state.locations.insert("c".into(), "elsewhere".into());
         assert_eq!(
-            next_actor(&state, scene).as_deref(),
+            next_actor(&state, &scene.cast, &scene.location).as_deref(),
             Some("a"),
             "absent characters never act"
         );
@@ -169,19 +271,102 @@ mod tests {
     fn scene_closes_on_turn_limit_or_beat() {
         let scenario = scenario();
         let mut state = WorldState::initial(&scenario);
-        assert_eq!(next_step(&state, &scenario), Step::OpenScene);
+        assert_eq!(next_step(&state, &scenario, false), Step::OpenScene);
         state.scene_open = true;
-        assert!(matches!(next_step(&state, &scenario), Step::Turn { .. }));
+        assert!(matches!(
+            next_step(&state, &scenario, false),
+            Step::Turn { .. }
+        ));
         state.scene_turn = 3;
         assert!(
-            matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("turn limit"))
+            matches!(next_step(&state, &scenario, false), Step::CloseScene { reason } if reason.contains("turn limit"))
         );
         state.scene_turn = 1;
         state.beat_reached = true;
         assert!(
-            matches!(next_step(&state, &scenario), Step::CloseScene { reason } if reason.contains("beat"))
+            matches!(next_step(&state, &scenario, false), Step::CloseScene { reason } if reason.contains("beat"))
         );
         state.scene = 1;
-        assert_eq!(next_step(&state, &scenario), Step::Finished);
+        assert_eq!(next_step(&state, &scenario, false), Step::Finished);
+    }
+
+    fn open_scenario() -> Scenario {
+        let mut scenario = scenario();
+        scenario.scenes.clear();
+        scenario.locations.push(Location {
+            id: "street".into(),
+            name: "Street".into(),
+            description: String::new(),
+        });
+        scenario.characters[2].location = "street".into();
+        scenario.open = Some(OpenStory {
+            premise: "p".into(),
+            opening: String::new(),
+            opening_location: String::new(),
+            rounds: 2,
+            scene_turns: 4,
+        });
+        scenario
+    }
+
+    #[test]
+    fn an_open_round_picks_the_busiest_place_judges_once_and_ends() {
+        let scenario = open_scenario();
+        let mut state = WorldState::initial(&scenario);
+        assert_eq!(
+            next_step(&state, &scenario, false),
+            Step::OpenAt {
+                location: "lab".into()
+            },
+            "two characters in the lab, one in the street"
+        );
+        state.scene_open = true;
+        state.scene_location = "lab".into();
+        assert!(matches!(
+            next_step(&state, &scenario, false),
+            Step::Turn { .. }
+        ));
+        state.scene_turn = judge_turn(4);
+        assert_eq!(next_step(&state, &scenario, false), Step::Judge);
+        assert!(
+            matches!(next_step(&state, &scenario, true), Step::Turn { .. }),
+            "judged once per scene"
+        );
+        state.scene_turn = 4;
+        assert!(matches!(
+            next_step(&state, &scenario, true),
+            Step::CloseScene { reason } if reason.contains("turn limit")
+        ));
+        state.scene_turn = 1;
+        state.locations.remove("a");
+        state.locations.remove("b");
+        assert!(matches!(
+            next_step(&state, &scenario, false),
+            Step::CloseScene { reason } if reason.contains("left")
+        ));
+        state.scene = 2;
+        assert_eq!(next_step(&state, &scenario, false), Step::Finished);
+    }
+
+    #[test]
+    fn travellers_arrive_when_due_and_an_empty_world_passes_the_round() {
+        let scenario = open_scenario();
+        let mut state = WorldState::initial(&scenario);
+        state.locations.clear();
+        state.travelling.insert("a".into(), ("street".into(), 1));
+        assert_eq!(next_step(&state, &scenario, false), Step::PassRound);
+        state.scene = 1;
+        assert_eq!(
+            next_step(&state, &scenario, false),
+            Step::Arrive {
+                who: "a".into(),
+                location: "street".into()
+            }
+        );
+        // Ties go to the place whose last scene is longest ago.
+        let mut tie = WorldState::initial(&scenario);
+        tie.locations.remove("b");
+        tie.last_scene_at.insert("lab".into(), 0);
+        assert_eq!(choose_location(&tie, &scenario).as_deref(), Some("street"));
     }
 }

@@ -23,6 +23,9 @@ pub struct WorldServiceOptions {
     pub log_path: PathBuf,
     /// Where character agents are.
     pub agents: Arc<dyn AgentDirectory>,
+    /// The narrator of open stories; without one, open scenes end at their turn limit
+    /// and nothing is proposed.
+    pub narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
 }
 
 /// Where a new world's scenario comes from.
@@ -45,6 +48,7 @@ struct Inner {
     log: EventLog,
     agents: Arc<dyn AgentDirectory>,
     pool: AgentPool,
+    narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
 }
 
 impl Worlds {
@@ -57,6 +61,7 @@ impl Worlds {
                 log: EventLog::open(&options.log_path)?,
                 agents: Arc::clone(&options.agents),
                 pool: AgentPool::default(),
+                narrator: options.narrator.clone(),
             }),
         })
     }
@@ -102,7 +107,15 @@ impl Worlds {
                 self.inner.pool.client(&endpoint, &character.id)?,
             );
         }
-        World::start(id, scenario, self.inner.log.clone(), clients, history).await
+        World::start(
+            id,
+            scenario,
+            self.inner.log.clone(),
+            clients,
+            history,
+            self.inner.narrator.clone(),
+        )
+        .await
     }
 
     /// Creates and starts a world.

@@ -11,10 +11,19 @@ use crate::scenario::Scenario;
 /// The mutable state of one world.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorldState {
-    /// Character id -> location id.
+    /// Character id -> location id (characters on the road are absent).
     pub locations: BTreeMap<String, String>,
-    /// 0-based index of the scene running or next to run.
+    /// Characters on a journey (open stories): destination and the round they arrive.
+    pub travelling: BTreeMap<String, (String, usize)>,
+    /// 0-based index of the scene running or next to run (in an open story: the round).
     pub scene: usize,
+    /// Id and location of the scene running (or last run).
+    pub scene_id: String,
+    pub scene_location: String,
+    /// Location id -> the scene (round) index of the last scene there.
+    pub last_scene_at: BTreeMap<String, usize>,
+    /// Character id -> scenes in a row it has been part of at the same place.
+    pub stay: BTreeMap<String, u32>,
     pub scene_open: bool,
     /// Turns taken in the open scene.
     pub scene_turn: u32,
@@ -38,7 +47,12 @@ impl WorldState {
                 .iter()
                 .map(|c| (c.id.clone(), c.location.clone()))
                 .collect(),
+            travelling: BTreeMap::new(),
             scene: 0,
+            scene_id: String::new(),
+            scene_location: String::new(),
+            last_scene_at: BTreeMap::new(),
+            stay: BTreeMap::new(),
             scene_open: false,
             scene_turn: 0,
             total_turns: 0,
@@ -50,10 +64,10 @@ impl WorldState {
         }
     }
 
-    /// Whether the script has run out.
+    /// Whether the script (or the open story's rounds) has run out.
     #[must_use]
     pub fn finished(&self, scenario: &Scenario) -> bool {
-        self.scene >= scenario.scenes.len()
+        self.scene >= scenario.length()
     }
 
     /// Characters at `location`, in id order.
@@ -77,6 +91,13 @@ impl WorldState {
         match event.kind() {
             EventKind::SceneStart => {
                 self.scene_open = true;
+                self.scene_id.clone_from(&event.scene_id);
+                self.scene_location.clone_from(&event.location);
+                self.last_scene_at
+                    .insert(event.location.clone(), self.scene);
+                for who in &event.perceivers {
+                    *self.stay.entry(who.clone()).or_default() += 1;
+                }
                 self.scene_turn = 0;
                 self.beat_reached = false;
                 self.last_actor = None;
@@ -87,7 +108,16 @@ impl WorldState {
                 self.scene_open = false;
                 self.scene += 1;
             }
+            EventKind::Movement if event.travel_rounds > 0 => {
+                self.locations.remove(&event.speaker);
+                self.stay.remove(&event.speaker);
+                let arrives = self.scene + usize::try_from(event.travel_rounds).unwrap_or(1);
+                self.travelling
+                    .insert(event.speaker.clone(), (event.destination.clone(), arrives));
+            }
             EventKind::Movement => {
+                self.travelling.remove(&event.speaker);
+                self.stay.remove(&event.speaker);
                 self.locations
                     .insert(event.speaker.clone(), event.location.clone());
             }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use dramatis_llm::LanguageModel;
 use dramatis_proto::v1::{
     self as pb, Action, ActionKind, Event, EventKind, TokenChunk, Usage, WorldStatus, act_response,
 };
@@ -17,10 +18,15 @@ use crate::WorldError;
 use crate::agents::AgentRpc;
 use crate::hub::TranscriptHub;
 use crate::log::EventLog;
+use crate::narrator::{self, Judgement};
 use crate::router::PerceptionRouter;
 use crate::scenario::Scenario;
 use crate::scheduler::{Step, next_step};
 use crate::state::WorldState;
+
+/// Scenes in a row at one place after which an open story reminds a character it can
+/// leave.
+const STAY_HINT: u32 = 2;
 
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +47,12 @@ struct Draft {
     location: String,
     /// For movement: where the actor left from.
     origin: Option<String>,
+    /// For a departure on a journey: where to, and how many rounds it takes.
+    destination: String,
+    travel_rounds: u32,
+    /// Characters who perceive it though they are not (yet) at the location: an
+    /// arriving traveller.
+    told: Vec<String>,
     thought: String,
     turn: u32,
     usage: Option<Usage>,
@@ -65,6 +77,21 @@ pub struct World {
     slots: BTreeMap<String, Slot>,
     advancing: AtomicBool,
     deleted: AtomicBool,
+    /// The narrator of open stories (world-side: it sees the whole world, and what it
+    /// says reaches characters only as events at a location).
+    narrator: Option<Arc<dyn LanguageModel>>,
+    notes: std::sync::Mutex<NarratorNotes>,
+}
+
+/// What the narrator decided that no event records yet.
+#[derive(Debug, Default)]
+struct NarratorNotes {
+    /// The round whose scene was judged.
+    judged: Option<usize>,
+    /// The event proposed for the next round: location and text.
+    proposal: Option<(String, String)>,
+    /// Narrator usage not yet attached to an event.
+    usage: Option<Usage>,
 }
 
 impl std::fmt::Debug for World {
@@ -91,6 +118,7 @@ impl World {
         log: EventLog,
         clients: BTreeMap<String, AgentRpc>,
         history: Vec<Event>,
+        narrator: Option<Arc<dyn LanguageModel>>,
     ) -> Result<Self, WorldError> {
         let mut state = WorldState::initial(&scenario);
         for event in &history {
@@ -127,6 +155,8 @@ impl World {
             slots,
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
+            narrator,
+            notes: std::sync::Mutex::default(),
         })
     }
 
@@ -171,7 +201,7 @@ impl World {
             } else {
                 u32::try_from(state.scene + 1).unwrap_or(u32::MAX)
             },
-            total_scenes: u32::try_from(self.scenario.scenes.len()).unwrap_or(u32::MAX),
+            total_scenes: u32::try_from(self.scenario.length()).unwrap_or(u32::MAX),
             scene_turn: state.scene_turn,
             next_seq: self.hub.next_seq(),
             characters: self
@@ -212,11 +242,59 @@ impl World {
             if self.deleted.load(Ordering::Relaxed) {
                 return Err(WorldError::Deleted(self.id.clone()));
             }
-            match next_step(state, &self.scenario) {
+            let judged = self.notes().judged == Some(state.scene);
+            match next_step(state, &self.scenario, judged) {
                 Step::Finished => break,
                 Step::OpenScene => {
                     for draft in self.opening_drafts(state) {
                         produced.push(self.emit(state, draft).await?);
+                    }
+                }
+                Step::OpenAt { location } => {
+                    for draft in self.open_round_drafts(state, &location) {
+                        produced.push(self.emit(state, draft).await?);
+                    }
+                }
+                Step::Arrive { who, location } => {
+                    let place = self.place_name(&location).to_owned();
+                    let draft = Draft {
+                        kind: EventKind::Movement,
+                        text: format!("{} arrives at {place}.", self.name_of(&who)),
+                        speaker: who.clone(),
+                        location,
+                        told: vec![who],
+                        ..Draft::default()
+                    };
+                    produced.push(self.emit(state, draft).await?);
+                }
+                Step::PassRound => {
+                    let draft = Draft {
+                        kind: EventKind::SceneEnd,
+                        text: "Time passes on the roads.".into(),
+                        ..Draft::default()
+                    };
+                    produced.push(self.emit(state, draft).await?);
+                }
+                Step::Judge => {
+                    let judgement = self.judge(state).await;
+                    let over = judgement.scene_over;
+                    {
+                        let mut notes = self.notes();
+                        notes.judged = Some(state.scene);
+                        notes.proposal = judgement.proposal;
+                        notes.usage = Some(judgement.usage);
+                    }
+                    if over {
+                        let draft = Draft {
+                            kind: EventKind::SceneEnd,
+                            text: "The narrator judged the scene complete.".into(),
+                            location: state.scene_location.clone(),
+                            ..Draft::default()
+                        };
+                        produced.push(self.emit(state, draft).await?);
+                        if until == Until::SceneEnd {
+                            break;
+                        }
                     }
                 }
                 Step::Turn { actor } => {
@@ -230,11 +308,10 @@ impl World {
                     }
                 }
                 Step::CloseScene { reason } => {
-                    let location = self.scenario.scenes[state.scene].location.clone();
                     let draft = Draft {
                         kind: EventKind::SceneEnd,
                         text: reason,
-                        location,
+                        location: state.scene_location.clone(),
                         ..Draft::default()
                     };
                     produced.push(self.emit(state, draft).await?);
@@ -286,6 +363,69 @@ impl World {
         drafts
     }
 
+    fn notes(&self) -> std::sync::MutexGuard<'_, NarratorNotes> {
+        self.notes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn place_name<'a>(&'a self, id: &'a str) -> &'a str {
+        self.scenario.location(id).map_or(id, |l| l.name.as_str())
+    }
+
+    /// A round of an open story: the scene marker, the story's opening (first round),
+    /// and the event the narrator proposed, told where it happens.
+    fn open_round_drafts(&self, state: &WorldState, location: &str) -> Vec<Draft> {
+        let mut drafts = vec![Draft {
+            kind: EventKind::SceneStart,
+            text: format!("Round {}: {}", state.scene + 1, self.place_name(location)),
+            location: location.to_owned(),
+            ..Draft::default()
+        }];
+        if let Some(open) = &self.scenario.open
+            && state.scene == 0
+            && !open.opening.trim().is_empty()
+        {
+            let at = if open.opening_location.is_empty() {
+                location.to_owned()
+            } else {
+                open.opening_location.clone()
+            };
+            drafts.push(Draft {
+                kind: EventKind::Narration,
+                text: open.opening.trim().to_owned(),
+                location: at,
+                ..Draft::default()
+            });
+        }
+        if let Some((at, text)) = self.notes().proposal.take() {
+            drafts.push(Draft {
+                kind: EventKind::Narration,
+                text,
+                location: at,
+                ..Draft::default()
+            });
+        }
+        drafts
+    }
+
+    /// The narrator's judgement of the scene running, with the next round's event.
+    async fn judge(&self, state: &WorldState) -> Judgement {
+        let Some(model) = &self.narrator else {
+            return Judgement::default();
+        };
+        let Some(open) = &self.scenario.open else {
+            return Judgement::default();
+        };
+        let scene: Vec<Event> = self
+            .hub
+            .events_from(1)
+            .into_iter()
+            .filter(|e| e.scene_id == state.scene_id)
+            .collect();
+        narrator::judge(model.as_ref(), &self.scenario, open, state, &scene).await
+    }
+
     fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
         self.scenario.character(id).map_or(id, |c| c.name.as_str())
     }
@@ -294,15 +434,25 @@ impl World {
     async fn emit(&self, state: &mut WorldState, draft: Draft) -> Result<Event, WorldError> {
         // Movement is seen by those at the destination and, since the actor is still at
         // the origin, by everyone who saw the actor leave (the actor included).
-        let perceivers =
-            PerceptionRouter::perceivers(state, &draft.location, draft.origin.as_deref(), &[]);
-        let scene = self.scenario.scenes.get(state.scene);
+        let perceivers = PerceptionRouter::perceivers(
+            state,
+            &draft.location,
+            draft.origin.as_deref(),
+            &draft.told,
+        );
         let (draft_speaker, draft_target) = (draft.speaker.clone(), draft.target.clone());
+        let mut usage = draft.usage;
+        if let Some(narrated) = self.notes().usage.take() {
+            let total = usage.get_or_insert_with(Usage::default);
+            total.llm_calls += narrated.llm_calls;
+            total.prompt_tokens += narrated.prompt_tokens;
+            total.completion_tokens += narrated.completion_tokens;
+        }
         let event = Event {
             world_id: self.id.clone(),
             seq: self.hub.next_seq(),
             scene_index: u32::try_from(state.scene + 1).unwrap_or(u32::MAX),
-            scene_id: scene.map(|s| s.id.clone()).unwrap_or_default(),
+            scene_id: self.scene_id_for(state, draft.kind),
             speaker: draft.speaker,
             kind: draft.kind as i32,
             text: draft.text,
@@ -310,11 +460,13 @@ impl World {
             location: draft.location,
             perceivers,
             thought: draft.thought,
-            usage: draft.usage,
+            usage,
             timestamp_ms: now_ms(),
             turn: draft.turn,
             speaker_name: self.name_of(&draft_speaker).to_owned(),
             target_name: self.name_of(&draft_target).to_owned(),
+            destination: draft.destination,
+            travel_rounds: draft.travel_rounds,
         };
         self.log.append(vec![event.clone()]).await?;
         state.apply(&self.scenario, &event);
@@ -325,6 +477,23 @@ impl World {
         self.hub.publish(event.clone());
         try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c))).await?;
         Ok(event)
+    }
+
+    /// The scene an event belongs to: the script's scene, or the open story's round.
+    fn scene_id_for(&self, state: &WorldState, kind: EventKind) -> String {
+        if self.scenario.open.is_none() {
+            return self
+                .scenario
+                .scenes
+                .get(state.scene)
+                .map(|s| s.id.clone())
+                .unwrap_or_default();
+        }
+        if state.scene_open || kind == EventKind::SceneStart {
+            format!("round-{}", state.scene + 1)
+        } else {
+            String::new()
+        }
     }
 
     /// Sends `character` every logged event it perceived and has not been sent yet.
@@ -416,16 +585,47 @@ impl World {
     }
 
     fn frame_for(&self, state: &WorldState, actor: &str) -> pb::SceneFrame {
-        let scene = &self.scenario.scenes[state.scene];
-        let location = self.scenario.location(&scene.location);
+        let here = state.scene_location.clone();
+        let location = self.scenario.location(&here);
+        let exits: Vec<String> = self
+            .scenario
+            .neighbours(&here)
+            .into_iter()
+            .map(|(id, _)| id.to_owned())
+            .collect();
+        let (direction, max_turns) = match &self.scenario.open {
+            // Open stories: the character's own goal steers it (kept in its shard); a
+            // character that has stayed put for a while is reminded it can leave.
+            Some(open) => {
+                let stayed = state.stay.get(actor).copied().unwrap_or(0);
+                let hint = if stayed >= STAY_HINT && !exits.is_empty() {
+                    format!(
+                        "You have spent {stayed} scenes at {}. If what you want lies elsewhere, \
+                         go: answer with kind \"move\" and a destination from: {}.",
+                        self.place_name(&here),
+                        exits.join(", ")
+                    )
+                } else {
+                    String::new()
+                };
+                (hint, open.scene_turns)
+            }
+            None => {
+                let scene = &self.scenario.scenes[state.scene];
+                (
+                    scene.directions.get(actor).cloned().unwrap_or_default(),
+                    scene.max_turns,
+                )
+            }
+        };
         pb::SceneFrame {
-            scene_id: scene.id.clone(),
+            scene_id: state.scene_id.clone(),
             scene_index: u32::try_from(state.scene + 1).unwrap_or(u32::MAX),
-            location_id: scene.location.clone(),
+            location_id: here.clone(),
             location_name: location.map(|l| l.name.clone()).unwrap_or_default(),
             location_description: location.map(|l| l.description.clone()).unwrap_or_default(),
             present: state
-                .present_at(&scene.location)
+                .present_at(&here)
                 .into_iter()
                 .filter(|who| who != actor)
                 .map(|who| pb::PresentCharacter {
@@ -433,15 +633,10 @@ impl World {
                     id: who,
                 })
                 .collect(),
-            direction: scene.directions.get(actor).cloned().unwrap_or_default(),
+            direction,
             turn: state.scene_turn + 1,
-            max_turns: scene.max_turns,
-            exits: self
-                .scenario
-                .neighbours(&scene.location)
-                .into_iter()
-                .map(|(id, _)| id.to_owned())
-                .collect(),
+            max_turns,
+            exits,
         }
     }
 
@@ -488,9 +683,20 @@ impl World {
                 });
                 if let Some(place) = reachable {
                     draft.kind = EventKind::Movement;
-                    draft.origin = Some(here);
-                    draft.location = place.id.clone();
                     draft.target.clear();
+                    if self.scenario.open.is_some() {
+                        // A journey: seen leaving here; on the road for the distance.
+                        draft.destination = place.id.clone();
+                        draft.travel_rounds = self
+                            .scenario
+                            .neighbours(&here)
+                            .iter()
+                            .find(|(id, _)| *id == place.id)
+                            .map_or(1, |(_, d)| (*d).max(1));
+                    } else {
+                        draft.origin = Some(here);
+                        draft.location = place.id.clone();
+                    }
                 } else {
                     draft.kind = EventKind::Action;
                 }
@@ -633,6 +839,7 @@ fn attach_request(world_id: &str, scenario: &Scenario, character_id: &str) -> pb
                     excerpts: p.excerpts.clone(),
                 })
                 .collect(),
+            goal: c.goal.clone(),
         }),
     }
 }

@@ -29,8 +29,25 @@ pub struct Scenario {
     pub characters: Vec<Character>,
     pub facts: Vec<Fact>,
     pub scenes: Vec<Scene>,
+    /// Set for an open-ended story (a sandbox); then `scenes` is empty.
+    pub open: Option<OpenStory>,
     /// Where the scenario was read from.
     pub source: PathBuf,
+}
+
+/// How an open-ended story runs: a narrator proposes events from the premise; each
+/// round is one scene at a location chosen from where the characters are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenStory {
+    /// What the story is about. Only the narrator (world-side) reads it.
+    pub premise: String,
+    /// Narration that opens the story at `opening_location`.
+    pub opening: String,
+    pub opening_location: String,
+    /// Rounds (scenes) the story runs.
+    pub rounds: u32,
+    /// Turns a scene runs at most.
+    pub scene_turns: u32,
 }
 
 /// A place in the world.
@@ -62,6 +79,8 @@ pub struct Character {
     pub memories: Vec<Memory>,
     /// How the character behaves in kinds of situation, with excerpts as style anchors.
     pub patterns: Vec<Pattern>,
+    /// What the character wants at the start (open stories).
+    pub goal: String,
 }
 
 /// A first-person memory a character starts with.
@@ -161,6 +180,14 @@ impl Scenario {
             }
         })?;
         validate::validate(raw, text, path)
+    }
+
+    /// Scenes in the script, or rounds of the open story.
+    #[must_use]
+    pub fn length(&self) -> usize {
+        self.open.as_ref().map_or(self.scenes.len(), |o| {
+            usize::try_from(o.rounds).unwrap_or(usize::MAX)
+        })
     }
 
     #[must_use]

@@ -27,6 +27,23 @@ pub(crate) struct RawScenario {
     pub facts: Vec<RawFact>,
     #[serde(default)]
     pub scenes: Vec<RawScene>,
+    #[serde(default)]
+    pub open: Option<S<RawOpen>>,
+}
+
+/// An open-ended story (a sandbox) instead of a script.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOpen {
+    pub premise: S<String>,
+    /// Narration that opens the story, told at `opening_location`.
+    #[serde(default)]
+    pub opening: String,
+    #[serde(default)]
+    pub opening_location: Option<S<String>>,
+    pub rounds: S<u32>,
+    #[serde(default)]
+    pub scene_turns: Option<S<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -68,6 +85,8 @@ pub(crate) struct RawCharacter {
     pub memories: Vec<RawMemory>,
     #[serde(default)]
     pub patterns: Vec<RawPattern>,
+    #[serde(default)]
+    pub goal: String,
 }
 
 #[derive(Debug, Deserialize)]

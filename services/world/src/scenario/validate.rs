@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::raw::{RawScenario, S};
 use super::{
-    Character, FORMAT_VERSION, Fact, Location, Memory, Path_, Pattern, Problem, Scenario,
-    ScenarioError, Scene, line_of,
+    Character, FORMAT_VERSION, Fact, Location, Memory, OpenStory, Path_, Pattern, Problem,
+    Scenario, ScenarioError, Scene, line_of,
 };
 
 struct Checker<'a> {
@@ -251,12 +251,41 @@ pub(super) fn validate(
             }
         }
     }
-    if raw.scenes.is_empty() {
-        c.report(
+    match &raw.open {
+        None if raw.scenes.is_empty() => c.report(
             &raw.name,
             "scenes",
-            "a scripted scenario needs at least one scene",
-        );
+            "a scenario needs at least one scene, or an [open] section for a sandbox",
+        ),
+        Some(open) => {
+            if !raw.scenes.is_empty() {
+                c.report(
+                    open,
+                    "open",
+                    "a scenario is either scripted ([[scenes]]) or open ([open]), not both",
+                );
+            }
+            let o = open.get_ref();
+            c.non_empty(&o.premise, "open.premise");
+            if *o.rounds.get_ref() == 0 {
+                c.report(&o.rounds, "open.rounds", "must be at least 1");
+            }
+            if let Some(turns) = &o.scene_turns
+                && *turns.get_ref() == 0
+            {
+                c.report(turns, "open.scene_turns", "must be at least 1");
+            }
+            if let Some(at) = &o.opening_location
+                && !location_ids.contains(at.get_ref())
+            {
+                c.report(
+                    at,
+                    "open.opening_location",
+                    format!("unknown location {:?}", at.get_ref()),
+                );
+            }
+        }
+        None => {}
     }
 
     if !c.problems.is_empty() {
@@ -317,6 +346,7 @@ pub(super) fn validate(
                         excerpts: p.excerpts,
                     })
                     .collect(),
+                goal: ch.goal,
             })
             .collect(),
         facts: raw
@@ -364,6 +394,16 @@ pub(super) fn validate(
                 }
             })
             .collect(),
+        open: raw.open.map(|open| {
+            let o = open.into_inner();
+            OpenStory {
+                premise: o.premise.into_inner(),
+                opening: o.opening,
+                opening_location: o.opening_location.map(S::into_inner).unwrap_or_default(),
+                rounds: o.rounds.into_inner(),
+                scene_turns: o.scene_turns.map_or(6, S::into_inner),
+            }
+        }),
         source: path.to_path_buf(),
     })
 }

@@ -1,0 +1,176 @@
+//! An open story (the shipped sandbox) end to end: the narrator proposes events, a
+//! character travels (and is nowhere for the journey), scenes happen where people are,
+//! and nobody perceives an event at a place they were not at.
+
+use std::collections::BTreeMap;
+
+use dramatis_llm::ScriptRule;
+use dramatis_proto::v1::{
+    AdvanceRequest, CharacterRef, CreateWorldRequest, Event, EventKind, SnapshotRequest,
+    advance_request, create_world_request,
+};
+use dramatis_tests::Cluster;
+
+const CAST: [&str; 4] = ["ada", "coyle", "tom", "varga"];
+const NARRATOR_CANARY: &str = "NARRATOR-CANARY-3391";
+
+fn rules() -> Vec<ScriptRule> {
+    vec![
+        ScriptRule {
+            when: vec!["narrator of an open story".into()],
+            reply: format!(
+                r#"{{"scene_over":false,"event":{{"location":"police-station","text":"A runner bursts in with a note: {NARRATOR_CANARY}."}}}}"#
+            ),
+        },
+        ScriptRule {
+            when: vec!["Character: Tom Reddy".into(), "You can go to:".into()],
+            reply: r#"{"kind":"move","target":"","text":"Tom slips off toward the river.","thought":"","emotion":"fear","intensity":2,"intent":"hide","goal":"reach the barge","destination":"river-steps"}"#.into(),
+        },
+    ]
+}
+
+/// Where each character is (None: on the road), from the scenario's start.
+fn starting_places() -> BTreeMap<String, Option<String>> {
+    [
+        ("ada", "gasworks-lane"),
+        ("coyle", "police-station"),
+        ("tom", "gasworks-lane"),
+        ("varga", "police-station"),
+    ]
+    .into_iter()
+    .map(|(c, l)| (c.to_owned(), Some(l.to_owned())))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_story_moves_people_and_tells_each_only_what_happens_where_they_are() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioName(
+                "lamplighters-ledger".into(),
+            )),
+            world_id: "sandbox".into(),
+        })
+        .await
+        .expect("created")
+        .into_inner()
+        .world_id;
+    let events: Vec<Event> = world
+        .advance(AdvanceRequest {
+            world_id: id.clone(),
+            until: Some(advance_request::Until::ScriptEnd(true)),
+        })
+        .await
+        .expect("advanced")
+        .into_inner()
+        .events;
+    let rounds = events
+        .iter()
+        .filter(|e| e.kind() == EventKind::SceneStart)
+        .count();
+    assert_eq!(rounds, 6, "one scene per round");
+
+    // Tom set off (distance 1) and arrived one round later; he was nowhere between.
+    let departure = events
+        .iter()
+        .find(|e| e.kind() == EventKind::Movement && e.speaker == "tom" && e.travel_rounds > 0)
+        .expect("Tom set off");
+    assert_eq!(
+        (departure.location.as_str(), departure.destination.as_str()),
+        ("gasworks-lane", "river-steps")
+    );
+    assert_eq!(departure.travel_rounds, 1);
+    let arrival = events
+        .iter()
+        .find(|e| {
+            e.kind() == EventKind::Movement
+                && e.speaker == "tom"
+                && e.travel_rounds == 0
+                && e.seq > departure.seq
+        })
+        .expect("Tom arrived");
+    assert_eq!(arrival.location, "river-steps");
+    assert_eq!(
+        arrival.scene_index,
+        departure.scene_index + 1,
+        "the journey took one round"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.seq > departure.seq && e.seq < arrival.seq)
+            .all(|e| !e.perceivers.contains(&"tom".to_owned())),
+        "on the road, Tom perceives nothing"
+    );
+
+    // Scenes happened at several places.
+    let mut places: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind() == EventKind::SceneStart)
+        .map(|e| e.location.as_str())
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    assert!(places.len() >= 2, "{places:?}");
+
+    // Nobody perceives an event at a place they are not at (the arriving traveller
+    // excepted, who perceives his own arrival).
+    let mut at = starting_places();
+    for event in &events {
+        for who in &event.perceivers {
+            let here = at.get(who).cloned().flatten();
+            let arriving = event.kind() == EventKind::Movement
+                && event.travel_rounds == 0
+                && &event.speaker == who;
+            assert!(
+                arriving || here.as_deref() == Some(event.location.as_str()),
+                "{who} at {here:?} perceived event {} at {}",
+                event.seq,
+                event.location
+            );
+        }
+        if event.kind() == EventKind::Movement {
+            let place = (event.travel_rounds == 0).then(|| event.location.clone());
+            at.insert(event.speaker.clone(), place);
+        }
+    }
+
+    // The narrator's event reached only those at the police station.
+    let told = events
+        .iter()
+        .find(|e| e.kind() == EventKind::Narration && e.text.contains(NARRATOR_CANARY))
+        .expect("the narrator's event happened");
+    assert_eq!(told.location, "police-station");
+    assert_eq!(told.perceivers, ["coyle", "varga"]);
+    assert!(cluster.narrator.calls() >= 1);
+    for character in CAST {
+        let snapshot = cluster
+            .agent(character)
+            .client()
+            .await
+            .snapshot(SnapshotRequest {
+                character: Some(CharacterRef {
+                    world_id: id.clone(),
+                    character_id: character.into(),
+                }),
+            })
+            .await
+            .expect("snapshot")
+            .into_inner();
+        let knows = snapshot
+            .memory
+            .iter()
+            .any(|m| m.text.contains(NARRATOR_CANARY));
+        let prompted = cluster
+            .agent(character)
+            .model
+            .prompts()
+            .iter()
+            .any(|p| p.text().contains(NARRATOR_CANARY));
+        let there = ["coyle", "varga"].contains(&character);
+        assert_eq!(knows, there, "{character}'s shard");
+        assert!(!prompted || there, "{character}'s prompts");
+    }
+}
