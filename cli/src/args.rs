@@ -238,6 +238,9 @@ pub struct WatchArgs {
     /// Print what is logged so far and exit instead of following.
     #[arg(long)]
     pub no_follow: bool,
+    /// Only what this character perceived (id, name or alias), as its agent received it.
+    #[arg(long)]
+    pub pov: Option<String>,
     #[command(flatten)]
     pub server: ServerArg,
     #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]

@@ -111,6 +111,7 @@ async fn watch(
             world_id: id.into(),
             from_seq,
             no_follow: false,
+            pov: String::new(),
         })
         .await
         .expect("watch")
@@ -551,4 +552,82 @@ async fn worlds_in_one_service_run_at_once_and_stay_apart() {
         in_a.last_seq,
         watson_lines_a.map(|e| e.seq).max().unwrap_or(0)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_point_of_view_watcher_sees_only_what_that_character_perceived() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = create(&mut world, "pov").await;
+    let (last_tx, last_rx) = tokio::sync::watch::channel(u64::MAX);
+    let watch_as = |who: &str| WatchRequest {
+        world_id: id.clone(),
+        from_seq: 1,
+        no_follow: false,
+        pov: who.into(),
+    };
+    let live = world
+        .watch(watch_as("the inspector"))
+        .await
+        .expect("watch")
+        .into_inner();
+    let watson_live = world
+        .watch(watch_as("watson"))
+        .await
+        .expect("watch")
+        .into_inner();
+    let lestrade_task = tokio::spawn(collect(live, last_rx.clone()));
+    let watson_task = tokio::spawn(collect(watson_live, last_rx.clone()));
+    let all = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+    // POV streams end at the last event each character perceived.
+    let last_for = |who: &str| {
+        all.iter()
+            .filter(|e| e.perceivers.iter().any(|p| p == who))
+            .map(|e| e.seq)
+            .max()
+            .unwrap_or(0)
+    };
+    let (lestrade_last, watson_last) = (last_for("lestrade"), last_for("watson"));
+    last_tx.send(lestrade_last).expect("listening");
+    let (lestrade_events, lestrade_tokens) = lestrade_task.await.expect("lestrade watcher");
+    last_tx.send(watson_last).expect("listening");
+    let (watson_events, watson_tokens) = watson_task.await.expect("watson watcher");
+
+    let seen_by = |who: &str| -> Vec<u64> {
+        all.iter()
+            .filter(|e| e.perceivers.iter().any(|p| p == who))
+            .map(|e| e.seq)
+            .collect()
+    };
+    let seqs = |events: &[Event]| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(&lestrade_events), seen_by("lestrade"));
+    assert_eq!(seqs(&watson_events), seen_by("watson"));
+    assert!(seqs(&lestrade_events).len() < all.len());
+    for event in &lestrade_events {
+        for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
+            assert!(!event.text.contains(canary) && !event.thought.contains(canary));
+        }
+        assert!(event.thought.is_empty() || event.speaker == "lestrade");
+    }
+    assert!(
+        lestrade_tokens
+            .values()
+            .all(|t| !t.contains(LAB_CANARY) && !t.contains(CRITERION_CANARY)),
+        "no words of lines spoken elsewhere"
+    );
+    assert!(!lestrade_tokens.is_empty(), "his own scenes streamed");
+    // Watson heard the lab line, word by word, but not Holmes's thought.
+    assert!(watson_events.iter().any(|e| e.text.contains(LAB_CANARY)));
+    assert!(
+        watson_events
+            .iter()
+            .all(|e| !e.thought.contains(THOUGHT_CANARY))
+    );
+    assert!(watson_tokens.values().any(|t| t.contains(LAB_CANARY)));
+
+    let unknown = world
+        .watch(watch_as("moriarty"))
+        .await
+        .expect_err("unknown character");
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
 }

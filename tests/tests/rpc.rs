@@ -196,6 +196,7 @@ async fn world_requests_are_validated_precisely() {
             world_id: "w1".into(),
             from_seq: 1,
             no_follow: false,
+            pov: String::new(),
         })
         .await
         .expect("watch")

@@ -110,6 +110,7 @@ async fn play(args: &RunArgs, server: &str) -> anyhow::Result<(WorldInfo, u64)> 
             world_id: world.world_id.clone(),
             from_seq: 1,
             no_follow: false,
+            pov: String::new(),
         })
         .await
         .map_err(|s| anyhow!("cannot watch: {}", describe(&s)))?

@@ -12,6 +12,7 @@ pub async fn watch(args: WatchArgs) -> anyhow::Result<()> {
             world_id: args.world,
             from_seq: args.from,
             no_follow: args.no_follow,
+            pov: args.pov.unwrap_or_default(),
         })
         .await
         .map_err(|s| anyhow!("watch failed: {}", describe(&s)))?

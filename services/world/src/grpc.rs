@@ -11,6 +11,7 @@ use futures::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::router::PerceptionRouter;
 use crate::service::{ScenarioSource, Worlds};
 use crate::world::Until;
 
@@ -167,8 +168,54 @@ impl WorldApi for WorldGrpc {
     ) -> Result<Response<Self::WatchStream>, Status> {
         let request = request.into_inner();
         let world = self.world(&request.world_id)?;
+        let pov = if request.pov.trim().is_empty() {
+            None
+        } else {
+            let character = world
+                .scenario()
+                .find_character(&request.pov)
+                .ok_or_else(|| {
+                    Status::not_found(format!(
+                        "world {:?} has no character {:?}",
+                        request.world_id, request.pov
+                    ))
+                })?;
+            Some(character.id.clone())
+        };
         let (tx, rx) = tokio::sync::mpsc::channel(256);
-        world.hub().watch(request.from_seq, !request.no_follow, tx);
+        let Some(pov) = pov else {
+            world.hub().watch(request.from_seq, !request.no_follow, tx);
+            let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
+            return Ok(Response::new(Box::pin(stream)));
+        };
+        // One character's point of view: the hub's stream, filtered as its agent is.
+        let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
+        world
+            .hub()
+            .watch(request.from_seq, !request.no_follow, all_tx);
+        tokio::spawn(async move {
+            while let Some(message) = all_rx.recv().await {
+                let seen = match message.item {
+                    Some(pb::watch_response::Item::Event(event)) => {
+                        PerceptionRouter::view_for(&event, &pov)
+                            .map(pb::watch_response::Item::Event)
+                    }
+                    Some(pb::watch_response::Item::Token(token)) => token
+                        .perceivers
+                        .contains(&pov)
+                        .then_some(pb::watch_response::Item::Token(token)),
+                    None => None,
+                };
+                if let Some(item) = seen
+                    && tx
+                        .send(pb::WatchResponse { item: Some(item) })
+                        .await
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        });
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
     }

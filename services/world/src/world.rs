@@ -555,6 +555,12 @@ impl World {
             .map_err(|s| WorldError::agent(actor, &s))?
             .into_inner();
         let seq = self.hub.next_seq();
+        let hearers = state.present_at(
+            state
+                .locations
+                .get(actor)
+                .map_or(state.scene_location.as_str(), String::as_str),
+        );
         let mut action = None;
         while let Some(message) = stream
             .message()
@@ -567,6 +573,7 @@ impl World {
                     speaker: actor.to_owned(),
                     text,
                     speaker_name: self.name_of(actor).to_owned(),
+                    perceivers: hearers.clone(),
                 }),
                 Some(act_response::Item::Action(a)) => action = Some(a),
                 None => {}
