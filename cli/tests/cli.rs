@@ -96,23 +96,27 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
     }
 }
 
-#[tokio::test]
-async fn run_plays_the_shipped_scenario_with_agent_processes() {
+/// Plays a shipped story with `dramatis COMMAND NAME` on the scripted model; returns
+/// stdout after checking the command succeeded.
+async fn play_scripted(command: &str, name: &str) -> String {
     let output = tokio::process::Command::new(EXE)
-        .args([
-            "run",
-            "study-in-scarlet",
-            "--scripted",
-            "builtin",
-            "--no-color",
-        ])
+        .args([command, name, "--scripted", "builtin", "--no-color"])
         .current_dir(repo())
         .output()
         .await
-        .expect("dramatis run");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+        .expect("dramatis ran");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "run failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "{command} {name} failed:\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+#[tokio::test]
+async fn run_plays_the_shipped_scenario_with_agent_processes() {
+    let stdout = play_scripted("run", "study-in-scarlet").await;
     let headers: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("══════ Scene"))
@@ -130,24 +134,7 @@ async fn run_plays_the_shipped_scenario_with_agent_processes() {
 
 #[tokio::test]
 async fn sandbox_runs_the_shipped_open_story_and_refuses_a_script() {
-    let output = tokio::process::Command::new(EXE)
-        .args([
-            "sandbox",
-            "lamplighters-ledger",
-            "--scripted",
-            "builtin",
-            "--no-color",
-        ])
-        .current_dir(repo())
-        .output()
-        .await
-        .expect("dramatis sandbox");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "sandbox failed:\n{stdout}\n{stderr}"
-    );
+    let stdout = play_scripted("sandbox", "lamplighters-ledger").await;
     let rounds: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("══════ Round"))
