@@ -92,6 +92,17 @@ impl Printer {
             }
             EventKind::SceneEnd => self.paint(dim, &format!("— {} —", event.text)),
             EventKind::Narration => self.paint(Style::new().italic(), &event.text),
+            EventKind::Movement if event.travel_rounds > 0 => self.paint(
+                dim,
+                &format!(
+                    "→ {} sets off for {} ({} round{}): {}",
+                    event.speaker_name,
+                    event.destination,
+                    event.travel_rounds,
+                    if event.travel_rounds == 1 { "" } else { "s" },
+                    event.text
+                ),
+            ),
             EventKind::Movement => self.paint(dim, &format!("→ {}", event.text)),
             EventKind::Speech | EventKind::Action | EventKind::Unspecified => {
                 let to = if event.target_name.is_empty() {

@@ -174,3 +174,106 @@ async fn an_open_story_moves_people_and_tells_each_only_what_happens_where_they_
         assert!(!prompted || there, "{character}'s prompts");
     }
 }
+
+fn ledger_spec() -> dramatis_proto::v1::SandboxSpec {
+    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
+    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
+    dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("an open story")
+}
+
+async fn create_inline(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+    spec: dramatis_proto::v1::SandboxSpec,
+) -> Result<String, tonic::Status> {
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::Sandbox(spec)),
+            world_id: id.into(),
+        })
+        .await
+        .map(|r| r.into_inner().world_id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandboxes_run_side_by_side_and_deleting_one_leaves_the_others_alone() {
+    let cluster = Cluster::start(&CAST, &[]).await;
+    let mut world = cluster.world().await;
+    for id in ["s1", "s2", "s3"] {
+        assert_eq!(
+            create_inline(&mut world, id, ledger_spec())
+                .await
+                .expect("created"),
+            id
+        );
+    }
+    // A bad inline spec is refused, naming the field.
+    let mut bad = ledger_spec();
+    bad.characters[0].location = "attic".into();
+    let refused = create_inline(&mut world, "bad", bad)
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().contains("characters[0].location"),
+        "{}",
+        refused.message()
+    );
+
+    // s2 is mid-story when it is deleted while s1 and s3 run to their ends.
+    let advance = |id: &'static str, until: advance_request::Until| {
+        let mut client = world.clone();
+        async move {
+            client
+                .advance(AdvanceRequest {
+                    world_id: id.into(),
+                    until: Some(until),
+                })
+                .await
+                .map(|r| r.into_inner().events)
+        }
+    };
+    let s2_start = advance("s2", advance_request::Until::Turns(3))
+        .await
+        .expect("s2 started");
+    assert!(s2_start.iter().any(|e| e.turn > 0));
+    let mut deleter = world.clone();
+    let (s1, s3, deleted) = tokio::join!(
+        advance("s1", advance_request::Until::ScriptEnd(true)),
+        advance("s3", advance_request::Until::ScriptEnd(true)),
+        deleter.delete_world(dramatis_proto::v1::DeleteWorldRequest {
+            world_id: "s2".into()
+        }),
+    );
+    deleted.expect("s2 deleted");
+    for events in [s1.expect("s1 ran"), s3.expect("s3 ran")] {
+        let rounds = events
+            .iter()
+            .filter(|e| e.kind() == EventKind::SceneStart)
+            .count();
+        assert_eq!(rounds, 6, "the others run all their rounds");
+    }
+    let gone = world
+        .get_world(dramatis_proto::v1::GetWorldRequest {
+            world_id: "s2".into(),
+        })
+        .await
+        .expect_err("s2 is gone");
+    assert_eq!(gone.code(), tonic::Code::NotFound);
+    for character in CAST {
+        let mut agent = cluster.agent(character).client().await;
+        let snapshot = |world: &str| SnapshotRequest {
+            character: Some(CharacterRef {
+                world_id: world.into(),
+                character_id: character.into(),
+            }),
+        };
+        let freed = agent.snapshot(snapshot("s2")).await.expect_err("detached");
+        assert_eq!(freed.code(), tonic::Code::NotFound, "{character} in s2");
+        let kept = agent
+            .snapshot(snapshot("s1"))
+            .await
+            .expect("still attached");
+        assert!(kept.into_inner().last_seq > 0);
+    }
+}

@@ -35,6 +35,17 @@ const ACT_SYSTEM: &str = "You play one character in a story. Reply with one JSON
 const EXAMPLE_USER: &str = "Character: Martha, a baker. Speaks briskly.\nRecent:\n- Tom: \"Is the \
     bread fresh today?\"\nPlace: the bakery. With you: Tom (id tom).\nYour aim: sell Tom a loaf.";
 
+/// A second worked example, shown when the character may want to move on: leaving.
+const MOVE_EXAMPLE_USER: &str = "Character: Martha, a baker. Speaks briskly.\nRecent:\n- Tom: \
+    \"The miller has no flour left.\"\nPlace: the bakery. With you: Tom (id tom).\nYou want: \
+    flour for tomorrow's bread.\nYou have been at the bakery for 3 scenes. You can go to: mill, \
+    market.";
+
+const MOVE_EXAMPLE_REPLY: &str = r#"{"kind":"move","target":"","text":"Martha ties on her shawl and hurries off to the market.","thought":"Someone there will sell flour.","emotion":"curiosity","intensity":2,"intent":"find flour","goal":"buy flour at the market","destination":"market"}"#;
+
+/// Scenes in a row at one place after which a character is reminded it can leave.
+pub const RESTLESS_AFTER: u32 = 2;
+
 const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh from the oven this very hour, Tom. Shall I wrap you a loaf?","thought":"He always haggles.","emotion":"joy","intensity":1,"intent":"make a sale","goal":"sell Tom a loaf","destination":""}"#;
 
 fn character_line(shard: &Shard) -> String {
@@ -132,18 +143,28 @@ pub(crate) fn act(shard: &Shard, recalled: &Recalled, frame: &SceneFrame) -> Bui
     if !shard.goal().is_empty() {
         let _ = write!(user, "\nYou want: {}", shard.goal());
     }
+    let restless = frame.scenes_here >= RESTLESS_AFTER && !frame.exits.is_empty();
+    if restless {
+        let _ = write!(
+            user,
+            "\nYou have been at {} for {} scenes.",
+            frame.location_name, frame.scenes_here
+        );
+    }
     if !frame.exits.is_empty() {
         let _ = write!(user, "\nYou can go to: {}.", frame.exits.join(", "));
     }
-    BuiltPrompt {
-        messages: vec![
-            ChatMessage::system(ACT_SYSTEM),
-            ChatMessage::user(EXAMPLE_USER),
-            ChatMessage::assistant(EXAMPLE_REPLY),
-            ChatMessage::user(user),
-        ],
-        items,
+    let mut messages = vec![
+        ChatMessage::system(ACT_SYSTEM),
+        ChatMessage::user(EXAMPLE_USER),
+        ChatMessage::assistant(EXAMPLE_REPLY),
+    ];
+    if restless {
+        messages.push(ChatMessage::user(MOVE_EXAMPLE_USER));
+        messages.push(ChatMessage::assistant(MOVE_EXAMPLE_REPLY));
     }
+    messages.push(ChatMessage::user(user));
+    BuiltPrompt { messages, items }
 }
 
 /// The instruction that closes an answer prompt when nothing in memory bears on the

@@ -20,6 +20,12 @@ use crate::printer::Printer;
 use crate::stack::LocalStack;
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let source = scenario_source(&args.scenario);
+    play_locally(args, source).await
+}
+
+/// Starts a local stack and plays `source` on it.
+async fn play_locally(args: RunArgs, source: create_world_request::Source) -> anyhow::Result<()> {
     let started = Instant::now();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
@@ -32,7 +38,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     )
     .await?;
     let outcome = tokio::select! {
-        result = play(&args, &stack.server_url) => result,
+        result = play(&args, &stack.server_url, source) => result,
         () = shutdown.wait() => Err(anyhow!("interrupted")),
     };
     let (data_dir, logs) = (stack.data_dir.clone(), stack.logs.clone());
@@ -74,7 +80,10 @@ pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
             spec.source.display()
         );
     }
-    run(args).await
+    // Sent inline, as any client would send a sandbox spec.
+    let inline =
+        dramatis_world::scenario::sandbox::scenario_to_spec(&spec).context("not an open story")?;
+    play_locally(args, create_world_request::Source::Sandbox(inline)).await
 }
 
 /// A CreateWorld source: an existing file is a path, anything else a shipped name.
@@ -88,11 +97,15 @@ pub fn scenario_source(scenario: &str) -> create_world_request::Source {
 }
 
 /// Creates the world, follows its transcript and advances it to the end of the script.
-async fn play(args: &RunArgs, server: &str) -> anyhow::Result<(WorldInfo, u64)> {
+async fn play(
+    args: &RunArgs,
+    server: &str,
+    source: create_world_request::Source,
+) -> anyhow::Result<(WorldInfo, u64)> {
     let mut client = world_client(server).await?;
     let world = client
         .create_world(CreateWorldRequest {
-            source: Some(scenario_source(&args.scenario)),
+            source: Some(source),
             world_id: String::new(),
         })
         .await

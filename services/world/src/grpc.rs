@@ -88,6 +88,9 @@ impl WorldApi for WorldGrpc {
                 required(&path, "scenario_path")?;
                 ScenarioSource::Path(PathBuf::from(path))
             }
+            Some(create_world_request::Source::Sandbox(spec)) => {
+                ScenarioSource::Sandbox(Box::new(spec))
+            }
             None => {
                 return Err(Status::invalid_argument(
                     "source is required: give scenario_name or scenario_path",

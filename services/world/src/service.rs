@@ -29,10 +29,12 @@ pub struct WorldServiceOptions {
 }
 
 /// Where a new world's scenario comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ScenarioSource {
     Name(String),
     Path(PathBuf),
+    /// An inline open story.
+    Sandbox(Box<pb::SandboxSpec>),
 }
 
 /// All worlds of this service. Cheap to clone.
@@ -49,6 +51,8 @@ struct Inner {
     agents: Arc<dyn AgentDirectory>,
     pool: AgentPool,
     narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
+    /// Where inline sandbox specs are kept (beside the log).
+    sandboxes: PathBuf,
 }
 
 impl Worlds {
@@ -62,6 +66,10 @@ impl Worlds {
                 agents: Arc::clone(&options.agents),
                 pool: AgentPool::default(),
                 narrator: options.narrator.clone(),
+                sandboxes: options
+                    .log_path
+                    .parent()
+                    .map_or_else(|| PathBuf::from("sandboxes"), |d| d.join("sandboxes")),
             }),
         })
     }
@@ -131,6 +139,7 @@ impl Worlds {
                 .load(name)
                 .ok_or_else(|| WorldError::ScenarioNotFound(name.clone()))??,
             ScenarioSource::Path(path) => Scenario::load(path)?,
+            ScenarioSource::Sandbox(spec) => crate::scenario::sandbox::parse_spec(spec)?,
         };
         let id = match world_id.filter(|w| !w.trim().is_empty()) {
             Some(id) => {
@@ -148,6 +157,18 @@ impl Worlds {
         };
         if self.inner.worlds.contains_key(&id) {
             return Err(WorldError::WorldExists(id));
+        }
+        // An inline spec is kept as a scenario file beside the log, so the world can be
+        // restored after a restart like any other.
+        let mut scenario = scenario;
+        if let ScenarioSource::Sandbox(spec) = &source {
+            let file = self.inner.sandboxes.join(format!("{id}.toml"));
+            std::fs::create_dir_all(&self.inner.sandboxes)
+                .and_then(|()| std::fs::write(&file, crate::scenario::sandbox::spec_to_toml(spec)))
+                .map_err(|e| {
+                    WorldError::Log(format!("cannot keep sandbox {}: {e}", file.display()))
+                })?;
+            scenario.source = file;
         }
         let source_path =
             std::fs::canonicalize(&scenario.source).unwrap_or_else(|_| scenario.source.clone());

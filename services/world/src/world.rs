@@ -24,10 +24,6 @@ use crate::scenario::Scenario;
 use crate::scheduler::{Step, next_step};
 use crate::state::WorldState;
 
-/// Scenes in a row at one place after which an open story reminds a character it can
-/// leave.
-const STAY_HINT: u32 = 2;
-
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Until {
@@ -600,28 +596,19 @@ impl World {
             .into_iter()
             .map(|(id, _)| id.to_owned())
             .collect();
-        let (direction, max_turns) = match &self.scenario.open {
-            // Open stories: the character's own goal steers it (kept in its shard); a
-            // character that has stayed put for a while is reminded it can leave.
-            Some(open) => {
-                let stayed = state.stay.get(actor).copied().unwrap_or(0);
-                let hint = if stayed >= STAY_HINT && !exits.is_empty() {
-                    format!(
-                        "You have spent {stayed} scenes at {}. If what you want lies elsewhere, \
-                         go: answer with kind \"move\" and a destination from: {}.",
-                        self.place_name(&here),
-                        exits.join(", ")
-                    )
-                } else {
-                    String::new()
-                };
-                (hint, open.scene_turns)
-            }
+        let (direction, max_turns, scenes_here) = match &self.scenario.open {
+            // Open stories: the character's own goal steers it (kept in its shard).
+            Some(open) => (
+                String::new(),
+                open.scene_turns,
+                state.stay.get(actor).copied().unwrap_or(0),
+            ),
             None => {
                 let scene = &self.scenario.scenes[state.scene];
                 (
                     scene.directions.get(actor).cloned().unwrap_or_default(),
                     scene.max_turns,
+                    0,
                 )
             }
         };
@@ -644,6 +631,7 @@ impl World {
             turn: state.scene_turn + 1,
             max_turns,
             exits,
+            scenes_here,
         }
     }
 

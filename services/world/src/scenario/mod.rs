@@ -6,6 +6,7 @@
 
 mod catalog;
 mod raw;
+pub mod sandbox;
 mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};

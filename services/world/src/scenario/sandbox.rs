@@ -1,0 +1,227 @@
+//! Inline sandbox specs (`CreateWorld` with a `SandboxSpec`). A spec is written out as
+//! scenario TOML and read back through the one validator, so an inline spec is held to
+//! exactly the rules of a file and its problems name the same fields
+//! (`characters[1].location: ...`). The TOML is also what the world service keeps, so
+//! a sandbox is restored after a restart like any scenario file.
+
+use dramatis_proto::v1::{
+    SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
+};
+use toml::{Table, Value};
+
+use super::{Scenario, ScenarioError};
+
+fn text(value: &str) -> Value {
+    Value::String(value.to_owned())
+}
+
+fn texts(values: &[String]) -> Value {
+    Value::Array(values.iter().map(|v| text(v)).collect())
+}
+
+fn table(entries: Vec<(&str, Value)>) -> Value {
+    Value::Table(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
+}
+
+/// The spec as scenario TOML (format version 1, an `[open]` section, no script).
+#[must_use]
+pub fn spec_to_toml(spec: &SandboxSpec) -> String {
+    let name = if spec.name.trim().is_empty() {
+        "sandbox"
+    } else {
+        spec.name.trim()
+    };
+    let title = if spec.title.trim().is_empty() {
+        name
+    } else {
+        spec.title.trim()
+    };
+    let mut root = Table::new();
+    root.insert("version".into(), Value::Integer(1));
+    root.insert("name".into(), text(name));
+    root.insert("title".into(), text(title));
+    root.insert(
+        "world".into(),
+        table(vec![("description", text(&spec.world))]),
+    );
+    let mut open = vec![
+        ("premise", text(&spec.premise)),
+        ("opening", text(&spec.opening)),
+        ("rounds", Value::Integer(i64::from(spec.rounds))),
+    ];
+    if !spec.opening_location.is_empty() {
+        open.push(("opening_location", text(&spec.opening_location)));
+    }
+    if spec.scene_turns > 0 {
+        open.push(("scene_turns", Value::Integer(i64::from(spec.scene_turns))));
+    }
+    root.insert("open".into(), table(open));
+    let list = |items: Vec<Value>| Value::Array(items);
+    root.insert(
+        "locations".into(),
+        list(
+            spec.locations
+                .iter()
+                .map(|l: &SandboxLocation| {
+                    table(vec![
+                        ("id", text(&l.id)),
+                        ("name", text(&l.name)),
+                        ("description", text(&l.description)),
+                    ])
+                })
+                .collect(),
+        ),
+    );
+    root.insert(
+        "paths".into(),
+        list(
+            spec.paths
+                .iter()
+                .map(|p: &SandboxPath| {
+                    table(vec![
+                        ("from", text(&p.from)),
+                        ("to", text(&p.to)),
+                        ("distance", Value::Integer(i64::from(p.distance))),
+                    ])
+                })
+                .collect(),
+        ),
+    );
+    root.insert(
+        "characters".into(),
+        list(
+            spec.characters
+                .iter()
+                .map(|c: &SandboxCharacter| {
+                    table(vec![
+                        ("id", text(&c.id)),
+                        ("name", text(&c.name)),
+                        ("aliases", texts(&c.aliases)),
+                        ("profile", text(&c.profile)),
+                        ("style", text(&c.style)),
+                        ("location", text(&c.location)),
+                        ("goal", text(&c.goal)),
+                    ])
+                })
+                .collect(),
+        ),
+    );
+    root.insert(
+        "facts".into(),
+        list(
+            spec.facts
+                .iter()
+                .map(|f: &SandboxFact| {
+                    let mut fact = vec![
+                        ("id", text(&f.id)),
+                        ("text", text(&f.text)),
+                        ("known_by", texts(&f.known_by)),
+                    ];
+                    if !f.route.is_empty() {
+                        fact.push(("route", text(&f.route)));
+                    }
+                    table(fact)
+                })
+                .collect(),
+        ),
+    );
+    toml::to_string(&root).unwrap_or_default()
+}
+
+/// Validates a spec; errors name the spec's fields.
+pub fn parse_spec(spec: &SandboxSpec) -> Result<Scenario, ScenarioError> {
+    Scenario::parse(&spec_to_toml(spec), std::path::Path::new("sandbox spec"))
+}
+
+/// An open scenario as an inline spec (what `dramatis sandbox FILE` sends). Starting
+/// memories and personality patterns are not part of a spec and are left out.
+#[must_use]
+pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
+    let open = scenario.open.as_ref()?;
+    Some(SandboxSpec {
+        name: scenario.name.clone(),
+        title: scenario.title.clone(),
+        premise: open.premise.clone(),
+        opening: open.opening.clone(),
+        opening_location: open.opening_location.clone(),
+        rounds: open.rounds,
+        scene_turns: open.scene_turns,
+        world: scenario.world.clone(),
+        locations: scenario
+            .locations
+            .iter()
+            .map(|l| SandboxLocation {
+                id: l.id.clone(),
+                name: l.name.clone(),
+                description: l.description.clone(),
+            })
+            .collect(),
+        paths: scenario
+            .paths
+            .iter()
+            .map(|p| SandboxPath {
+                from: p.from.clone(),
+                to: p.to.clone(),
+                distance: p.distance,
+            })
+            .collect(),
+        characters: scenario
+            .characters
+            .iter()
+            .map(|c| SandboxCharacter {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                aliases: c.aliases.clone(),
+                profile: c.profile.clone(),
+                style: c.style.clone(),
+                location: c.location.clone(),
+                goal: c.goal.clone(),
+            })
+            .collect(),
+        facts: scenario
+            .facts
+            .iter()
+            .map(|f| SandboxFact {
+                id: f.id.clone(),
+                text: f.text.clone(),
+                known_by: f.known_by.iter().cloned().collect(),
+                route: f.route.as_str().to_owned(),
+            })
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shipped_sandbox_survives_the_round_trip_and_a_bad_spec_names_its_fields() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/lamplighters-ledger/scenario.toml");
+        let scenario = Scenario::load(&path).expect("valid");
+        let spec = scenario_to_spec(&scenario).expect("an open story");
+        let back = parse_spec(&spec).expect("the spec validates");
+        assert_eq!(back.open, scenario.open);
+        assert_eq!(back.characters.len(), 4);
+        assert_eq!(back.characters[2].goal, scenario.characters[2].goal);
+        assert_eq!(back.facts, scenario.facts);
+        assert_eq!(back.paths, scenario.paths);
+
+        let mut bad = spec;
+        bad.characters[1].location = "attic".into();
+        bad.premise = String::new();
+        let message = parse_spec(&bad).expect_err("refused").to_string();
+        assert!(
+            message.contains("characters[1].location") && message.contains("attic"),
+            "{message}"
+        );
+        assert!(message.contains("open.premise"), "{message}");
+        assert!(message.starts_with("sandbox spec:"), "{message}");
+    }
+}
