@@ -61,6 +61,12 @@ pub enum Command {
     Watch(WatchArgs),
     /// Interview a character of a world on a running world service.
     Ask(AskArgs),
+    /// Play a character of a world on a running world service, in the terminal.
+    ///
+    /// You see only what your character perceives. On its turns, type a line: plain
+    /// text is speech, `@id text` speaks to someone, `/do text` is an action, `/go
+    /// place` leaves for a place. Without a line in time, the character's agent acts.
+    Play(PlayArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
     /// Evaluate characters (knowledge-boundary fidelity).
@@ -241,6 +247,24 @@ pub struct WatchArgs {
     /// Only what this character perceived (id, name or alias), as its agent received it.
     #[arg(long)]
     pub pov: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PlayArgs {
+    /// World id.
+    pub world: String,
+    /// Character id, name or alias.
+    pub character: String,
+    /// Seconds the world waits for your line before the agent acts.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u32,
+    /// Do not advance the world (someone else drives it).
+    #[arg(long)]
+    pub no_advance: bool,
     #[command(flatten)]
     pub server: ServerArg,
     #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]

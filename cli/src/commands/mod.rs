@@ -7,6 +7,7 @@ mod bench_retrieval;
 mod client;
 mod eval;
 mod llm;
+mod play;
 mod run;
 mod scenarios;
 mod serve;
@@ -23,6 +24,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Llm(args) => llm::llm(args).await,
         Command::Watch(args) => watch::watch(args).await,
         Command::Ask(args) => ask::ask(args).await,
+        Command::Play(args) => play::play(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,

@@ -43,6 +43,45 @@ fn required(value: &str, field: &str) -> Result<(), Status> {
 }
 
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
+type PlayStream = Pin<Box<dyn Stream<Item = Result<pb::PlayResponse, Status>> + Send>>;
+
+/// Forwards what `pov` perceives of `world` (events as its agent got them; words of
+/// lines spoken where it is) into `out`, wrapped by `wrap`.
+fn follow_as<T: Send + 'static>(
+    world: &crate::world::World,
+    pov: &str,
+    from_seq: u64,
+    follow: bool,
+    out: tokio::sync::mpsc::Sender<T>,
+    wrap: impl Fn(pb::watch_response::Item) -> T + Send + 'static,
+) {
+    let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
+    world.hub().watch(from_seq, follow, all_tx);
+    let pov = pov.to_owned();
+    tokio::spawn(async move {
+        while let Some(message) = all_rx.recv().await {
+            let seen = match message.item {
+                Some(pb::watch_response::Item::Event(event)) => {
+                    PerceptionRouter::view_for(&event, &pov).map(pb::watch_response::Item::Event)
+                }
+                Some(pb::watch_response::Item::Token(token)) => token
+                    .perceivers
+                    .contains(&pov)
+                    .then_some(pb::watch_response::Item::Token(token)),
+                None => None,
+            };
+            if let Some(item) = seen
+                && out.send(wrap(item)).await.is_err()
+            {
+                break;
+            }
+        }
+    });
+}
+
+fn play_item(item: pb::play_response::Item) -> Result<pb::PlayResponse, Status> {
+    Ok(pb::PlayResponse { item: Some(item) })
+}
 
 #[tonic::async_trait]
 impl WorldApi for WorldGrpc {
@@ -192,33 +231,14 @@ impl WorldApi for WorldGrpc {
             return Ok(Response::new(Box::pin(stream)));
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
-        let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
-        world
-            .hub()
-            .watch(request.from_seq, !request.no_follow, all_tx);
-        tokio::spawn(async move {
-            while let Some(message) = all_rx.recv().await {
-                let seen = match message.item {
-                    Some(pb::watch_response::Item::Event(event)) => {
-                        PerceptionRouter::view_for(&event, &pov)
-                            .map(pb::watch_response::Item::Event)
-                    }
-                    Some(pb::watch_response::Item::Token(token)) => token
-                        .perceivers
-                        .contains(&pov)
-                        .then_some(pb::watch_response::Item::Token(token)),
-                    None => None,
-                };
-                if let Some(item) = seen
-                    && tx
-                        .send(pb::WatchResponse { item: Some(item) })
-                        .await
-                        .is_err()
-                {
-                    break;
-                }
-            }
-        });
+        follow_as(
+            &world,
+            &pov,
+            request.from_seq,
+            !request.no_follow,
+            tx,
+            |item| pb::WatchResponse { item: Some(item) },
+        );
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
     }
@@ -250,5 +270,109 @@ impl WorldApi for WorldGrpc {
             .await
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(pb::GetAuditResponse { audits }))
+    }
+
+    type PlayStream = PlayStream;
+
+    async fn play(
+        &self,
+        request: Request<tonic::Streaming<pb::PlayRequest>>,
+    ) -> Result<Response<PlayStream>, Status> {
+        let mut inbound = request.into_inner();
+        let Some(pb::PlayRequest {
+            item: Some(pb::play_request::Item::Claim(claim)),
+        }) = inbound.message().await?
+        else {
+            return Err(Status::invalid_argument(
+                "the first message must be a claim (world_id, character)",
+            ));
+        };
+        required(&claim.character, "claim.character")?;
+        let world = self.world(&claim.world_id)?;
+        let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
+            60_000
+        } else {
+            u64::from(claim.timeout_ms)
+        });
+        let (id, mut turns) = world
+            .claim(&claim.character, timeout)
+            .map_err(|e| match e {
+                crate::WorldError::InvalidArgument(message) => Status::already_exists(message),
+                other => to_status(&other),
+            })?;
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let from = if claim.from_seq == 0 {
+            world.hub().next_seq()
+        } else {
+            claim.from_seq
+        };
+        let _ = tx
+            .send(play_item(pb::play_response::Item::Claimed(id.clone())))
+            .await;
+        follow_as(&world, &id, from, true, tx.clone(), |item| {
+            play_item(match item {
+                pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
+                pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
+            })
+        });
+        tokio::spawn(async move {
+            let mut pending: Option<tokio::sync::oneshot::Sender<pb::Action>> = None;
+            loop {
+                let handed_back = async {
+                    match pending.as_mut() {
+                        Some(reply) => reply.closed().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    offer = turns.recv() => {
+                        let Some(offer) = offer else { break };
+                        pending = Some(offer.reply);
+                        let turn = pb::YourTurn {
+                            frame: Some(offer.frame),
+                            timeout_ms: u32::try_from(offer.timeout.as_millis()).unwrap_or(u32::MAX),
+                        };
+                        if tx.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
+                            break;
+                        }
+                    }
+                    () = handed_back => {
+                        pending = None;
+                        let notice = "Too late: your character's agent took this turn.".to_owned();
+                        let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
+                    }
+                    message = inbound.message() => match message {
+                        Ok(Some(pb::PlayRequest { item: Some(pb::play_request::Item::Action(a)) })) => {
+                            match pending.take() {
+                                Some(reply) => {
+                                    let action = pb::Action {
+                                        kind: a.kind,
+                                        text: a.text,
+                                        target: a.target,
+                                        destination: a.destination,
+                                        thought: a.thought,
+                                        usage: None,
+                                        fallback: false,
+                                    };
+                                    let _ = reply.send(action);
+                                }
+                                None => {
+                                    let notice = "It is not your turn yet.".to_owned();
+                                    let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
+                                }
+                            }
+                        }
+                        Ok(Some(_)) => {
+                            let notice = "Send actions only; the claim is made.".to_owned();
+                            let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
+                        }
+                        Ok(None) | Err(_) => break,
+                    },
+                }
+            }
+            world.release(&id);
+        });
+        let stream = ReceiverStream::new(rx);
+        Ok(Response::new(Box::pin(stream)))
     }
 }

@@ -77,6 +77,23 @@ pub struct World {
     /// says reaches characters only as events at a location).
     narrator: Option<Arc<dyn LanguageModel>>,
     notes: std::sync::Mutex<NarratorNotes>,
+    /// Characters a person plays: where to ask for their actions.
+    seats: std::sync::Mutex<BTreeMap<String, Seat>>,
+}
+
+/// A person's claim on a character.
+#[derive(Debug, Clone)]
+struct Seat {
+    turns: tokio::sync::mpsc::Sender<TurnRequest>,
+    timeout: std::time::Duration,
+}
+
+/// A turn offered to a person: what the character sees, and where to put the action.
+#[derive(Debug)]
+pub struct TurnRequest {
+    pub frame: pb::SceneFrame,
+    pub timeout: std::time::Duration,
+    pub reply: tokio::sync::oneshot::Sender<Action>,
 }
 
 /// What the narrator decided that no event records yet.
@@ -153,6 +170,7 @@ impl World {
             deleted: AtomicBool::new(false),
             narrator,
             notes: std::sync::Mutex::default(),
+            seats: std::sync::Mutex::default(),
         })
     }
 
@@ -538,6 +556,9 @@ impl World {
                 character: actor.to_owned(),
             })?;
         self.deliver_pending(actor).await?;
+        if let Some(action) = self.ask_player(state, actor).await {
+            return Ok(self.resolve(state, actor, &action));
+        }
         let started = Instant::now();
         let request = pb::ActRequest {
             character: Some(self.character_ref(actor)),
@@ -585,6 +606,67 @@ impl World {
             usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }
         Ok(draft)
+    }
+
+    /// Claims `character` (id, name or alias) for a person; returns its id and the
+    /// turns offered. A character has one player at a time.
+    pub fn claim(
+        &self,
+        character: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
+        let id = self
+            .scenario
+            .find_character(character)
+            .map(|c| c.id.clone())
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })?;
+        let mut seats = self
+            .seats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seats.get(&id).is_some_and(|s| !s.turns.is_closed()) {
+            return Err(WorldError::InvalidArgument(format!(
+                "{id} is already played by someone"
+            )));
+        }
+        let (turns, offered) = tokio::sync::mpsc::channel(1);
+        seats.insert(id.clone(), Seat { turns, timeout });
+        Ok((id, offered))
+    }
+
+    /// Gives `character` back to its agent.
+    pub fn release(&self, character: &str) {
+        self.seats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(character);
+    }
+
+    /// The person's action for `actor`'s turn, if someone plays it and answers in time.
+    async fn ask_player(&self, state: &WorldState, actor: &str) -> Option<Action> {
+        let seat = self
+            .seats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(actor)
+            .cloned()?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let offer = TurnRequest {
+            frame: self.frame_for(state, actor),
+            timeout: seat.timeout,
+            reply,
+        };
+        seat.turns.send(offer).await.ok()?;
+        match tokio::time::timeout(seat.timeout, answer).await {
+            Ok(Ok(action)) => Some(action),
+            _ => {
+                tracing::info!(world_id = %self.id, character = actor, "no action from the player in time; the agent acts");
+                None
+            }
+        }
     }
 
     fn frame_for(&self, state: &WorldState, actor: &str) -> pb::SceneFrame {

@@ -1,0 +1,247 @@
+//! A person plays a character over `World.Play`: the world waits for their action on
+//! that character's turns, the line reaches those present like an agent's, the player
+//! receives only what the character perceives, and a late player hands the turn back.
+
+use std::time::Duration;
+
+use dramatis_proto::v1::{
+    ActionKind, AdvanceRequest, CharacterRef, CreateWorldRequest, EventKind, PlayAction, PlayClaim,
+    PlayRequest, SnapshotRequest, advance_request, create_world_request, play_request,
+    play_response,
+};
+use dramatis_tests::Cluster;
+use tokio_stream::StreamExt as _;
+
+const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
+const PLAYER_CANARY: &str = "PLAYER-CANARY-8817";
+
+fn claim(world: &str, character: &str, timeout_ms: u32) -> PlayRequest {
+    PlayRequest {
+        item: Some(play_request::Item::Claim(PlayClaim {
+            world_id: world.into(),
+            character: character.into(),
+            timeout_ms,
+            from_seq: 1,
+        })),
+    }
+}
+
+async fn shard_text(cluster: &Cluster, world: &str, character: &str) -> String {
+    cluster
+        .agent(character)
+        .client()
+        .await
+        .snapshot(SnapshotRequest {
+            character: Some(CharacterRef {
+                world_id: world.into(),
+                character_id: character.into(),
+            }),
+        })
+        .await
+        .expect("snapshot")
+        .into_inner()
+        .memory
+        .iter()
+        .map(|m| m.text.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_plays_watson_and_only_those_present_hear_him() {
+    let cluster = Cluster::start(&CAST, &[]).await;
+    let mut world = cluster.world().await;
+    let id = world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioName(
+                "study-in-scarlet".into(),
+            )),
+            world_id: "played".into(),
+        })
+        .await
+        .expect("created")
+        .into_inner()
+        .world_id;
+
+    let (requests, inbound) = tokio::sync::mpsc::channel(8);
+    requests
+        .send(claim(&id, "watson", 5_000))
+        .await
+        .expect("send");
+    let mut stream = world
+        .play(tokio_stream::wrappers::ReceiverStream::new(inbound))
+        .await
+        .expect("play")
+        .into_inner();
+    let first = stream.next().await.expect("a reply").expect("ok");
+    assert_eq!(
+        first.item,
+        Some(play_response::Item::Claimed("watson".into()))
+    );
+
+    // A second person cannot take Watson.
+    let (second_tx, second_rx) = tokio::sync::mpsc::channel(1);
+    second_tx
+        .send(claim(&id, "watson", 1_000))
+        .await
+        .expect("send");
+    let taken = world
+        .play(tokio_stream::wrappers::ReceiverStream::new(second_rx))
+        .await
+        .expect_err("already played");
+    assert_eq!(taken.code(), tonic::Code::AlreadyExists);
+
+    // Run the first scene (Watson and Stamford at the Criterion) while playing.
+    let mut driver = world.clone();
+    let advancing = tokio::spawn(async move {
+        driver
+            .advance(AdvanceRequest {
+                world_id: "played".into(),
+                until: Some(advance_request::Until::SceneEnd(true)),
+            })
+            .await
+            .expect("advance")
+            .into_inner()
+            .events
+    });
+    let mut received = Vec::new();
+    let mut turns = 0;
+    while let Some(message) = stream.next().await {
+        match message.expect("stream healthy").item {
+            Some(play_response::Item::YourTurn(turn)) => {
+                turns += 1;
+                let frame = turn.frame.expect("a frame");
+                assert_eq!(frame.location_id, "criterion");
+                assert!(frame.present.iter().any(|p| p.id == "stamford"));
+                requests
+                    .send(PlayRequest {
+                        item: Some(play_request::Item::Action(PlayAction {
+                            kind: ActionKind::Speech as i32,
+                            text: format!("I am a person at the keyboard. {PLAYER_CANARY}"),
+                            target: "stamford".into(),
+                            ..PlayAction::default()
+                        })),
+                    })
+                    .await
+                    .expect("send action");
+            }
+            Some(play_response::Item::Event(event)) => {
+                let end = event.kind() == EventKind::SceneEnd;
+                received.push(event);
+                if end {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let events = advancing.await.expect("advance task");
+    assert_eq!(
+        turns, 3,
+        "Watson's three turns in a six-turn scene were the person's"
+    );
+    let his_lines: Vec<_> = events
+        .iter()
+        .filter(|e| e.speaker == "watson" && e.turn > 0)
+        .collect();
+    assert_eq!(his_lines.len(), 3);
+    assert!(his_lines.iter().all(|e| e.text.contains(PLAYER_CANARY)));
+    assert!(
+        his_lines
+            .iter()
+            .all(|e| e.perceivers == ["stamford", "watson"] && e.target == "stamford")
+    );
+    // The player's stream is exactly what Watson perceived.
+    let expected: Vec<u64> = events
+        .iter()
+        .filter(|e| e.perceivers.iter().any(|p| p == "watson"))
+        .map(|e| e.seq)
+        .collect();
+    let got: Vec<u64> = received.iter().map(|e| e.seq).collect();
+    assert_eq!(got, expected);
+    // Stamford heard him; Holmes and Lestrade, elsewhere, did not.
+    assert!(
+        shard_text(&cluster, &id, "stamford")
+            .await
+            .contains(PLAYER_CANARY)
+    );
+    for absent in ["holmes", "lestrade"] {
+        assert!(
+            !shard_text(&cluster, &id, absent)
+                .await
+                .contains(PLAYER_CANARY)
+        );
+        assert!(
+            cluster
+                .agent(absent)
+                .model
+                .prompts()
+                .iter()
+                .all(|p| !p.text().contains(PLAYER_CANARY))
+        );
+    }
+    // Watson's own agent perceived the person's lines too (it can take over).
+    assert!(
+        shard_text(&cluster, &id, "watson")
+            .await
+            .contains(PLAYER_CANARY)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_player_hands_the_turn_back_to_the_agent() {
+    let cluster = Cluster::start(&CAST, &[]).await;
+    let mut world = cluster.world().await;
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioName(
+                "study-in-scarlet".into(),
+            )),
+            world_id: "late".into(),
+        })
+        .await
+        .expect("created");
+    let (requests, inbound) = tokio::sync::mpsc::channel(8);
+    requests
+        .send(claim("late", "stamford", 200))
+        .await
+        .expect("send");
+    let mut stream = world
+        .play(tokio_stream::wrappers::ReceiverStream::new(inbound))
+        .await
+        .expect("play")
+        .into_inner();
+    let events = world
+        .advance(AdvanceRequest {
+            world_id: "late".into(),
+            until: Some(advance_request::Until::Turns(2)),
+        })
+        .await
+        .expect("advance")
+        .into_inner()
+        .events;
+    let stamford_line = events
+        .iter()
+        .find(|e| e.speaker == "stamford" && e.turn > 0)
+        .expect("Stamford spoke");
+    assert!(
+        stamford_line.text.starts_with("Scripted line"),
+        "his agent acted: {}",
+        stamford_line.text
+    );
+    let mut offered = false;
+    let mut told = false;
+    while let Ok(Some(message)) = tokio::time::timeout(Duration::from_secs(2), stream.next()).await
+    {
+        match message.expect("healthy").item {
+            Some(play_response::Item::YourTurn(_)) => offered = true,
+            Some(play_response::Item::Notice(n)) if n.contains("agent took this turn") => {
+                told = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(offered && told, "offered {offered}, told {told}");
+    drop(requests);
+}
