@@ -5,8 +5,8 @@ use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
     ActRequest, AdvanceRequest, AskRequest, AttachRequest, CharacterProfile, CharacterRef,
     CreateWorldRequest, DeleteWorldRequest, Event, GetWorldRequest, ListScenariosRequest,
-    ListWorldsRequest, PerceiveRequest, SceneFrame, WatchRequest, advance_request,
-    create_world_request,
+    ListScenariosResponse, ListWorldsRequest, PerceiveRequest, SceneFrame, WatchRequest,
+    advance_request, create_world_request,
 };
 use dramatis_tests::Cluster;
 use tonic::Code;
@@ -392,4 +392,35 @@ async fn both_services_answer_health_checks_and_reflection() {
             "{names:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_reach_the_world_service_over_grpc_web() {
+    use prost::Message as _;
+    let cluster = Cluster::start(&CAST, &[]).await;
+    // A gRPC-Web call as a browser makes it: HTTP/1.1 POST, one length-prefixed frame.
+    let body = [0u8, 0, 0, 0, 0]; // data frame, empty ListScenariosRequest
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/dramatis.v1.World/ListScenarios",
+            cluster.world_endpoint
+        ))
+        .header("content-type", "application/grpc-web+proto")
+        .header("x-grpc-web", "1")
+        .body(body.to_vec())
+        .send()
+        .await
+        .expect("http/1.1 request");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.version(), reqwest::Version::HTTP_11);
+    let bytes = response.bytes().await.expect("body");
+    assert_eq!(bytes[0], 0, "a data frame first");
+    let length = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+    let listed = ListScenariosResponse::decode(&bytes[5..5 + length]).expect("protobuf");
+    let names: Vec<&str> = listed.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["lamplighters-ledger", "study-in-scarlet"]);
+    let trailers = String::from_utf8_lossy(&bytes[5 + length + 5..]);
+    assert_eq!(bytes[5 + length], 0x80, "then the trailer frame");
+    assert!(trailers.contains("grpc-status:0"), "{trailers}");
 }

@@ -18,6 +18,15 @@ pub fn incoming(listener: TcpListener) -> TcpIncoming {
 pub async fn standard_router(
     service_name: &str,
 ) -> Result<Router, tonic_reflection::server::Error> {
+    standard_router_on(Server::builder(), service_name).await
+}
+
+/// [`standard_router`] on a server builder of the caller's (with layers, HTTP/1.1 for
+/// gRPC-Web, ...).
+pub async fn standard_router_on<L: Clone>(
+    builder: Server<L>,
+    service_name: &str,
+) -> Result<Router<L>, tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
     for name in [service_name, ""] {
         reporter
@@ -29,8 +38,8 @@ pub async fn standard_router(
             .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
-    Ok(Server::builder()
-        .trace_fn(crate::telemetry::server_span)
+    let mut builder = builder.trace_fn(crate::telemetry::server_span);
+    Ok(builder
         .add_service(health)
         .add_service(reflection().build_v1()?)
         .add_service(reflection().build_v1alpha()?))

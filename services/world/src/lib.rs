@@ -55,7 +55,11 @@ pub async fn serve_worlds(
     shutdown: Shutdown,
     restored: usize,
 ) -> Result<(), ServeError> {
-    let router = dramatis_runtime::grpc::standard_router("dramatis.v1.World").await?;
+    // gRPC and gRPC-Web (HTTP/1.1, for browsers) on the same port.
+    let builder = tonic::transport::Server::builder()
+        .accept_http1(true)
+        .layer(tonic_web::GrpcWebLayer::new());
+    let router = dramatis_runtime::grpc::standard_router_on(builder, "dramatis.v1.World").await?;
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, restored, "world service listening");
     router
