@@ -277,3 +277,52 @@ async fn sandboxes_run_side_by_side_and_deleting_one_leaves_the_others_alone() {
         assert!(kept.into_inner().last_seq > 0);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inline_sandbox_survives_a_restart_of_the_world_service() {
+    let mut cluster = Cluster::start(&CAST, &[]).await;
+    let mut world = cluster.world().await;
+    create_inline(&mut world, "kept", ledger_spec())
+        .await
+        .expect("created");
+    let before = world
+        .advance(AdvanceRequest {
+            world_id: "kept".into(),
+            until: Some(advance_request::Until::Turns(3)),
+        })
+        .await
+        .expect("advanced")
+        .into_inner()
+        .events;
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let info = world
+        .get_world(dramatis_proto::v1::GetWorldRequest {
+            world_id: "kept".into(),
+        })
+        .await
+        .expect("restored")
+        .into_inner();
+    assert_eq!(info.title, "The Lamplighter's Ledger");
+    assert_eq!(info.next_seq, before.last().expect("events").seq + 1);
+    let rest = world
+        .advance(AdvanceRequest {
+            world_id: "kept".into(),
+            until: Some(advance_request::Until::ScriptEnd(true)),
+        })
+        .await
+        .expect("advanced after the restart")
+        .into_inner()
+        .events;
+    assert_eq!(
+        rest.first().map(|e| e.seq),
+        Some(info.next_seq),
+        "no gap, no repeat"
+    );
+    let rounds = before
+        .iter()
+        .chain(&rest)
+        .filter(|e| e.kind() == EventKind::SceneStart)
+        .count();
+    assert_eq!(rounds, 6);
+}
