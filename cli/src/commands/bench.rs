@@ -8,9 +8,12 @@ use std::time::Instant;
 use anyhow::{Context as _, anyhow};
 use dramatis_character::{AgentOptions, CharacterAgents, MemoryWrites};
 use dramatis_embed::OnnxEmbedder;
-use dramatis_llm::{RoleModels, ScriptedModel};
+use dramatis_llm::{
+    Completion, CompletionRequest, LanguageModel, LlmError, RoleModels, ScriptedModel, TokenSink,
+};
 use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, advance_request, create_world_request,
+    AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, WatchRequest, advance_request,
+    create_world_request, watch_response,
 };
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
@@ -19,10 +22,54 @@ use dramatis_world::agents::StaticAgents;
 use super::client::{describe, world_client};
 use crate::args::{BenchArgs, MemoryWritesArg};
 
+/// The scripted model, streaming its reply piece by piece like `ScriptedModel` does, and
+/// noting when it sends the first piece of each action's visible line: the start of the
+/// model → watcher token latency.
+#[derive(Debug, Clone)]
+struct StampedModel {
+    inner: ScriptedModel,
+    first_visible: Arc<std::sync::Mutex<Vec<Instant>>>,
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for StampedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        tokens: Option<&TokenSink>,
+    ) -> Result<Completion, LlmError> {
+        let completion = self.inner.complete(request, None).await?;
+        if let Some(sink) = tokens {
+            let mut stamped = false;
+            let mut sent = String::new();
+            for piece in completion.text.split_inclusive(' ') {
+                sent.push_str(piece);
+                if !stamped && sent.contains("\"text\":\"") {
+                    stamped = true;
+                    self.first_visible
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(Instant::now());
+                }
+                let _ = sink.send(piece.to_owned());
+            }
+        }
+        Ok(completion)
+    }
+}
+
 pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     let data = tempfile::tempdir().context("temporary directory")?;
-    let model = ScriptedModel::default().without_recording();
+    let scripted = ScriptedModel::default().without_recording();
+    let model = StampedModel {
+        inner: scripted.clone(),
+        first_visible: Arc::default(),
+    };
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
     let mut options = AgentOptions::new(
         RoleModels::uniform(Arc::new(model.clone())),
@@ -46,7 +93,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         log_path: data.path().join("events.redb"),
         agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
-        narrator: Some(Arc::new(model.clone())),
+        narrator: Some(Arc::new(scripted.clone())),
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;
@@ -62,6 +109,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         create_world_request::Source::ScenarioName(args.scenario.clone())
     };
     let mut per_turn_us = Vec::new();
+    let mut token_latency_us: Vec<f64> = Vec::new();
     let (mut turns, mut events, mut calls, mut prompt_tokens) = (0u64, 0u64, 0u64, 0u64);
     let total = Instant::now();
     for _ in 0..args.runs.max(1) {
@@ -73,6 +121,28 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .await
             .map_err(|s| anyhow!("create: {}", describe(&s)))?
             .into_inner();
+        // A watcher notes when the first word of each line reaches it.
+        let mut watching = client
+            .watch(WatchRequest {
+                world_id: world.world_id.clone(),
+                from_seq: 1,
+                no_follow: false,
+                pov: String::new(),
+            })
+            .await
+            .map_err(|s| anyhow!("watch: {}", describe(&s)))?
+            .into_inner();
+        let watcher = tokio::spawn(async move {
+            let mut first: Vec<(u64, Instant)> = Vec::new();
+            while let Ok(Some(message)) = watching.message().await {
+                if let Some(watch_response::Item::Token(token)) = message.item
+                    && first.last().is_none_or(|(seq, _)| *seq != token.seq)
+                {
+                    first.push((token.seq, Instant::now()));
+                }
+            }
+            first
+        });
         let started = Instant::now();
         let advanced = client
             .advance(AdvanceRequest {
@@ -97,6 +167,18 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             })
             .await
             .map_err(|s| anyhow!("delete: {}", describe(&s)))?;
+        let received = watcher.await.unwrap_or_default();
+        let sent: Vec<Instant> = std::mem::take(
+            &mut *model
+                .first_visible
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        token_latency_us.extend(
+            sent.iter()
+                .zip(&received)
+                .map(|(s, (_, r))| r.saturating_duration_since(*s).as_secs_f64() * 1e6),
+        );
     }
     shutdown.trigger();
     per_turn_us.sort_by(f64::total_cmp);
@@ -121,9 +203,21 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "per transcript line, everything the agents sent (turns, Self-Probe, memory writes \
          [{:?}]): {:.2} LLM calls, {:.0} prompt tokens (scripted model, estimated tokens)",
         args.memory_writes,
-        model.calls() as f64 / turns as f64,
-        model.prompt_tokens() as f64 / turns as f64
+        scripted.calls() as f64 / turns as f64,
+        scripted.prompt_tokens() as f64 / turns as f64
     );
+    if !token_latency_us.is_empty() {
+        token_latency_us.sort_by(f64::total_cmp);
+        let at =
+            |q: f64| token_latency_us[((token_latency_us.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "first word of a line, model → watcher (agent stream, world hub, Watch): median {:.0} µs, p90 {:.0} µs, worst {:.0} µs over {} lines",
+            at(0.5),
+            at(0.9),
+            at(1.0),
+            token_latency_us.len()
+        );
+    }
     println!(
         "wall: {:.2} s including world creation and deletion",
         total.elapsed().as_secs_f64()
