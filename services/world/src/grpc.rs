@@ -213,16 +213,11 @@ impl WorldApi for WorldGrpc {
         let pov = if request.pov.trim().is_empty() {
             None
         } else {
-            let character = world
-                .scenario()
-                .find_character(&request.pov)
-                .ok_or_else(|| {
-                    Status::not_found(format!(
-                        "world {:?} has no character {:?}",
-                        request.world_id, request.pov
-                    ))
-                })?;
-            Some(character.id.clone())
+            Some(
+                world
+                    .character_id(&request.pov)
+                    .map_err(|e| to_status(&e))?,
+            )
         };
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         let Some(pov) = pov else {

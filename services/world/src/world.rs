@@ -608,6 +608,17 @@ impl World {
         Ok(draft)
     }
 
+    /// The id of a character given by id, name or alias.
+    pub fn character_id(&self, character: &str) -> Result<String, WorldError> {
+        self.scenario
+            .find_character(character)
+            .map(|c| c.id.clone())
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })
+    }
+
     /// Claims `character` (id, name or alias) for a person; returns its id and the
     /// turns offered. A character has one player at a time.
     pub fn claim(
@@ -615,14 +626,7 @@ impl World {
         character: &str,
         timeout: std::time::Duration,
     ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
-        let id = self
-            .scenario
-            .find_character(character)
-            .map(|c| c.id.clone())
-            .ok_or_else(|| WorldError::CharacterNotFound {
-                world: self.id.clone(),
-                character: character.to_owned(),
-            })?;
+        let id = self.character_id(character)?;
         let mut seats = self
             .seats
             .lock()
@@ -788,14 +792,7 @@ impl World {
         character: &str,
         question: &str,
     ) -> Result<pb::AskResponse, WorldError> {
-        let id = self
-            .scenario
-            .find_character(character)
-            .map(|c| c.id.clone())
-            .ok_or_else(|| WorldError::CharacterNotFound {
-                world: self.id.clone(),
-                character: character.to_owned(),
-            })?;
+        let id = self.character_id(character)?;
         if question.trim().is_empty() {
             return Err(WorldError::InvalidArgument(
                 "question must not be empty".into(),
