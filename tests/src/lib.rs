@@ -174,6 +174,37 @@ impl Cluster {
         self.start_world().await;
     }
 
+    /// What `character`'s agent holds for `world` (its shard and prompt record).
+    pub async fn snapshot(
+        &self,
+        world: &str,
+        character: &str,
+    ) -> dramatis_proto::v1::SnapshotResponse {
+        self.agent(character)
+            .client()
+            .await
+            .snapshot(dramatis_proto::v1::SnapshotRequest {
+                character: Some(dramatis_proto::v1::CharacterRef {
+                    world_id: world.into(),
+                    character_id: character.into(),
+                }),
+            })
+            .await
+            .expect("snapshot")
+            .into_inner()
+    }
+
+    /// The texts of everything `character`'s shard holds for `world`, one per line.
+    pub async fn shard_text(&self, world: &str, character: &str) -> String {
+        self.snapshot(world, character)
+            .await
+            .memory
+            .iter()
+            .map(|m| m.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub async fn world(&self) -> WorldClient<Channel> {
         WorldClient::connect(self.world_endpoint.clone())
             .await

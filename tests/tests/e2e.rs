@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CharacterRef, CreateWorldRequest, Event, EventKind,
-    GetWorldRequest, SnapshotRequest, WatchRequest, advance_request, create_world_request,
-    watch_response,
+    AdvanceRequest, AskRequest, CreateWorldRequest, Event, EventKind, GetWorldRequest,
+    WatchRequest, advance_request, create_world_request, watch_response,
 };
 use dramatis_tests::{Cluster, test_embedder};
 use tonic::transport::Channel;
@@ -201,26 +200,6 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
     }
 }
 
-async fn snapshot(
-    cluster: &Cluster,
-    world: &str,
-    character: &str,
-) -> dramatis_proto::v1::SnapshotResponse {
-    cluster
-        .agent(character)
-        .client()
-        .await
-        .snapshot(SnapshotRequest {
-            character: Some(CharacterRef {
-                world_id: world.into(),
-                character_id: character.into(),
-            }),
-        })
-        .await
-        .expect("snapshot")
-        .into_inner()
-}
-
 fn shard_text(snapshot: &dramatis_proto::v1::SnapshotResponse) -> String {
     snapshot
         .memory
@@ -251,7 +230,7 @@ async fn private_scenes_never_reach_absent_characters() {
     );
 
     // Lestrade was at Scotland Yard for both private scenes: nothing of them reached him.
-    let lestrade = snapshot(&cluster, &id, "lestrade").await;
+    let lestrade = cluster.snapshot(&id, "lestrade").await;
     let lestrade_memory = shard_text(&lestrade);
     for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
         assert!(
@@ -275,7 +254,7 @@ async fn private_scenes_never_reach_absent_characters() {
         }
     }
     // Holmes was not at the Criterion.
-    let holmes = snapshot(&cluster, &id, "holmes").await;
+    let holmes = cluster.snapshot(&id, "holmes").await;
     assert!(!shard_text(&holmes).contains(CRITERION_CANARY));
     assert!(
         cluster
@@ -288,7 +267,7 @@ async fn private_scenes_never_reach_absent_characters() {
 
     // Those present did perceive it — the line, not Holmes's thought.
     for present in ["watson", "stamford"] {
-        let memory = shard_text(&snapshot(&cluster, &id, present).await);
+        let memory = shard_text(&cluster.snapshot(&id, present).await);
         assert!(memory.contains(LAB_CANARY), "{present} heard Holmes");
         assert!(
             !memory.contains(THOUGHT_CANARY),
@@ -302,7 +281,7 @@ async fn private_scenes_never_reach_absent_characters() {
         shard_text(&holmes).contains(THOUGHT_CANARY),
         "Holmes remembers his own thought"
     );
-    let watson = shard_text(&snapshot(&cluster, &id, "watson").await);
+    let watson = shard_text(&cluster.snapshot(&id, "watson").await);
     assert!(
         watson.contains(CRITERION_CANARY),
         "Watson heard Stamford at the Criterion"
@@ -361,7 +340,7 @@ async fn private_scenes_never_reach_absent_characters() {
 
     // Long-term memory: the scene became Watson's episodic memory and facts whose
     // visibility is exactly who was there; Lestrade has neither.
-    let watson_snapshot = snapshot(&cluster, &id, "watson").await;
+    let watson_snapshot = cluster.snapshot(&id, "watson").await;
     let layer_has = |snap: &dramatis_proto::v1::SnapshotResponse, layer: &str, text: &str| {
         snap.memory
             .iter()
@@ -502,7 +481,7 @@ async fn a_world_survives_a_restart_of_the_world_service() {
     );
 
     // Watson's agent was re-attached and caught up without duplicates.
-    let watson = snapshot(&cluster, &id, "watson").await;
+    let watson = cluster.snapshot(&id, "watson").await;
     let seqs: Vec<u64> = watson
         .memory
         .iter()
@@ -539,8 +518,8 @@ async fn worlds_in_one_service_run_at_once_and_stay_apart() {
     );
     assert_eq!(events_b.first().map(|e| e.seq), Some(1));
     // The same agent hosts Watson in both worlds, with a shard per world.
-    let in_a = snapshot(&cluster, &a, "watson").await;
-    let in_b = snapshot(&cluster, &b, "watson").await;
+    let in_a = cluster.snapshot(&a, "watson").await;
+    let in_b = cluster.snapshot(&b, "watson").await;
     let perceived = |s: &dramatis_proto::v1::SnapshotResponse| {
         s.memory.iter().filter(|m| m.source == "perceived").count()
     };

@@ -146,19 +146,7 @@ async fn an_open_story_moves_people_and_tells_each_only_what_happens_where_they_
     assert_eq!(told.perceivers, ["coyle", "varga"]);
     assert!(cluster.narrator.calls() >= 1);
     for character in CAST {
-        let snapshot = cluster
-            .agent(character)
-            .client()
-            .await
-            .snapshot(SnapshotRequest {
-                character: Some(CharacterRef {
-                    world_id: id.clone(),
-                    character_id: character.into(),
-                }),
-            })
-            .await
-            .expect("snapshot")
-            .into_inner();
+        let snapshot = cluster.snapshot(&id, character).await;
         let knows = snapshot
             .memory
             .iter()

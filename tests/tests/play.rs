@@ -5,9 +5,8 @@
 use std::time::Duration;
 
 use dramatis_proto::v1::{
-    ActionKind, AdvanceRequest, CharacterRef, CreateWorldRequest, EventKind, PlayAction, PlayClaim,
-    PlayRequest, SnapshotRequest, advance_request, create_world_request, play_request,
-    play_response,
+    ActionKind, AdvanceRequest, CreateWorldRequest, EventKind, PlayAction, PlayClaim, PlayRequest,
+    advance_request, create_world_request, play_request, play_response,
 };
 use dramatis_tests::Cluster;
 use tokio_stream::StreamExt as _;
@@ -24,27 +23,6 @@ fn claim(world: &str, character: &str, timeout_ms: u32) -> PlayRequest {
             from_seq: 1,
         })),
     }
-}
-
-async fn shard_text(cluster: &Cluster, world: &str, character: &str) -> String {
-    cluster
-        .agent(character)
-        .client()
-        .await
-        .snapshot(SnapshotRequest {
-            character: Some(CharacterRef {
-                world_id: world.into(),
-                character_id: character.into(),
-            }),
-        })
-        .await
-        .expect("snapshot")
-        .into_inner()
-        .memory
-        .iter()
-        .map(|m| m.text.clone())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,13 +139,15 @@ async fn a_person_plays_watson_and_only_those_present_hear_him() {
     assert_eq!(got, expected);
     // Stamford heard him; Holmes and Lestrade, elsewhere, did not.
     assert!(
-        shard_text(&cluster, &id, "stamford")
+        cluster
+            .shard_text(&id, "stamford")
             .await
             .contains(PLAYER_CANARY)
     );
     for absent in ["holmes", "lestrade"] {
         assert!(
-            !shard_text(&cluster, &id, absent)
+            !cluster
+                .shard_text(&id, absent)
                 .await
                 .contains(PLAYER_CANARY)
         );
@@ -182,7 +162,8 @@ async fn a_person_plays_watson_and_only_those_present_hear_him() {
     }
     // Watson's own agent perceived the person's lines too (it can take over).
     assert!(
-        shard_text(&cluster, &id, "watson")
+        cluster
+            .shard_text(&id, "watson")
             .await
             .contains(PLAYER_CANARY)
     );

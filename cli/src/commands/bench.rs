@@ -22,9 +22,9 @@ use dramatis_world::agents::StaticAgents;
 use super::client::{describe, world_client};
 use crate::args::{BenchArgs, MemoryWritesArg};
 
-/// The scripted model, streaming its reply piece by piece like `ScriptedModel` does, and
-/// noting when it sends the first piece of each action's visible line: the start of the
-/// model → watcher token latency.
+/// The scripted model, passing its streamed pieces on and noting when it hands over the
+/// first piece of each action's visible line: the start of the model → watcher token
+/// latency.
 #[derive(Debug, Clone)]
 struct StampedModel {
     inner: ScriptedModel,
@@ -42,21 +42,24 @@ impl LanguageModel for StampedModel {
         request: &CompletionRequest,
         tokens: Option<&TokenSink>,
     ) -> Result<Completion, LlmError> {
-        let completion = self.inner.complete(request, None).await?;
-        if let Some(sink) = tokens {
-            let mut stamped = false;
-            let mut sent = String::new();
-            for piece in completion.text.split_inclusive(' ') {
-                sent.push_str(piece);
-                if !stamped && sent.contains("\"text\":\"") {
-                    stamped = true;
-                    self.first_visible
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push(Instant::now());
-                }
-                let _ = sink.send(piece.to_owned());
+        let Some(sink) = tokens else {
+            return self.inner.complete(request, None).await;
+        };
+        // The scripted model's own pieces, passed on with the moment the line starts.
+        let (pieces_tx, mut pieces) = tokio::sync::mpsc::unbounded_channel();
+        let completion = self.inner.complete(request, Some(&pieces_tx)).await?;
+        let mut sent = String::new();
+        let mut stamped = false;
+        while let Ok(piece) = pieces.try_recv() {
+            sent.push_str(&piece);
+            if !stamped && sent.contains("\"text\":\"") {
+                stamped = true;
+                self.first_visible
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(Instant::now());
             }
+            let _ = sink.send(piece);
         }
         Ok(completion)
     }
