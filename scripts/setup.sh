@@ -11,12 +11,22 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # --- system packages -------------------------------------------------------------
+# `--browser` also installs Debian's chromium, for the web viewer's browser test.
+browser=false
+for arg in "$@"; do
+  case "$arg" in
+    --browser) browser=true ;;
+    *) die "unknown option $arg (known: --browser)" ;;
+  esac
+done
 need_apt=()
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
+if $browser && [ ! -x /usr/bin/chromium ]; then need_apt+=(chromium); fi
 compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || compgen -G '/usr/lib/x86_64-linux-gnu/libclang*.so*' >/dev/null || need_apt+=(libclang-dev)
 command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
 if ((${#need_apt[@]})); then
-  say "installing ${need_apt[*]} (needed to build llama.cpp)"
+  say "installing ${need_apt[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq || die "apt-get update failed"
@@ -61,3 +71,16 @@ for entry in "${files[@]}"; do
   say "ready: $dest"
 done
 say "models in $models are present and verified"
+
+# --- web viewer ------------------------------------------------------------------
+# protobuf.js for the page and playwright-core for its test, pinned by web/package-lock.json.
+web="$root/web"
+lock_sum=$(sha256sum "$web/package-lock.json" | cut -d' ' -f1)
+stamp="$web/node_modules/.dramatis-lock.sha256"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ] \
+  || [ ! -f "$web/node_modules/protobufjs/dist/protobuf.min.js" ]; then
+  say "installing the web viewer's packages (npm ci in web/)"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error) || die "npm ci in web/ failed"
+  echo "$lock_sum" >"$stamp"
+fi
+say "web viewer packages are installed"

@@ -2,10 +2,10 @@
 # The tests: set up (idempotent), check formatting, run every Rust test (release
 # profile, the same build the main job uses), check the scenario JSON Schema against the
 # loader, then drive a real `dramatis serve` from a Python grpcio client generated from
-# proto/.
+# proto/, and finally load the web viewer in headless Chromium (playwright-core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --browser
 cargo fmt --all -- --check
 cargo test --release --workspace
 target="${CARGO_TARGET_DIR:-target}"
@@ -19,3 +19,6 @@ if [ ! -x "$venv/bin/python" ] \
 fi
 "$venv/bin/python" tests/python/scenario_schema_check.py
 "$venv/bin/python" tests/python/grpc_client_check.py "$target/release/dramatis"
+# The web viewer end to end: Debian's chromium driven by playwright-core (no browser
+# download), against a real `dramatis serve` of the binary built above.
+DRAMATIS_BIN="$target/release/dramatis" node --test web/tests/viewer.test.mjs

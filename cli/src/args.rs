@@ -192,6 +192,13 @@ pub struct ServeArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+    /// The web viewer's files (the repository's web/ directory, set up by
+    /// scripts/setup.sh); the page is served at http://<listen>/viewer/.
+    #[arg(long, env = "DRAMATIS_VIEWER_DIR")]
+    pub viewer_dir: Option<PathBuf>,
+    /// Serve no web viewer (gRPC and gRPC-Web only).
+    #[arg(long, conflicts_with = "viewer_dir")]
+    pub no_viewer: bool,
 }
 
 #[derive(Debug, Args)]

@@ -72,6 +72,7 @@ impl LocalStack {
             narrator: Some(Arc::clone(
                 crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),
             )),
+            viewer_dir: None,
         };
         let worlds = Worlds::open(&options)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -12,6 +12,23 @@ pub mod v1 {
     /// Encoded file descriptor set, for gRPC server reflection.
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         tonic::include_file_descriptor_set!("dramatis_v1_descriptor");
+
+    /// The `.proto` sources by import path, for clients that read them at run time
+    /// (the web viewer parses them in the browser).
+    pub const PROTO_SOURCES: &[(&str, &str)] = &[
+        (
+            "dramatis/v1/common.proto",
+            include_str!("../dramatis/v1/common.proto"),
+        ),
+        (
+            "dramatis/v1/agent.proto",
+            include_str!("../dramatis/v1/agent.proto"),
+        ),
+        (
+            "dramatis/v1/world.proto",
+            include_str!("../dramatis/v1/world.proto"),
+        ),
+    ];
 }
 
 pub use status::{DomainError, ErrorKind};

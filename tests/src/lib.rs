@@ -149,6 +149,7 @@ impl Cluster {
             log_path: self.data.path().join("events.redb"),
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),
+            viewer_dir: Some(repo_root().join("web")),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use dramatis_proto::v1::{
-    ActionKind, AdvanceRequest, CreateWorldRequest, EventKind, PlayAction, PlayClaim, PlayRequest,
-    advance_request, create_world_request, play_request, play_response,
+    ActionKind, AdvanceRequest, CreateWorldRequest, EventKind, PlayActRequest, PlayAction,
+    PlayClaim, PlayRequest, advance_request, create_world_request, play_request, play_response,
 };
 use dramatis_tests::Cluster;
 use tokio_stream::StreamExt as _;
@@ -225,4 +225,147 @@ async fn a_silent_player_hands_the_turn_back_to_the_agent() {
     }
     assert!(offered && told, "offered {offered}, told {told}");
     drop(requests);
+}
+
+/// Browsers cannot stream requests: `ClaimSeat` opens the seat's stream and gives a
+/// token, `PlayAct` sends each action with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seat_claimed_without_a_request_stream_plays_through_play_act() {
+    let cluster = Cluster::start(&CAST, &[]).await;
+    let mut world = cluster.world().await;
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioName(
+                "study-in-scarlet".into(),
+            )),
+            world_id: "seated".into(),
+        })
+        .await
+        .expect("created");
+    let seat_claim = PlayClaim {
+        world_id: "seated".into(),
+        character: "John Watson".into(),
+        timeout_ms: 5_000,
+        from_seq: 1,
+    };
+    let mut stream = world
+        .claim_seat(seat_claim.clone())
+        .await
+        .expect("claim")
+        .into_inner();
+    let claimed = stream.next().await.expect("reply").expect("ok").item;
+    assert_eq!(claimed, Some(play_response::Item::Claimed("watson".into())));
+    let Some(play_response::Item::Seat(seat)) =
+        stream.next().await.expect("reply").expect("ok").item
+    else {
+        panic!("the second message is the seat token");
+    };
+    let act = |seat: &str, text: &str| PlayActRequest {
+        world_id: "seated".into(),
+        seat: seat.into(),
+        action: Some(PlayAction {
+            kind: ActionKind::Speech as i32,
+            text: text.into(),
+            target: "stamford".into(),
+            ..PlayAction::default()
+        }),
+    };
+    // Out of turn, with a wrong token, in another world, or with no action.
+    let early = world
+        .play_act(act(&seat, "Too soon."))
+        .await
+        .expect_err("not yet");
+    assert_eq!(early.code(), tonic::Code::FailedPrecondition, "{early:?}");
+    let unknown = world
+        .play_act(act("no-such-seat", "Hello."))
+        .await
+        .expect_err("unknown");
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    let mut elsewhere = act(&seat, "Hello.");
+    elsewhere.world_id = "another".into();
+    assert_eq!(
+        world
+            .play_act(elsewhere)
+            .await
+            .expect_err("other world")
+            .code(),
+        tonic::Code::NotFound
+    );
+    let mut empty = act(&seat, "");
+    empty.action = None;
+    assert_eq!(
+        world.play_act(empty).await.expect_err("no action").code(),
+        tonic::Code::InvalidArgument
+    );
+
+    let mut driver = world.clone();
+    let advancing = tokio::spawn(async move {
+        driver
+            .advance(AdvanceRequest {
+                world_id: "seated".into(),
+                until: Some(advance_request::Until::SceneEnd(true)),
+            })
+            .await
+            .expect("advance")
+            .into_inner()
+            .events
+    });
+    let mut turns = 0;
+    let mut received = Vec::new();
+    while let Some(message) = stream.next().await {
+        match message.expect("healthy").item {
+            Some(play_response::Item::YourTurn(_)) => {
+                turns += 1;
+                world
+                    .play_act(act(&seat, &format!("Typed in a browser, turn {turns}.")))
+                    .await
+                    .expect("accepted on my turn");
+            }
+            Some(play_response::Item::Event(event)) => {
+                let end = event.kind() == EventKind::SceneEnd;
+                received.push(event.seq);
+                if end {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let events = advancing.await.expect("advance task");
+    let his: Vec<&str> = events
+        .iter()
+        .filter(|e| e.speaker == "watson" && e.turn > 0)
+        .map(|e| e.text.as_str())
+        .collect();
+    assert_eq!(
+        his,
+        [
+            "Typed in a browser, turn 1.",
+            "Typed in a browser, turn 2.",
+            "Typed in a browser, turn 3."
+        ]
+    );
+    let perceived: Vec<u64> = events
+        .iter()
+        .filter(|e| e.perceivers.iter().any(|p| p == "watson"))
+        .map(|e| e.seq)
+        .collect();
+    assert_eq!(received, perceived);
+
+    // Closing the stream frees the seat and retires the token.
+    drop(stream);
+    let mut reclaimed = None;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Ok(response) = world.claim_seat(seat_claim.clone()).await {
+            reclaimed = Some(response.into_inner());
+            break;
+        }
+    }
+    assert!(reclaimed.is_some(), "the seat was not freed");
+    let stale = world
+        .play_act(act(&seat, "Still here?"))
+        .await
+        .expect_err("retired");
+    assert_eq!(stale.code(), tonic::Code::NotFound);
 }

@@ -424,3 +424,57 @@ async fn browsers_reach_the_world_service_over_grpc_web() {
     assert_eq!(bytes[5 + length], 0x80, "then the trailer frame");
     assert!(trailers.contains("grpc-status:0"), "{trailers}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_world_port_serves_the_viewer_files_and_nothing_else() {
+    let cluster = Cluster::start(&CAST, &[]).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::new();
+    let get = |path: &str| {
+        let request = http.get(format!("{}{path}", cluster.world_endpoint));
+        async move {
+            let response = request.send().await.expect("http/1.1 get");
+            let status = response.status().as_u16();
+            let kind = response
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap_or_default().to_owned())
+                .unwrap_or_default();
+            (status, kind, response.text().await.unwrap_or_default())
+        }
+    };
+    let (status, kind, page) = get("/viewer/").await;
+    assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(page.contains("<title>Dramatis viewer</title>"), "{page}");
+    let (status, kind, script) = get("/viewer/grpcweb.js").await;
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/javascript; charset=utf-8")
+    );
+    assert!(script.contains("application/grpc-web+proto"));
+    // The .proto sources the page parses are the ones this binary was built from.
+    let (status, _, proto) = get("/viewer/proto/dramatis/v1/world.proto").await;
+    assert_eq!(status, 200);
+    assert_eq!(proto, include_str!("../../proto/dramatis/v1/world.proto"));
+    // Only the listed files: no other name, no way out of the directory.
+    for path in [
+        "/viewer/Cargo.toml",
+        "/viewer/..%2F..%2FCargo.toml",
+        "/viewer/proto/dramatis/v1/nope.proto",
+        "/viewer/tests/viewer.test.mjs",
+    ] {
+        let (status, _, body) = get(path).await;
+        assert_eq!(status, 404, "{path}: {body}");
+    }
+    // The root leads to the page.
+    let response = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+        .get(format!("{}/", cluster.world_endpoint))
+        .send()
+        .await
+        .expect("get /");
+    assert_eq!(response.status(), 303);
+    assert_eq!(response.headers()["location"], "/viewer/");
+}

@@ -97,6 +97,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         log_path: data.path().join("events.redb"),
         agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
         narrator: Some(Arc::new(scripted.clone())),
+        viewer_dir: None,
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;

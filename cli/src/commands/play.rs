@@ -131,7 +131,8 @@ pub async fn play(args: PlayArgs) -> anyhow::Result<()> {
                 );
             }
             Some(play_response::Item::Notice(notice)) => eprintln!("({notice})"),
-            None => {}
+            // Only ClaimSeat sends a seat token; this client plays over one stream.
+            Some(play_response::Item::Seat(_)) | None => {}
         }
     }
     Ok(())

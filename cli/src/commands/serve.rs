@@ -45,11 +45,23 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         narrator: Some(Arc::clone(
             role_models(&args.model)?.get(ModelRole::Narrator),
         )),
+        viewer_dir: (!args.no_viewer).then(|| {
+            args.viewer_dir
+                .clone()
+                .unwrap_or_else(dramatis_runtime::models::viewer_dir)
+        }),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
-    crate::spawn::announce(listener.local_addr()?);
+    let addr = listener.local_addr()?;
+    if let Some(dir) = &options.viewer_dir {
+        eprintln!(
+            "web viewer: http://{addr}/viewer/  (files from {})",
+            dir.display()
+        );
+    }
+    crate::spawn::announce(addr);
     dramatis_world::run(listener, options, shutdown).await?;
     Ok(())
 }

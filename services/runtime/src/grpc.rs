@@ -3,6 +3,7 @@
 //! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors.
 
 use tokio::net::TcpListener;
+use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic::transport::server::{Router, TcpIncoming};
 
@@ -18,14 +19,15 @@ pub fn incoming(listener: TcpListener) -> TcpIncoming {
 pub async fn standard_router(
     service_name: &str,
 ) -> Result<Router, tonic_reflection::server::Error> {
-    standard_router_on(Server::builder(), service_name).await
+    standard_router_with(Server::builder(), service_name, Routes::default()).await
 }
 
 /// [`standard_router`] on a server builder of the caller's (with layers, HTTP/1.1 for
-/// gRPC-Web, ...).
-pub async fn standard_router_on<L: Clone>(
+/// gRPC-Web, ...), adding to `routes` (the caller's services and any plain HTTP routes).
+pub async fn standard_router_with<L: Clone>(
     builder: Server<L>,
     service_name: &str,
+    routes: Routes,
 ) -> Result<Router<L>, tonic_reflection::server::Error> {
     let (reporter, health) = tonic_health::server::health_reporter();
     for name in [service_name, ""] {
@@ -38,9 +40,10 @@ pub async fn standard_router_on<L: Clone>(
             .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
     };
-    let mut builder = builder.trace_fn(crate::telemetry::server_span);
-    Ok(builder
+    let routes = routes
         .add_service(health)
         .add_service(reflection().build_v1()?)
-        .add_service(reflection().build_v1alpha()?))
+        .add_service(reflection().build_v1alpha()?);
+    let mut builder = builder.trace_fn(crate::telemetry::server_span);
+    Ok(builder.add_routes(routes))
 }

@@ -26,6 +26,12 @@ pub fn scenarios_dir() -> PathBuf {
     locate("DRAMATIS_SCENARIOS_DIR", "scenarios")
 }
 
+/// The web viewer's files (`DRAMATIS_VIEWER_DIR`, else `web/`), found the same way.
+#[must_use]
+pub fn viewer_dir() -> PathBuf {
+    locate("DRAMATIS_VIEWER_DIR", "web")
+}
+
 fn locate(variable: &str, name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os(variable) {
         return PathBuf::from(dir);

@@ -8,6 +8,7 @@ use dramatis_proto::status::to_status;
 use dramatis_proto::v1::world_server::World as WorldApi;
 use dramatis_proto::v1::{self as pb, advance_request, create_world_request};
 use futures::Stream;
+use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
@@ -19,12 +20,17 @@ use crate::world::Until;
 #[derive(Debug, Clone)]
 pub struct WorldGrpc {
     worlds: Worlds,
+    /// Seats claimed with `ClaimSeat`: token -> (world id, where their actions go).
+    seats: std::sync::Arc<dashmap::DashMap<String, (String, tokio::sync::mpsc::Sender<PlayInput>)>>,
 }
 
 impl WorldGrpc {
     #[must_use]
     pub fn new(worlds: Worlds) -> Self {
-        Self { worlds }
+        Self {
+            worlds,
+            seats: std::sync::Arc::default(),
+        }
     }
 
     /// The world a request names: `world_id` must be given and must exist.
@@ -282,6 +288,100 @@ impl WorldApi for WorldGrpc {
                 "the first message must be a claim (world_id, character)",
             ));
         };
+        let seat = self.open_seat(&claim)?;
+        let inputs = inbound.map_while(|message| match message {
+            Ok(pb::PlayRequest {
+                item: Some(pb::play_request::Item::Action(action)),
+            }) => Some(PlayInput::Action(action, None)),
+            Ok(_) => Some(PlayInput::NotAnAction),
+            Err(_) => None,
+        });
+        let stream = ReceiverStream::new(seat.start(inputs, || {}));
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    type ClaimSeatStream = PlayStream;
+
+    async fn claim_seat(
+        &self,
+        request: Request<pb::PlayClaim>,
+    ) -> Result<Response<PlayStream>, Status> {
+        let claim = request.into_inner();
+        let seat = self.open_seat(&claim)?;
+        let token = uuid::Uuid::new_v4().to_string();
+        let (inputs_tx, inputs_rx) = tokio::sync::mpsc::channel(8);
+        self.seats
+            .insert(token.clone(), (seat.world.id().to_owned(), inputs_tx));
+        let _ = seat
+            .out
+            .send(play_item(pb::play_response::Item::Seat(token.clone())))
+            .await;
+        let seats = std::sync::Arc::clone(&self.seats);
+        let rx = seat.start(ReceiverStream::new(inputs_rx), move || {
+            seats.remove(&token);
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn play_act(
+        &self,
+        request: Request<pb::PlayActRequest>,
+    ) -> Result<Response<pb::PlayActResponse>, Status> {
+        let request = request.into_inner();
+        required(&request.seat, "seat")?;
+        let Some(action) = request.action else {
+            return Err(Status::invalid_argument("action is required"));
+        };
+        let inputs = self
+            .seats
+            .get(&request.seat)
+            .filter(|entry| entry.0 == request.world_id)
+            .map(|entry| entry.1.clone())
+            .ok_or_else(|| {
+                Status::not_found(format!(
+                    "no open seat {} in world {:?} (claim one with ClaimSeat)",
+                    request.seat, request.world_id
+                ))
+            })?;
+        let (reply, accepted) = tokio::sync::oneshot::channel();
+        inputs
+            .send(PlayInput::Action(action, Some(reply)))
+            .await
+            .map_err(|_| Status::not_found(format!("seat {} is closed", request.seat)))?;
+        match accepted.await {
+            Ok(Ok(())) => Ok(Response::new(pb::PlayActResponse {})),
+            Ok(Err(notice)) => Err(Status::failed_precondition(notice)),
+            Err(_) => Err(Status::not_found(format!(
+                "seat {} is closed",
+                request.seat
+            ))),
+        }
+    }
+}
+
+/// What a player sends once the claim is made.
+enum PlayInput {
+    /// An action, and (for `PlayAct`) where to say whether it was taken.
+    Action(
+        pb::PlayAction,
+        Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
+    ),
+    NotAnAction,
+}
+
+/// A claimed character: the world, the character's id, the turns the world offers it
+/// and the stream to the person.
+struct OpenSeat {
+    world: std::sync::Arc<crate::world::World>,
+    id: String,
+    turns: tokio::sync::mpsc::Receiver<crate::world::TurnRequest>,
+    out: tokio::sync::mpsc::Sender<Result<pb::PlayResponse, Status>>,
+    rx: tokio::sync::mpsc::Receiver<Result<pb::PlayResponse, Status>>,
+}
+
+impl WorldGrpc {
+    /// Claims the character for a person and starts forwarding what it perceives.
+    fn open_seat(&self, claim: &pb::PlayClaim) -> Result<OpenSeat, Status> {
         required(&claim.character, "claim.character")?;
         let world = self.world(&claim.world_id)?;
         let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
@@ -289,28 +389,55 @@ impl WorldApi for WorldGrpc {
         } else {
             u64::from(claim.timeout_ms)
         });
-        let (id, mut turns) = world
+        let (id, turns) = world
             .claim(&claim.character, timeout)
             .map_err(|e| match e {
                 crate::WorldError::InvalidArgument(message) => Status::already_exists(message),
                 other => to_status(&other),
             })?;
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let (out, rx) = tokio::sync::mpsc::channel(256);
+        // Room for these two was just made; nothing can fill the channel first.
+        let _ = out.try_send(play_item(pb::play_response::Item::Claimed(id.clone())));
         let from = if claim.from_seq == 0 {
             world.hub().next_seq()
         } else {
             claim.from_seq
         };
-        let _ = tx
-            .send(play_item(pb::play_response::Item::Claimed(id.clone())))
-            .await;
-        follow_as(&world, &id, from, true, tx.clone(), |item| {
+        follow_as(&world, &id, from, true, out.clone(), |item| {
             play_item(match item {
                 pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
                 pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
             })
         });
+        Ok(OpenSeat {
+            world,
+            id,
+            turns,
+            out,
+            rx,
+        })
+    }
+}
+
+impl OpenSeat {
+    /// Runs the seat until the person leaves (`inputs` ends or the stream to them
+    /// closes): offers each turn, passes the person's action on, tells them when the
+    /// agent took a turn back. Then gives the character back and calls `closed`.
+    fn start(
+        self,
+        inputs: impl Stream<Item = PlayInput> + Send + Unpin + 'static,
+        closed: impl FnOnce() + Send + 'static,
+    ) -> tokio::sync::mpsc::Receiver<Result<pb::PlayResponse, Status>> {
+        let Self {
+            world,
+            id,
+            mut turns,
+            out,
+            rx,
+        } = self;
+        let mut inputs = inputs;
         tokio::spawn(async move {
+            let notice = |text: &str| play_item(pb::play_response::Item::Notice(text.to_owned()));
             let mut pending: Option<tokio::sync::oneshot::Sender<pb::Action>> = None;
             loop {
                 let handed_back = async {
@@ -327,20 +454,20 @@ impl WorldApi for WorldGrpc {
                             frame: Some(offer.frame),
                             timeout_ms: u32::try_from(offer.timeout.as_millis()).unwrap_or(u32::MAX),
                         };
-                        if tx.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
+                        if out.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
                             break;
                         }
                     }
                     () = handed_back => {
                         pending = None;
-                        let notice = "Too late: your character's agent took this turn.".to_owned();
-                        let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
+                        let _ = out.send(notice("Too late: your character's agent took this turn.")).await;
                     }
-                    message = inbound.message() => match message {
-                        Ok(Some(pb::PlayRequest { item: Some(pb::play_request::Item::Action(a)) })) => {
-                            match pending.take() {
-                                Some(reply) => {
-                                    let action = pb::Action {
+                    () = out.closed() => break,
+                    input = inputs.next() => match input {
+                        Some(PlayInput::Action(a, accepted)) => {
+                            let taken = match pending.take() {
+                                Some(reply) => reply
+                                    .send(pb::Action {
                                         kind: a.kind,
                                         text: a.text,
                                         target: a.target,
@@ -348,26 +475,27 @@ impl WorldApi for WorldGrpc {
                                         thought: a.thought,
                                         usage: None,
                                         fallback: false,
-                                    };
-                                    let _ = reply.send(action);
-                                }
-                                None => {
-                                    let notice = "It is not your turn yet.".to_owned();
-                                    let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
-                                }
+                                    })
+                                    .map_err(|_| "Too late: your character's agent took this turn.".to_owned()),
+                                None => Err("It is not your turn yet.".to_owned()),
+                            };
+                            if let Err(text) = &taken {
+                                let _ = out.send(notice(text)).await;
+                            }
+                            if let Some(accepted) = accepted {
+                                let _ = accepted.send(taken);
                             }
                         }
-                        Ok(Some(_)) => {
-                            let notice = "Send actions only; the claim is made.".to_owned();
-                            let _ = tx.send(play_item(pb::play_response::Item::Notice(notice))).await;
+                        Some(PlayInput::NotAnAction) => {
+                            let _ = out.send(notice("Send actions only; the claim is made.")).await;
                         }
-                        Ok(None) | Err(_) => break,
+                        None => break,
                     },
                 }
             }
             world.release(&id);
+            closed();
         });
-        let stream = ReceiverStream::new(rx);
-        Ok(Response::new(Box::pin(stream)))
+        rx
     }
 }

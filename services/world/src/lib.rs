@@ -17,6 +17,7 @@ pub mod scenario;
 pub mod scheduler;
 pub mod service;
 pub mod state;
+pub mod viewer;
 pub mod world;
 
 use dramatis_proto::v1::world_server::WorldServer;
@@ -55,15 +56,24 @@ pub async fn serve_worlds(
     shutdown: Shutdown,
     restored: usize,
 ) -> Result<(), ServeError> {
-    // gRPC and gRPC-Web (HTTP/1.1, for browsers) on the same port.
-    let builder = tonic::transport::Server::builder()
-        .accept_http1(true)
-        .layer(tonic_web::GrpcWebLayer::new());
-    let router = dramatis_runtime::grpc::standard_router_on(builder, "dramatis.v1.World").await?;
+    // gRPC, gRPC-Web (HTTP/1.1, for browsers) and the viewer's files on one port. The
+    // gRPC-Web translation wraps the World service only: as a server-wide layer it
+    // would answer every plain HTTP/1.1 request (the viewer's files) with 400.
+    let builder = tonic::transport::Server::builder().accept_http1(true);
+    let viewer = worlds.viewer_dir().map(viewer::routes);
+    let world = tower_layer::Layer::layer(
+        &tonic_web::GrpcWebLayer::new(),
+        WorldServer::new(grpc::WorldGrpc::new(worlds)),
+    );
+    let mut routes = tonic::service::Routes::new(world);
+    if let Some(viewer) = viewer {
+        routes = routes.into_axum_router().merge(viewer).into();
+    }
+    let router =
+        dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.World", routes).await?;
     let addr = listener.local_addr().ok();
     tracing::info!(?addr, restored, "world service listening");
     router
-        .add_service(WorldServer::new(grpc::WorldGrpc::new(worlds)))
         .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;
     Ok(())

@@ -26,6 +26,9 @@ pub struct WorldServiceOptions {
     /// The narrator of open stories; without one, open scenes end at their turn limit
     /// and nothing is proposed.
     pub narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
+    /// The web viewer's files (`web/` of the repository, with its `node_modules`);
+    /// `None`: no viewer is served.
+    pub viewer_dir: Option<PathBuf>,
 }
 
 /// Where a new world's scenario comes from.
@@ -53,6 +56,7 @@ struct Inner {
     narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
     /// Where inline sandbox specs are kept (beside the log).
     sandboxes: PathBuf,
+    viewer_dir: Option<PathBuf>,
 }
 
 impl Worlds {
@@ -70,8 +74,15 @@ impl Worlds {
                     .log_path
                     .parent()
                     .map_or_else(|| PathBuf::from("sandboxes"), |d| d.join("sandboxes")),
+                viewer_dir: options.viewer_dir.clone(),
             }),
         })
+    }
+
+    /// Where the web viewer's files are, if it is served.
+    #[must_use]
+    pub fn viewer_dir(&self) -> Option<&std::path::Path> {
+        self.inner.viewer_dir.as_deref()
     }
 
     #[must_use]

@@ -222,14 +222,46 @@ impl World {
                 .scenario
                 .characters
                 .iter()
-                .map(|c| pb::CharacterState {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    location: state.locations.get(&c.id).cloned().unwrap_or_default(),
+                .map(|c| {
+                    // Rounds are shown 1-based, like scenes.
+                    let (travelling_to, arrives_round) = state
+                        .travelling
+                        .get(&c.id)
+                        .map(|(to, at)| (to.clone(), u32::try_from(at + 1).unwrap_or(u32::MAX)))
+                        .unwrap_or_default();
+                    pb::CharacterState {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        location: state.locations.get(&c.id).cloned().unwrap_or_default(),
+                        travelling_to,
+                        arrives_round,
+                    }
                 })
                 .collect(),
             usage: Some(state.usage),
             total_turns: state.total_turns,
+            locations: self
+                .scenario
+                .locations
+                .iter()
+                .map(|l| pb::LocationInfo {
+                    id: l.id.clone(),
+                    name: l.name.clone(),
+                    description: l.description.clone(),
+                })
+                .collect(),
+            paths: self
+                .scenario
+                .paths
+                .iter()
+                .map(|p| pb::SandboxPath {
+                    from: p.from.clone(),
+                    to: p.to.clone(),
+                    distance: p.distance,
+                })
+                .collect(),
+            scene_location: state.scene_location.clone(),
+            open: self.scenario.open.is_some(),
         }
     }
 

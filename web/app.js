@@ -1,0 +1,533 @@
+// The Dramatis web viewer: pick or create a world, watch its transcript live (word by
+// word), see who is where, follow one character's point of view, interview it, or
+// play it. Everything goes through the world service's gRPC-Web API.
+
+import { connect, GrpcError } from "./grpcweb.js";
+
+const $ = (id) => document.getElementById(id);
+
+const view = {
+  client: null,
+  worldId: "",
+  info: null,
+  transcript: null, // the whole world's Watch stream
+  pov: null, // { id, stream }
+  seat: null, // { character, token, stream }
+  infoTimer: null,
+};
+
+// ---------------------------------------------------------------- status line --
+
+function say(text) {
+  const status = $("status");
+  status.textContent = text;
+  status.classList.remove("error");
+}
+
+function fail(error) {
+  const status = $("status");
+  const code = error instanceof GrpcError ? ` (gRPC ${error.code})` : "";
+  status.textContent = `${error.message}${code}`;
+  status.classList.add("error");
+  console.error(error);
+}
+
+// ------------------------------------------------------------- lines of a story --
+
+/**
+ * Renders transcript items into `list`: finished events replace the streaming line
+ * with the same sequence number; tokens grow that streaming line.
+ */
+class LineList {
+  constructor(list) {
+    this.list = list;
+    this.streaming = new Map();
+  }
+
+  clear() {
+    this.list.replaceChildren();
+    this.streaming.clear();
+  }
+
+  token(chunk) {
+    let line = this.streaming.get(chunk.seq);
+    if (!line) {
+      line = element("li", "speech streaming");
+      line.dataset.seq = String(chunk.seq);
+      line.dataset.speaker = chunk.speaker;
+      line.append(element("span", "speaker", chunk.speaker_name || chunk.speaker), ": ");
+      line.append(element("span", "text", ""));
+      this.streaming.set(chunk.seq, line);
+      this.#append(line);
+    }
+    line.querySelector(".text").textContent += chunk.text;
+    this.#follow();
+  }
+
+  event(event) {
+    const line = renderEvent(event);
+    const pending = this.streaming.get(event.seq);
+    if (pending) {
+      pending.replaceWith(line);
+      this.streaming.delete(event.seq);
+    } else {
+      this.#append(line);
+    }
+    this.#follow();
+  }
+
+  notice(text) {
+    this.#append(element("li", "notice", text));
+    this.#follow();
+  }
+
+  #append(line) {
+    this.list.append(line);
+  }
+
+  #follow() {
+    const list = this.list;
+    if (list.scrollHeight - list.scrollTop - list.clientHeight < 120) list.scrollTop = list.scrollHeight;
+  }
+}
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function placeName(id) {
+  return view.info?.locations.find((l) => l.id === id)?.name || id;
+}
+
+function renderEvent(event) {
+  const kind = event.kind.replace("EVENT_KIND_", "").toLowerCase().replace("_", "-");
+  const line = element("li", kind);
+  line.dataset.seq = String(event.seq);
+  line.dataset.kind = kind;
+  line.dataset.scene = String(event.scene_index);
+  if (event.speaker) line.dataset.speaker = event.speaker;
+  const who = event.speaker_name || event.speaker;
+  switch (kind) {
+    case "scene-start":
+      line.textContent = event.text || `Scene ${event.scene_index} · ${placeName(event.location)}`;
+      break;
+    case "scene-end":
+      line.textContent = event.text ? `— ${event.text}` : "— end of scene";
+      break;
+    case "speech": {
+      line.append(element("span", "speaker", who));
+      if (event.target) line.append(element("span", "target", ` → ${event.target_name || event.target}`));
+      line.append(": ", element("span", "text", event.text));
+      break;
+    }
+    case "action":
+      withSpeaker(line, who, event.text);
+      break;
+    case "movement": {
+      const where = event.destination ? placeName(event.destination) : "";
+      const rounds = event.travel_rounds ? ` (${event.travel_rounds} round${event.travel_rounds === 1 ? "" : "s"} on the road)` : "";
+      withSpeaker(line, who, `${event.text || `leaves for ${where}`}${rounds}`);
+      break;
+    }
+    default:
+      line.append(element("span", "text", event.text));
+  }
+  if (event.thought) line.append(element("span", "thought", `(thinks: ${event.thought})`));
+  return line;
+}
+
+/** "Name does something": the name in bold once, whether or not the text starts with it. */
+function withSpeaker(line, who, text) {
+  const rest = who && text.startsWith(who) ? text.slice(who.length) : ` ${text}`;
+  line.append(element("span", "speaker", who), element("span", "text", rest));
+}
+
+const transcript = new LineList($("transcript"));
+const povLines = new LineList($("pov"));
+const playLines = new LineList($("play-log"));
+
+// ------------------------------------------------------------------ the world --
+
+async function loadScenarios() {
+  const { scenarios } = await view.client.unary("ListScenarios", {});
+  const select = $("scenario-select");
+  select.replaceChildren(
+    ...scenarios.map((s) => {
+      const option = element("option", "", `${s.title || s.name} (${s.name})`);
+      option.value = s.name;
+      option.title = s.description;
+      return option;
+    }),
+  );
+}
+
+async function loadWorlds(select) {
+  const { worlds } = await view.client.unary("ListWorlds", {});
+  const picker = $("world-select");
+  picker.replaceChildren(
+    element("option", "", worlds.length ? "— choose —" : "— none yet —"),
+    ...worlds.map((w) => {
+      const option = element("option", "", `${w.title || w.scenario} · ${w.world_id.slice(0, 8)}`);
+      option.value = w.world_id;
+      return option;
+    }),
+  );
+  picker.firstChild.value = "";
+  const wanted = select ?? view.worldId;
+  if (wanted && worlds.some((w) => w.world_id === wanted)) picker.value = wanted;
+}
+
+function closeStreams() {
+  view.transcript?.cancel();
+  view.transcript = null;
+  view.pov?.stream.cancel();
+  view.pov = null;
+  leaveSeat();
+}
+
+async function openWorld(worldId) {
+  closeStreams();
+  view.worldId = worldId;
+  view.info = null;
+  transcript.clear();
+  povLines.clear();
+  playLines.clear();
+  $("pov-tabs").replaceChildren();
+  $("ask-answer").textContent = "";
+  const url = new URL(location.href);
+  if (worldId) url.searchParams.set("world", worldId);
+  else url.searchParams.delete("world");
+  history.replaceState(null, "", url);
+  if (!worldId) {
+    renderInfo();
+    return;
+  }
+  await refreshInfo();
+  view.transcript = view.client.stream("Watch", { world_id: worldId, from_seq: 1 }, (message) => {
+    if (message.item === "token") transcript.token(message.token);
+    if (message.item === "event") {
+      transcript.event(message.event);
+      if (message.event.kind !== "EVENT_KIND_SPEECH") scheduleInfo();
+    }
+  });
+  view.transcript.done.catch(fail);
+  const first = view.info.characters[0];
+  if (first) showPov(first.id);
+}
+
+async function refreshInfo() {
+  if (!view.worldId) return;
+  view.info = await view.client.unary("GetWorld", { world_id: view.worldId });
+  renderInfo();
+}
+
+/** Refreshes the world's summary and map soon (at most a few times a second). */
+function scheduleInfo() {
+  if (view.infoTimer) return;
+  view.infoTimer = setTimeout(() => {
+    view.infoTimer = null;
+    refreshInfo().catch(fail);
+  }, 250);
+}
+
+function renderInfo() {
+  const info = view.info;
+  const running = info?.status === "WORLD_STATUS_RUNNING";
+  const finished = info?.status === "WORLD_STATUS_FINISHED";
+  $("run-scene").disabled = !info || running || finished;
+  $("run-all").disabled = !info || running || finished;
+  document.body.dataset.status = info ? info.status.replace("WORLD_STATUS_", "").toLowerCase() : "";
+  if (!info) {
+    $("world-info").textContent = "";
+    $("map").replaceChildren();
+    $("road").textContent = "";
+    return;
+  }
+  const unit = info.open ? "round" : "scene";
+  const where = finished ? "finished" : `${unit} ${info.current_scene} of ${info.total_scenes}`;
+  const usage = info.usage || {};
+  $("world-info").textContent =
+    `${info.title} — ${where} · ${info.total_turns} turns · ${usage.llm_calls || 0} LLM calls · ` +
+    `${usage.prompt_tokens || 0} prompt tokens`;
+  renderMap(info);
+  renderCharacterPickers(info);
+}
+
+// ------------------------------------------------------------------------ map --
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attributes, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function shorten(text, length) {
+  const plain = text.replace(/^the /i, "");
+  return plain.length > length ? `${plain.slice(0, length - 1)}…` : plain;
+}
+
+function renderMap(info) {
+  const map = $("map");
+  const places = info.locations;
+  const n = places.length;
+  const centre = { x: 210, y: 122 };
+  const radius = n > 1 ? { x: 132, y: 80 } : { x: 0, y: 0 };
+  const at = new Map(
+    places.map((place, i) => {
+      const angle = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(n, 1);
+      return [place.id, { x: centre.x + radius.x * Math.cos(angle), y: centre.y + radius.y * Math.sin(angle) }];
+    }),
+  );
+  const nodes = [];
+  for (const path of info.paths) {
+    const a = at.get(path.from);
+    const b = at.get(path.to);
+    if (!a || !b) continue;
+    nodes.push(svg("line", { class: "path", x1: a.x, y1: a.y, x2: b.x, y2: b.y }));
+    nodes.push(svg("text", { class: "distance", x: (a.x + b.x) / 2 + 4, y: (a.y + b.y) / 2 - 4 }, String(path.distance)));
+  }
+  for (const place of places) {
+    const p = at.get(place.id);
+    const here = info.characters.filter((c) => c.location === place.id);
+    const group = svg("g", { "data-location": place.id });
+    const title = svg("title", {}, place.description || place.name);
+    const box = svg("rect", {
+      class: `place${place.id === info.scene_location ? " here" : ""}`,
+      x: p.x - 68,
+      y: p.y - 16,
+      width: 136,
+      height: 20 + 13 * Math.max(here.length, 1),
+      rx: 6,
+    });
+    group.append(title, box, svg("text", { class: "place-name", x: p.x, y: p.y, "text-anchor": "middle" }, shorten(place.name, 18)));
+    here.forEach((c, i) => {
+      group.append(svg("text", { class: "who", x: p.x, y: p.y + 14 + 13 * i, "text-anchor": "middle", "data-character": c.id }, c.name));
+    });
+    nodes.push(group);
+  }
+  map.replaceChildren(...nodes);
+  const road = info.characters
+    .filter((c) => c.travelling_to)
+    .map((c) => `${c.name} → ${placeName(c.travelling_to)} (arrives in round ${c.arrives_round})`);
+  $("road").textContent = road.length ? `On the road: ${road.join("; ")}` : "";
+}
+
+// ------------------------------------------------------------- point of view --
+
+function renderCharacterPickers(info) {
+  const tabs = $("pov-tabs");
+  if (tabs.childElementCount !== info.characters.length) {
+    tabs.replaceChildren(
+      ...info.characters.map((c) => {
+        const tab = element("button", "", c.name);
+        tab.type = "button";
+        tab.setAttribute("role", "tab");
+        tab.dataset.character = c.id;
+        tab.addEventListener("click", () => showPov(c.id));
+        return tab;
+      }),
+    );
+    const play = $("play-character");
+    play.replaceChildren(
+      ...info.characters.map((c) => {
+        const option = element("option", "", c.name);
+        option.value = c.id;
+        return option;
+      }),
+    );
+  }
+  for (const tab of tabs.children) {
+    tab.setAttribute("aria-selected", String(tab.dataset.character === view.pov?.id));
+  }
+}
+
+function showPov(character) {
+  if (view.pov?.id === character) return;
+  view.pov?.stream.cancel();
+  povLines.clear();
+  $("ask-answer").textContent = "";
+  const stream = view.client.stream("Watch", { world_id: view.worldId, from_seq: 1, pov: character }, (message) => {
+    if (message.item === "token") povLines.token(message.token);
+    if (message.item === "event") povLines.event(message.event);
+  });
+  stream.done.catch(fail);
+  view.pov = { id: character, stream };
+  $("pov").dataset.character = character;
+  if (view.info) renderCharacterPickers(view.info);
+}
+
+async function ask(question) {
+  if (!view.pov || !question.trim()) return;
+  const answer = $("ask-answer");
+  answer.textContent = "…";
+  const reply = await view.client.unary("Ask", { world_id: view.worldId, character: view.pov.id, question });
+  const name = view.info?.characters.find((c) => c.id === view.pov.id)?.name || view.pov.id;
+  answer.textContent = `${name}: ${reply.answer}${reply.abstained ? " (nothing in memory bore on it)" : ""}`;
+}
+
+// ----------------------------------------------------------------------- play --
+
+function claimSeat(character) {
+  leaveSeat();
+  playLines.clear();
+  const seat = { character, token: "", stream: null, frame: null };
+  seat.stream = view.client.stream(
+    "ClaimSeat",
+    { world_id: view.worldId, character, timeout_ms: 120000 },
+    (message) => {
+      switch (message.item) {
+        case "claimed":
+          playLines.notice(`You are playing ${message.claimed}. Wait for your turn.`);
+          break;
+        case "seat":
+          seat.token = message.seat;
+          break;
+        case "event":
+          playLines.event(message.event);
+          break;
+        case "token":
+          playLines.token(message.token);
+          break;
+        case "your_turn":
+          offerTurn(message.your_turn);
+          break;
+        case "notice":
+          playLines.notice(message.notice);
+          $("act-form").hidden = true;
+          break;
+        default:
+      }
+    },
+  );
+  seat.stream.done
+    .catch(fail)
+    .finally(() => {
+      if (view.seat === seat) leaveSeat();
+    });
+  view.seat = seat;
+  $("claim").hidden = true;
+  $("leave").hidden = false;
+  $("play-character").disabled = true;
+}
+
+function leaveSeat() {
+  view.seat?.stream?.cancel();
+  view.seat = null;
+  $("claim").hidden = false;
+  $("leave").hidden = true;
+  $("play-character").disabled = false;
+  $("act-form").hidden = true;
+}
+
+function offerTurn(turn) {
+  const frame = turn.frame;
+  const others = frame.present.filter((p) => p.id !== view.seat?.character);
+  $("turn-frame").textContent =
+    `Your turn at ${frame.location_name}` +
+    (others.length ? ` with ${others.map((p) => p.name).join(", ")}` : ", alone") +
+    ` — ${Math.round(turn.timeout_ms / 1000)} s before your character's agent acts.` +
+    (frame.direction ? ` (${frame.direction})` : "");
+  const target = $("act-target");
+  target.replaceChildren(element("option", "", "to everyone"), ...others.map((p) => {
+    const option = element("option", "", `to ${p.name}`);
+    option.value = p.id;
+    return option;
+  }));
+  target.firstChild.value = "";
+  const destination = $("act-destination");
+  destination.replaceChildren(...frame.exits.map((id) => {
+    const option = element("option", "", placeName(id));
+    option.value = id;
+    return option;
+  }));
+  $("act-form").hidden = false;
+  $("act-text").focus();
+}
+
+async function sendAction() {
+  const seat = view.seat;
+  if (!seat?.token) return;
+  const kind = $("act-kind").value;
+  const action = {
+    kind,
+    text: $("act-text").value.trim(),
+    target: kind === "ACTION_KIND_MOVEMENT" ? "" : $("act-target").value,
+    destination: kind === "ACTION_KIND_MOVEMENT" ? $("act-destination").value : "",
+  };
+  if (!action.text && kind !== "ACTION_KIND_MOVEMENT") return;
+  await view.client.unary("PlayAct", { world_id: view.worldId, seat: seat.token, action });
+  $("act-text").value = "";
+  $("act-form").hidden = true;
+}
+
+// ------------------------------------------------------------------- controls --
+
+async function advance(until) {
+  say(until.scene_end ? "running the next scene…" : "running the story…");
+  $("run-scene").disabled = true;
+  $("run-all").disabled = true;
+  const worldId = view.worldId;
+  const reply = await view.client.unary("Advance", { world_id: worldId, ...until });
+  if (view.worldId === worldId) {
+    view.info = reply.world;
+    renderInfo();
+  }
+  say(`${reply.events.length} new events`);
+}
+
+function wire() {
+  $("world-select").addEventListener("change", (e) => openWorld(e.target.value).catch(fail));
+  $("refresh-worlds").addEventListener("click", () => loadWorlds().catch(fail));
+  $("create-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const scenario = $("scenario-select").value;
+    (async () => {
+      say(`creating a world from ${scenario}…`);
+      const info = await view.client.unary("CreateWorld", { scenario_name: scenario });
+      await loadWorlds(info.world_id);
+      await openWorld(info.world_id);
+      say(`world ${info.world_id} created`);
+    })().catch(fail);
+  });
+  $("run-scene").addEventListener("click", () => advance({ scene_end: true }).catch((e) => { fail(e); scheduleInfo(); }));
+  $("run-all").addEventListener("click", () => advance({ script_end: true }).catch((e) => { fail(e); scheduleInfo(); }));
+  $("ask-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    ask($("ask-question").value).catch(fail);
+  });
+  $("claim-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (view.worldId) claimSeat($("play-character").value);
+  });
+  $("leave").addEventListener("click", leaveSeat);
+  $("act-kind").addEventListener("change", (e) => {
+    const moving = e.target.value === "ACTION_KIND_MOVEMENT";
+    $("act-destination").hidden = !moving;
+    $("act-target").hidden = moving;
+    $("act-text").placeholder = moving ? "How you leave (optional)…" : "Your line…";
+  });
+  $("act-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    sendAction().catch(fail);
+  });
+}
+
+async function main() {
+  wire();
+  say("connecting…");
+  view.client = await connect();
+  await loadScenarios();
+  const wanted = new URL(location.href).searchParams.get("world") || "";
+  await loadWorlds(wanted);
+  if (wanted && $("world-select").value === wanted) await openWorld(wanted);
+  say("ready");
+  document.body.dataset.ready = "true";
+}
+
+main().catch(fail);

@@ -1,0 +1,166 @@
+// End-to-end test of the web viewer in headless Chromium (Debian's package, driven by
+// playwright-core): a real `dramatis serve` with the scripted model and real agent
+// processes, the page loaded from it, a shipped scenario created and run from the page,
+// Watson played from the page, and the point-of-view panel checked against the
+// invariant (a line spoken where Lestrade was not is absent from his view).
+//
+//   node --test web/tests/viewer.test.mjs
+//
+// DRAMATIS_BIN: the dramatis binary (default target/release/dramatis).
+// CHROMIUM: the browser (default /usr/bin/chromium).
+// DRAMATIS_SCREENSHOT: where to save a screenshot of the finished page.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const web = resolve(fileURLToPath(new URL("..", import.meta.url)));
+const root = resolve(web, "..");
+const binary = process.env.DRAMATIS_BIN || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "release", "dramatis");
+const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const PLAYED_LINE = "I am just back from Afghanistan, and I need lodgings I can afford.";
+
+/** Starts `dramatis serve` on a free port; resolves to { url, stop }. */
+function startServer(dataDir) {
+  const child = spawn(
+    binary,
+    ["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin", "--data-dir", dataDir, "--viewer-dir", web],
+    { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let stderr = "";
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const stop = () => {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  };
+  return new Promise((ok, fail) => {
+    let stdout = "";
+    const timer = setTimeout(() => {
+      stop();
+      fail(new Error(`dramatis serve did not get ready in 60 s:\n${stderr}`));
+    }, 60_000);
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      const ready = stdout.match(/DRAMATIS_READY (\S+)/);
+      if (ready) {
+        clearTimeout(timer);
+        ok({ url: `http://${ready[1]}`, stop, stderr: () => stderr });
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      fail(new Error(`dramatis serve exited with ${code}:\n${stderr}`));
+    });
+  });
+}
+
+const seqs = (page, selector) =>
+  page.$$eval(selector, (lines) => lines.map((line) => Number(line.dataset.seq)));
+
+test("the viewer runs a shipped scenario, plays Watson, and keeps each point of view private", async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "dramatis-viewer-"));
+  const server = await startServer(dataDir);
+  const browser = await chromium.launch({
+    executablePath: browserPath,
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  t.after(async () => {
+    await browser.close();
+    server.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const page = await browser.newPage({ viewport: { width: 1200, height: 760 } });
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+
+  // Load the page; the scenario list comes from ListScenarios over gRPC-Web.
+  await page.goto(`${server.url}/viewer/`);
+  await page.waitForSelector("body[data-ready=true]");
+  const scenarios = await page.$$eval("#scenario-select option", (o) => o.map((x) => x.value));
+  assert.ok(scenarios.includes("study-in-scarlet"), `scenarios offered: ${scenarios}`);
+
+  // Create a world from the shipped scenario.
+  await page.selectOption("#scenario-select", "study-in-scarlet");
+  await page.click("#create-world");
+  await page.waitForFunction(() => document.querySelector("#world-select").value !== "");
+  await page.waitForSelector("#pov-tabs button[data-character=lestrade]");
+  const places = await page.$$eval("#map [data-location]", (g) => g.map((x) => x.dataset.location));
+  assert.deepEqual(places.sort(), ["baker-street", "barts-lab", "criterion", "lauriston-gardens", "scotland-yard"]);
+
+  // Play Watson from the page: claim, run the first scene, answer the turn offered.
+  await page.selectOption("#play-character", "watson");
+  await page.click("#claim");
+  await page.waitForSelector("#play-log li.notice:has-text('You are playing watson')");
+  await page.click("#run-scene");
+  await page.waitForSelector("#act-form:not([hidden])", { timeout: 60_000 });
+  const frame = await page.textContent("#turn-frame");
+  assert.match(frame, /^Your turn at the Criterion Bar with Stamford/);
+  await page.fill("#act-text", PLAYED_LINE);
+  await page.click("#act-send");
+  const played = page.locator("#transcript li[data-speaker=watson]", { hasText: PLAYED_LINE });
+  await played.waitFor({ timeout: 30_000 });
+  const playedSeq = Number(await played.getAttribute("data-seq"));
+  // Watson's own stream carries his line (he perceives what he says).
+  await page.locator("#play-log li[data-speaker=watson]", { hasText: PLAYED_LINE }).waitFor();
+  await page.click("#leave");
+
+  // Run the rest; lines appear as they are spoken.
+  await page.waitForSelector("#run-all:not([disabled])", { timeout: 60_000 });
+  await page.click("#run-all");
+  await page.waitForSelector("body[data-status=finished]", { timeout: 180_000 });
+  await page.waitForSelector("#transcript li.scene-end[data-scene='4']");
+  const speeches = await seqs(page, "#transcript li.speech");
+  assert.ok(speeches.length >= 12, `only ${speeches.length} lines in the transcript`);
+  const sceneStarts = await page.$$eval("#transcript li.scene-start", (l) => l.map((x) => Number(x.dataset.scene)));
+  assert.deepEqual(sceneStarts, [1, 2, 3, 4]);
+
+  // Lines spoken where Lestrade was not (the Criterion and the laboratory).
+  const elsewhere = await seqs(page, "#transcript li.speech[data-scene='1'], #transcript li.speech[data-scene='2']");
+  assert.ok(elsewhere.length >= 4 && elsewhere.includes(playedSeq));
+  const lestradeLines = await seqs(page, "#transcript li[data-speaker=lestrade]");
+  assert.ok(lestradeLines.length >= 1, "Lestrade never spoke");
+  const lastLestrade = Math.max(...lestradeLines);
+
+  // Lestrade's point of view: his own last line arrives (the stream is in order, so
+  // everything before it has too), and none of the lines spoken elsewhere.
+  await page.click("#pov-tabs button[data-character=lestrade]");
+  await page.waitForSelector(`#pov[data-character=lestrade] li[data-seq='${lastLestrade}']`);
+  const lestradeView = await seqs(page, "#pov li[data-seq]");
+  for (const seq of elsewhere) assert.ok(!lestradeView.includes(seq), `Lestrade's view holds line ${seq}`);
+  assert.ok(!(await page.textContent("#pov")).includes(PLAYED_LINE));
+
+  // Watson's point of view holds them, his played line included.
+  await page.click("#pov-tabs button[data-character=watson]");
+  await page.waitForSelector(`#pov[data-character=watson] li[data-seq='${playedSeq}']`);
+  const watsonView = await seqs(page, "#pov li[data-seq]");
+  assert.ok(elsewhere.every((seq) => watsonView.includes(seq)), "Watson's view lacks lines he heard");
+  assert.ok(watsonView.length < (await seqs(page, "#transcript li[data-seq]")).length);
+
+  // Thoughts are private: the transcript shows everyone's, Watson's view only his own.
+  const foreignThoughts = await page.$$eval("#pov li[data-speaker]:not([data-speaker=watson]) .thought", (t) => t.length);
+  assert.equal(foreignThoughts, 0);
+
+  assert.deepEqual(errors, [], "the page threw");
+  if (process.env.DRAMATIS_SCREENSHOT) {
+    await page.screenshot({ path: process.env.DRAMATIS_SCREENSHOT });
+  }
+});
