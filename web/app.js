@@ -42,11 +42,13 @@ class LineList {
   constructor(list) {
     this.list = list;
     this.streaming = new Map();
+    this.sceneLocation = "";
   }
 
   clear() {
     this.list.replaceChildren();
     this.streaming.clear();
+    this.sceneLocation = "";
   }
 
   token(chunk) {
@@ -65,7 +67,8 @@ class LineList {
   }
 
   event(event) {
-    const line = renderEvent(event);
+    if (event.kind === "EVENT_KIND_SCENE_START") this.sceneLocation = event.location;
+    const line = renderEvent(event, this.sceneLocation);
     const pending = this.streaming.get(event.seq);
     if (pending) {
       pending.replaceWith(line);
@@ -102,7 +105,8 @@ function placeName(id) {
   return view.info?.locations.find((l) => l.id === id)?.name || id;
 }
 
-function renderEvent(event) {
+/** One event as a list item; `sceneLocation` is where the scene being shown is. */
+function renderEvent(event, sceneLocation) {
   const kind = event.kind.replace("EVENT_KIND_", "").toLowerCase().replace("_", "-");
   const line = element("li", kind);
   line.dataset.seq = String(event.seq);
@@ -133,6 +137,10 @@ function renderEvent(event) {
       break;
     }
     default:
+      // The narrator may set something happening away from the scene being shown.
+      if (event.location && sceneLocation && event.location !== sceneLocation) {
+        line.append(element("span", "elsewhere", `Meanwhile at ${placeName(event.location)}: `));
+      }
       line.append(element("span", "text", event.text));
   }
   if (event.thought) line.append(element("span", "thought", `(thinks: ${event.thought})`));

@@ -30,7 +30,10 @@ pub fn routes(dir: &Path) -> axum::Router {
     axum::Router::new()
         .route("/", get(|| async { Redirect::to("/viewer/") }))
         .route("/viewer", get(|| async { Redirect::to("/viewer/") }))
-        .route("/viewer/", get(move || serve_file(index.clone(), PAGE_FILES[0].1)))
+        .route(
+            "/viewer/",
+            get(move || serve_file(index.clone(), PAGE_FILES[0].1)),
+        )
         .route(
             "/viewer/{*path}",
             get(move |UrlPath(path): UrlPath<String>| file(dir.clone(), path)),

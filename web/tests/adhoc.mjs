@@ -1,0 +1,18 @@
+import { chromium } from "playwright-core";
+const url = process.argv[2];
+const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox","--disable-gpu","--disable-background-networking"] });
+const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+page.on("pageerror", (e) => console.log("pageerror", e.message));
+page.on("console", (m) => console.log("console", m.text()));
+await page.goto(`${url}/viewer/`);
+await page.waitForSelector("body[data-ready=true]");
+await page.selectOption("#scenario-select", process.argv[3]);
+await page.click("#create-world");
+await page.waitForSelector("#pov-tabs button");
+await page.click("#run-scene");
+await page.waitForTimeout(Number(process.argv[4] || 3000));
+await page.screenshot({ path: "/tmp/adhoc1.png" });
+await page.click("#run-scene").catch(()=>{});
+await page.waitForTimeout(Number(process.argv[4] || 3000));
+await page.screenshot({ path: "/tmp/adhoc2.png", fullPage: true });
+await browser.close();
