@@ -206,6 +206,22 @@ impl Cluster {
             .join("\n")
     }
 
+    /// Creates a world of the shipped `scenario` with id `id`; returns its id.
+    pub async fn create(&self, scenario: &str, id: &str) -> String {
+        self.world()
+            .await
+            .create_world(dramatis_proto::v1::CreateWorldRequest {
+                source: Some(
+                    dramatis_proto::v1::create_world_request::Source::ScenarioName(scenario.into()),
+                ),
+                world_id: id.into(),
+            })
+            .await
+            .expect("world created")
+            .into_inner()
+            .world_id
+    }
+
     pub async fn world(&self) -> WorldClient<Channel> {
         WorldClient::connect(self.world_endpoint.clone())
             .await

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CreateWorldRequest, Event, EventKind, GetWorldRequest,
-    WatchRequest, advance_request, create_world_request, watch_response,
+    AdvanceRequest, AskRequest, Event, EventKind, GetWorldRequest, WatchRequest, advance_request,
+    watch_response,
 };
 use dramatis_tests::{Cluster, test_embedder};
 use tonic::transport::Channel;
@@ -38,20 +38,6 @@ fn rules() -> Vec<ScriptRule> {
             ),
         },
     ]
-}
-
-async fn create(world: &mut WorldClient<Channel>, id: &str) -> String {
-    world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioName(
-                "study-in-scarlet".into(),
-            )),
-            world_id: id.into(),
-        })
-        .await
-        .expect("world created")
-        .into_inner()
-        .world_id
 }
 
 async fn advance(
@@ -121,7 +107,7 @@ async fn watch(
 async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
     let cluster = Cluster::start(&CAST, &rules()).await;
     let mut world = cluster.world().await;
-    let id = create(&mut world, "story").await;
+    let id = cluster.create("study-in-scarlet", "story").await;
     let (last_tx, last_rx) = tokio::sync::watch::channel(u64::MAX);
 
     let early = tokio::spawn(collect(watch(&mut world, &id, 1).await, last_rx.clone()));
@@ -214,7 +200,7 @@ async fn private_scenes_never_reach_absent_characters() {
     // The real embedder when set-up fetched it: retrieval is part of what is checked.
     let cluster = Cluster::start_with(&CAST, &rules(), test_embedder()).await;
     let mut world = cluster.world().await;
-    let id = create(&mut world, "isolation").await;
+    let id = cluster.create("study-in-scarlet", "isolation").await;
     let events = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
 
     // The canary lines happened, where the script put them.
@@ -414,7 +400,7 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
     }];
     let cluster = Cluster::start(&CAST, &rules).await;
     let mut world = cluster.world().await;
-    let id = create(&mut world, "ask").await;
+    let id = cluster.create("study-in-scarlet", "ask").await;
     let answer = world
         .ask(AskRequest {
             world_id: id.clone(),
@@ -446,7 +432,7 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
 async fn a_world_survives_a_restart_of_the_world_service() {
     let mut cluster = Cluster::start(&CAST, &rules()).await;
     let mut world = cluster.world().await;
-    let id = create(&mut world, "durable").await;
+    let id = cluster.create("study-in-scarlet", "durable").await;
     let before = advance(&mut world, &id, advance_request::Until::SceneEnd(true)).await;
     assert_eq!(before.last().map(|e| e.kind()), Some(EventKind::SceneEnd));
     drop(world);
@@ -500,9 +486,9 @@ async fn a_world_survives_a_restart_of_the_world_service() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worlds_in_one_service_run_at_once_and_stay_apart() {
     let cluster = Cluster::start(&CAST, &rules()).await;
-    let mut world = cluster.world().await;
-    let a = create(&mut world, "world-a").await;
-    let b = create(&mut world, "world-b").await;
+    let world = cluster.world().await;
+    let a = cluster.create("study-in-scarlet", "world-a").await;
+    let b = cluster.create("study-in-scarlet", "world-b").await;
     let (mut wa, mut wb) = (world.clone(), world.clone());
     let (events_a, events_b) = tokio::join!(
         advance(&mut wa, &a, advance_request::Until::ScriptEnd(true)),
@@ -537,7 +523,7 @@ async fn worlds_in_one_service_run_at_once_and_stay_apart() {
 async fn a_point_of_view_watcher_sees_only_what_that_character_perceived() {
     let cluster = Cluster::start(&CAST, &rules()).await;
     let mut world = cluster.world().await;
-    let id = create(&mut world, "pov").await;
+    let id = cluster.create("study-in-scarlet", "pov").await;
     let (last_tx, last_rx) = tokio::sync::watch::channel(u64::MAX);
     let watch_as = |who: &str| WatchRequest {
         world_id: id.clone(),

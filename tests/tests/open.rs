@@ -46,17 +46,7 @@ fn starting_places() -> BTreeMap<String, Option<String>> {
 async fn an_open_story_moves_people_and_tells_each_only_what_happens_where_they_are() {
     let cluster = Cluster::start(&CAST, &rules()).await;
     let mut world = cluster.world().await;
-    let id = world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioName(
-                "lamplighters-ledger".into(),
-            )),
-            world_id: "sandbox".into(),
-        })
-        .await
-        .expect("created")
-        .into_inner()
-        .world_id;
+    let id = cluster.create("lamplighters-ledger", "sandbox").await;
     let events: Vec<Event> = world
         .advance(AdvanceRequest {
             world_id: id.clone(),

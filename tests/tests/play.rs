@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use dramatis_proto::v1::{
-    ActionKind, AdvanceRequest, CreateWorldRequest, EventKind, PlayActRequest, PlayAction,
-    PlayClaim, PlayRequest, advance_request, create_world_request, play_request, play_response,
+    ActionKind, AdvanceRequest, EventKind, PlayActRequest, PlayAction, PlayClaim, PlayRequest,
+    advance_request, play_request, play_response,
 };
 use dramatis_tests::Cluster;
 use tokio_stream::StreamExt as _;
@@ -29,17 +29,7 @@ fn claim(world: &str, character: &str, timeout_ms: u32) -> PlayRequest {
 async fn a_person_plays_watson_and_only_those_present_hear_him() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
-    let id = world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioName(
-                "study-in-scarlet".into(),
-            )),
-            world_id: "played".into(),
-        })
-        .await
-        .expect("created")
-        .into_inner()
-        .world_id;
+    let id = cluster.create("study-in-scarlet", "played").await;
 
     let (requests, inbound) = tokio::sync::mpsc::channel(8);
     requests
@@ -173,15 +163,7 @@ async fn a_person_plays_watson_and_only_those_present_hear_him() {
 async fn a_silent_player_hands_the_turn_back_to_the_agent() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
-    world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioName(
-                "study-in-scarlet".into(),
-            )),
-            world_id: "late".into(),
-        })
-        .await
-        .expect("created");
+    cluster.create("study-in-scarlet", "late").await;
     let (requests, inbound) = tokio::sync::mpsc::channel(8);
     requests
         .send(claim("late", "stamford", 200))
@@ -233,15 +215,7 @@ async fn a_silent_player_hands_the_turn_back_to_the_agent() {
 async fn a_seat_claimed_without_a_request_stream_plays_through_play_act() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
-    world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioName(
-                "study-in-scarlet".into(),
-            )),
-            world_id: "seated".into(),
-        })
-        .await
-        .expect("created");
+    cluster.create("study-in-scarlet", "seated").await;
     let seat_claim = PlayClaim {
         world_id: "seated".into(),
         character: "John Watson".into(),
