@@ -304,3 +304,80 @@ async fn an_inline_sandbox_survives_a_restart_of_the_world_service() {
         .count();
     assert_eq!(rounds, 6);
 }
+
+/// The narrator's proposal for the next round is made at a judgement and told at the
+/// next round's start; a restart in between must neither lose it nor tell it twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_narrators_next_event_survives_a_restart() {
+    let mut cluster = Cluster::start(&CAST, &rules()).await;
+    let id = cluster.create("lamplighters-ledger", "noted").await;
+    let scene_end = || AdvanceRequest {
+        world_id: "noted".into(),
+        until: Some(advance_request::Until::SceneEnd(true)),
+    };
+    let told = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| e.kind() == EventKind::Narration && e.text.contains(NARRATOR_CANARY))
+            .map(|e| (e.scene_index, e.location.clone()))
+            .collect::<Vec<_>>()
+    };
+    // Round 1 ends with Ada alone (no judgement); round 2's scene is judged, and the
+    // narrator proposes an event for round 3.
+    let mut world = cluster.world().await;
+    let mut before = Vec::new();
+    for _ in 0..2 {
+        before.extend(
+            world
+                .advance(scene_end())
+                .await
+                .expect("round")
+                .into_inner()
+                .events,
+        );
+    }
+    assert!(told(&before).is_empty(), "proposed, not yet told");
+    let calls = |events: &[Event]| -> u32 {
+        events
+            .iter()
+            .filter_map(|e| e.usage.as_ref())
+            .map(|u| u.llm_calls)
+            .sum()
+    };
+
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let after = world
+        .advance(scene_end())
+        .await
+        .expect("round 3 after the restart")
+        .into_inner()
+        .events;
+    assert_eq!(told(&after), [(3, "police-station".to_owned())]);
+    // Every call is counted once, the narrator's included.
+    let info = world
+        .get_world(dramatis_proto::v1::GetWorldRequest {
+            world_id: id.clone(),
+        })
+        .await
+        .expect("world")
+        .into_inner();
+    assert_eq!(
+        info.usage.expect("usage").llm_calls,
+        calls(&before) + calls(&after)
+    );
+    // Restarting after it was told does not tell it again.
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let last = world
+        .advance(scene_end())
+        .await
+        .expect("round 4")
+        .into_inner()
+        .events;
+    assert!(
+        told(&last).iter().all(|(round, _)| *round == 4),
+        "round 3's event told again: {:?}",
+        told(&last)
+    );
+}

@@ -14,6 +14,8 @@ use crate::WorldError;
 
 const EVENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("events");
 const WORLDS: TableDefinition<&str, &[u8]> = TableDefinition::new("worlds");
+/// The narrator's latest judgement per world (JSON), which no event records yet.
+const NOTES: TableDefinition<&str, &[u8]> = TableDefinition::new("narrator_notes");
 
 /// What a world was created from, so it can be rebuilt after a restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,6 +53,7 @@ impl EventLog {
         let txn = db.begin_write().map_err(log_err)?;
         txn.open_table(EVENTS).map_err(log_err)?;
         txn.open_table(WORLDS).map_err(log_err)?;
+        txn.open_table(NOTES).map_err(log_err)?;
         txn.commit().map_err(log_err)?;
         Ok(Self { db: Arc::new(db) })
     }
@@ -119,6 +122,34 @@ impl EventLog {
         .await
     }
 
+    /// Keeps the narrator's notes of a world (replacing the previous ones).
+    pub async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {
+        let world_id = world_id.to_owned();
+        self.blocking(move |db| {
+            let txn = db.begin_write().map_err(log_err)?;
+            txn.open_table(NOTES)
+                .map_err(log_err)?
+                .insert(world_id.as_str(), notes.as_slice())
+                .map_err(log_err)?;
+            txn.commit().map_err(log_err)
+        })
+        .await
+    }
+
+    /// The narrator's notes of a world, if any were kept.
+    pub async fn notes(&self, world_id: &str) -> Result<Option<Vec<u8>>, WorldError> {
+        let world_id = world_id.to_owned();
+        self.blocking(move |db| {
+            let txn = db.begin_read().map_err(log_err)?;
+            let table = txn.open_table(NOTES).map_err(log_err)?;
+            Ok(table
+                .get(world_id.as_str())
+                .map_err(log_err)?
+                .map(|v| v.value().to_vec()))
+        })
+        .await
+    }
+
     /// Events of a world from `from_seq` on, in order.
     pub async fn read(&self, world_id: &str, from_seq: u64) -> Result<Vec<Event>, WorldError> {
         let world_id = world_id.to_owned();
@@ -152,6 +183,10 @@ impl EventLog {
                     )
                     .map_err(log_err)?;
                 txn.open_table(WORLDS)
+                    .map_err(log_err)?
+                    .remove(world_id.as_str())
+                    .map_err(log_err)?;
+                txn.open_table(NOTES)
                     .map_err(log_err)?
                     .remove(world_id.as_str())
                     .map_err(log_err)?;

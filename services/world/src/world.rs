@@ -96,15 +96,65 @@ pub struct TurnRequest {
     pub reply: tokio::sync::oneshot::Sender<Action>,
 }
 
-/// What the narrator decided that no event records yet.
-#[derive(Debug, Default)]
+/// What the narrator decided that no event records yet. Kept in the log beside the
+/// events (written at each judgement), so a restart neither loses the proposed event
+/// nor tells it twice.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct NarratorNotes {
     /// The round whose scene was judged.
     judged: Option<usize>,
     /// The event proposed for the next round: location and text.
     proposal: Option<(String, String)>,
     /// Narrator usage not yet attached to an event.
+    #[serde(with = "usage_figures")]
     usage: Option<Usage>,
+    /// The sequence number the next event had when these notes were made.
+    at_seq: u64,
+}
+
+impl NarratorNotes {
+    /// The notes as they stand after `history` (the world's logged events): a proposal
+    /// already told, or usage already attached to a later event, is spent.
+    fn after(mut self, history: &[Event]) -> Self {
+        let later: Vec<&Event> = history.iter().filter(|e| e.seq >= self.at_seq).collect();
+        if !later.is_empty() {
+            self.usage = None;
+        }
+        if let Some((at, text)) = &self.proposal
+            && later
+                .iter()
+                .any(|e| e.kind() == EventKind::Narration && e.location == *at && e.text == *text)
+        {
+            self.proposal = None;
+        }
+        self
+    }
+}
+
+/// `Usage` (a wire type) in the notes: calls and tokens only.
+mod usage_figures {
+    use dramatis_proto::v1::Usage;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(usage: &Option<Usage>, out: S) -> Result<S::Ok, S::Error> {
+        usage
+            .as_ref()
+            .map(|u| (u.llm_calls, u.prompt_tokens, u.completion_tokens))
+            .serialize(out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Usage>, D::Error> {
+        Ok(
+            Option::<(u32, u32, u32)>::deserialize(input)?.map(|(calls, prompt, completion)| {
+                Usage {
+                    llm_calls: calls,
+                    prompt_tokens: prompt,
+                    completion_tokens: completion,
+                    latency_ms: 0,
+                }
+            }),
+        )
+    }
 }
 
 impl std::fmt::Debug for World {
@@ -137,6 +187,12 @@ impl World {
         for event in &history {
             state.apply(&scenario, event);
         }
+        let notes = match log.notes(&id).await? {
+            Some(bytes) => serde_json::from_slice::<NarratorNotes>(&bytes)
+                .map_err(|e| WorldError::Log(format!("narrator notes of {id}: {e}")))?
+                .after(&history),
+            None => NarratorNotes::default(),
+        };
         let mut slots = BTreeMap::new();
         let attaches = clients.iter().map(|(character_id, client)| {
             let mut client = client.clone();
@@ -169,7 +225,7 @@ impl World {
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             narrator,
-            notes: std::sync::Mutex::default(),
+            notes: std::sync::Mutex::new(notes),
             seats: std::sync::Mutex::default(),
         })
     }
@@ -324,12 +380,16 @@ impl World {
                 Step::Judge => {
                     let judgement = self.judge(state).await;
                     let over = judgement.scene_over;
-                    {
+                    let saved = {
                         let mut notes = self.notes();
                         notes.judged = Some(state.scene);
                         notes.proposal = judgement.proposal;
                         notes.usage = Some(judgement.usage);
-                    }
+                        notes.at_seq = self.hub.next_seq();
+                        serde_json::to_vec(&*notes)
+                            .map_err(|e| WorldError::Log(format!("narrator notes: {e}")))?
+                    };
+                    self.log.put_notes(&self.id, saved).await?;
                     if over {
                         let draft = Draft {
                             kind: EventKind::SceneEnd,
