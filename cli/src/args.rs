@@ -27,6 +27,8 @@ impl Cli {
                 | Command::Sandbox(_)
                 | Command::Watch(_)
                 | Command::Ask(_)
+                | Command::Create(_)
+                | Command::Worlds(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
                 | Command::Bench(_),
@@ -67,6 +69,14 @@ pub enum Command {
     /// text is speech, `@id text` speaks to someone, `/do text` is an action, `/go
     /// place` leaves for a place. Without a line in time, the character's agent acts.
     Play(PlayArgs),
+    /// Create a world on a running world service and print its id.
+    ///
+    /// SCENARIO is a shipped scenario's name or a scenario file; a sandbox spec file (a
+    /// scenario with an [open] section) is sent inline. Then `dramatis play`, `watch`
+    /// or the web viewer run it.
+    Create(CreateArgs),
+    /// List the worlds of a running world service.
+    Worlds(ServerArg),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
     /// Evaluate characters (knowledge-boundary fidelity).
@@ -286,6 +296,17 @@ pub struct AskArgs {
     pub character: String,
     /// The question.
     pub question: String,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Shipped scenario name, scenario file, or sandbox spec file.
+    pub scenario: String,
+    /// Id for the new world (default: generated).
+    #[arg(long)]
+    pub id: Option<String>,
     #[command(flatten)]
     pub server: ServerArg,
 }

@@ -225,3 +225,137 @@ fn kbf_retrieval_answerer_stays_in_bounds_and_beats_naive_rag_on_refusals() {
     );
     assert_eq!(bounded["characters"].as_object().map(|c| c.len()), Some(4));
 }
+
+/// Runs `dramatis ARGS` to completion; returns (success, stdout, stderr).
+async fn dramatis(args: &[&str]) -> (bool, String, String) {
+    let output = tokio::process::Command::new(EXE)
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .await
+        .expect("dramatis ran");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The next line of `lines` that contains `needle` (within 60 s), with what came before.
+async fn line_with(
+    lines: &mut tokio::io::Lines<BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    needle: &str,
+    seen: &mut String,
+) -> String {
+    let found = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("readable") {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(line)) => line,
+        _ => panic!("no line with {needle:?} in:\n{seen}"),
+    }
+}
+
+/// `serve`, then `create`, `worlds`, `play` and `watch --pov` against it, as a person
+/// at a terminal would use them.
+#[tokio::test]
+async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
+    const CANARY: &str = "TERMINAL-CANARY-5150";
+    let data = tempfile::tempdir().expect("temp dir");
+    let data_dir = data.path().to_string_lossy().into_owned();
+    let mut server = tokio::process::Command::new(EXE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
+        .args(["--data-dir", &data_dir, "--no-viewer"])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve started");
+    let mut server_out = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let ready = line_with(&mut server_out, "DRAMATIS_READY", &mut String::new()).await;
+    let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
+
+    let (ok, id, err) = dramatis(&[
+        "create",
+        "study-in-scarlet",
+        "--id",
+        "desk",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(id.trim(), "desk");
+    assert!(err.contains("dramatis play desk <character>"), "{err}");
+    let (ok, _, err) = dramatis(&["create", "no-such-story", "--server", &url]).await;
+    assert!(!ok && err.contains("NotFound"), "{err}");
+    let (ok, listed, _) = dramatis(&["worlds", "--server", &url]).await;
+    assert!(ok);
+    assert!(listed.starts_with("desk\tA Study in Scarlet"), "{listed}");
+    assert!(listed.contains("scene 1 of 4"), "{listed}");
+
+    // Play Watson: answer his first turn, then leave (his agent takes over).
+    let mut player = tokio::process::Command::new(EXE)
+        .args(["play", "desk", "Watson", "--server", &url, "--no-color"])
+        .current_dir(repo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("play started");
+    let mut stdin = player.stdin.take().expect("stdin");
+    let mut prompts = BufReader::new(player.stderr.take().expect("stderr")).lines();
+    let mut transcript = BufReader::new(player.stdout.take().expect("stdout")).lines();
+    let mut seen = String::new();
+    line_with(&mut prompts, "You are playing watson", &mut seen).await;
+    let turn = line_with(&mut prompts, ">>> Your turn", &mut seen).await;
+    assert!(turn.contains("at the Criterion Bar"), "{turn}");
+    assert!(turn.contains("Stamford (@stamford)"), "{turn}");
+    tokio::io::AsyncWriteExt::write_all(
+        &mut stdin,
+        format!("@stamford I need rooms I can afford. {CANARY}\n").as_bytes(),
+    )
+    .await
+    .expect("typed");
+    let spoken = line_with(&mut transcript, CANARY, &mut String::new()).await;
+    assert!(spoken.contains("John Watson"), "{spoken}");
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), player.wait())
+        .await
+        .expect("play ends when the person leaves")
+        .expect("exit status");
+    assert!(status.success());
+
+    // Stamford heard it; Holmes, at Bart's, did not.
+    let watch = |pov: &'static str| {
+        let url = url.clone();
+        async move {
+            let (ok, text, err) = dramatis(&[
+                "watch",
+                "desk",
+                "--pov",
+                pov,
+                "--no-follow",
+                "--no-color",
+                "--server",
+                &url,
+            ])
+            .await;
+            assert!(ok, "{err}");
+            text
+        }
+    };
+    assert!(watch("stamford").await.contains(CANARY));
+    assert!(!watch("holmes").await.contains(CANARY));
+    let _ = server.kill().await;
+}

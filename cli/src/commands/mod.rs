@@ -12,6 +12,7 @@ mod run;
 mod scenarios;
 mod serve;
 mod watch;
+mod worlds;
 
 use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
@@ -25,6 +26,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Watch(args) => watch::watch(args).await,
         Command::Ask(args) => ask::ask(args).await,
         Command::Play(args) => play::play(args).await,
+        Command::Create(args) => worlds::create(args).await,
+        Command::Worlds(args) => worlds::worlds(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,

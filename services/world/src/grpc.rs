@@ -60,7 +60,7 @@ fn follow_as<T: Send + 'static>(
     follow: bool,
     out: tokio::sync::mpsc::Sender<T>,
     wrap: impl Fn(pb::watch_response::Item) -> T + Send + 'static,
-) {
+) -> tokio::task::JoinHandle<()> {
     let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
     world.hub().watch(from_seq, follow, all_tx);
     let pov = pov.to_owned();
@@ -82,7 +82,7 @@ fn follow_as<T: Send + 'static>(
                 break;
             }
         }
-    });
+    })
 }
 
 fn play_item(item: pb::play_response::Item) -> Result<pb::PlayResponse, Status> {
@@ -232,7 +232,8 @@ impl WorldApi for WorldGrpc {
             return Ok(Response::new(Box::pin(stream)));
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
-        follow_as(
+        // (The follower ends when the watcher goes away.)
+        let _follower = follow_as(
             &world,
             &pov,
             request.from_seq,
@@ -377,6 +378,9 @@ struct OpenSeat {
     turns: tokio::sync::mpsc::Receiver<crate::world::TurnRequest>,
     out: tokio::sync::mpsc::Sender<Result<pb::PlayResponse, Status>>,
     rx: tokio::sync::mpsc::Receiver<Result<pb::PlayResponse, Status>>,
+    /// Forwards what the character perceives; stopped when the seat closes, so the
+    /// person's stream ends with it.
+    follower: tokio::task::JoinHandle<()>,
 }
 
 impl WorldGrpc {
@@ -403,7 +407,7 @@ impl WorldGrpc {
         } else {
             claim.from_seq
         };
-        follow_as(&world, &id, from, true, out.clone(), |item| {
+        let follower = follow_as(&world, &id, from, true, out.clone(), |item| {
             play_item(match item {
                 pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
                 pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
@@ -415,6 +419,7 @@ impl WorldGrpc {
             turns,
             out,
             rx,
+            follower,
         })
     }
 }
@@ -434,6 +439,7 @@ impl OpenSeat {
             mut turns,
             out,
             rx,
+            follower,
         } = self;
         let mut inputs = inputs;
         tokio::spawn(async move {
@@ -494,6 +500,7 @@ impl OpenSeat {
                 }
             }
             world.release(&id);
+            follower.abort();
             closed();
         });
         rx

@@ -1,0 +1,92 @@
+//! `dramatis create` and `dramatis worlds`: making and listing worlds on a running
+//! world service.
+
+use std::path::Path;
+
+use anyhow::{Context as _, anyhow};
+use dramatis_proto::v1::{
+    CreateWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus, create_world_request,
+};
+
+use super::client::{describe, world_client};
+use super::run::scenario_source;
+use crate::args::{CreateArgs, ServerArg};
+
+/// The CreateWorld source for `scenario`: a shipped name, a scenario file (checked here
+/// first, so a mistake names the local file and line), or a sandbox spec file, which is
+/// sent inline so the server needs no copy of it.
+fn source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
+    let path = Path::new(scenario);
+    if path.is_file() {
+        let loaded = dramatis_world::scenario::Scenario::load(path)?;
+        if loaded.open.is_some() {
+            let spec = dramatis_world::scenario::sandbox::scenario_to_spec(&loaded)
+                .context("not an open story")?;
+            return Ok(create_world_request::Source::Sandbox(spec));
+        }
+    }
+    Ok(scenario_source(scenario))
+}
+
+pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
+    let request = CreateWorldRequest {
+        source: Some(source(&args.scenario)?),
+        world_id: args.id.unwrap_or_default(),
+    };
+    let mut client = world_client(&args.server.server).await?;
+    let info = client
+        .create_world(request)
+        .await
+        .map_err(|s| anyhow!("cannot create the world: {}", describe(&s)))?
+        .into_inner();
+    println!("{}", info.world_id);
+    eprintln!(
+        "created {:?} ({}). Next: `dramatis play {id} <character>`, `dramatis watch {id}`, \
+         or open {}/viewer/?world={id}",
+        info.title,
+        progress(&info),
+        args.server.server.trim_end_matches('/'),
+        id = info.world_id,
+    );
+    Ok(())
+}
+
+pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
+    let mut client = world_client(&server.server).await?;
+    let listed = client
+        .list_worlds(ListWorldsRequest {})
+        .await
+        .map_err(|s| anyhow!("cannot list worlds: {}", describe(&s)))?
+        .into_inner()
+        .worlds;
+    if listed.is_empty() {
+        eprintln!("no worlds yet: create one with `dramatis create <scenario>`");
+    }
+    for info in &listed {
+        println!(
+            "{}\t{}\t{}\t{} turns",
+            info.world_id,
+            info.title,
+            progress(info),
+            info.total_turns
+        );
+    }
+    Ok(())
+}
+
+/// "scene 2 of 4", "round 3 of 6", "finished".
+fn progress(info: &WorldInfo) -> String {
+    if info.status() == WorldStatus::Finished {
+        return "finished".into();
+    }
+    let unit = if info.open { "round" } else { "scene" };
+    let running = if info.status() == WorldStatus::Running {
+        ", running"
+    } else {
+        ""
+    };
+    format!(
+        "{unit} {} of {}{running}",
+        info.current_scene, info.total_scenes
+    )
+}
