@@ -14,6 +14,7 @@ const view = {
   pov: null, // { id, stream }
   seat: null, // { character, token, stream }
   infoTimer: null,
+  opened: 0, // counts openWorld calls, so a slow one cannot write into a newer world
 };
 
 // ---------------------------------------------------------------- status line --
@@ -198,6 +199,7 @@ function closeStreams() {
 
 async function openWorld(worldId) {
   closeStreams();
+  const opening = ++view.opened;
   view.worldId = worldId;
   view.info = null;
   transcript.clear();
@@ -214,21 +216,27 @@ async function openWorld(worldId) {
     return;
   }
   await refreshInfo();
-  view.transcript = view.client.stream("Watch", { world_id: worldId, from_seq: 1 }, (message) => {
+  if (opening !== view.opened) return; // another world was chosen meanwhile
+  const stream = view.client.stream("Watch", { world_id: worldId, from_seq: 1 }, (message) => {
+    if (view.transcript !== stream) return;
     if (message.item === "token") transcript.token(message.token);
     if (message.item === "event") {
       transcript.event(message.event);
       if (message.event.kind !== "EVENT_KIND_SPEECH") scheduleInfo();
     }
   });
-  view.transcript.done.catch(fail);
+  view.transcript = stream;
+  stream.done.catch(fail);
   const first = view.info.characters[0];
   if (first) showPov(first.id);
 }
 
 async function refreshInfo() {
-  if (!view.worldId) return;
-  view.info = await view.client.unary("GetWorld", { world_id: view.worldId });
+  const worldId = view.worldId;
+  if (!worldId) return;
+  const info = await view.client.unary("GetWorld", { world_id: worldId });
+  if (worldId !== view.worldId) return;
+  view.info = info;
   renderInfo();
 }
 
@@ -330,12 +338,13 @@ function renderMap(info) {
 
 function renderCharacterPickers(info) {
   const tabs = $("pov-tabs");
-  if (tabs.childElementCount !== info.characters.length) {
+  const cast = info.characters.map((c) => c.id).join(",");
+  if (tabs.dataset.cast !== cast) {
+    tabs.dataset.cast = cast;
     tabs.replaceChildren(
       ...info.characters.map((c) => {
         const tab = element("button", "", c.name);
         tab.type = "button";
-        tab.setAttribute("role", "tab");
         tab.dataset.character = c.id;
         tab.addEventListener("click", () => showPov(c.id));
         return tab;
@@ -351,7 +360,7 @@ function renderCharacterPickers(info) {
     );
   }
   for (const tab of tabs.children) {
-    tab.setAttribute("aria-selected", String(tab.dataset.character === view.pov?.id));
+    tab.setAttribute("aria-pressed", String(tab.dataset.character === view.pov?.id));
   }
 }
 
@@ -361,6 +370,7 @@ function showPov(character) {
   povLines.clear();
   $("ask-answer").textContent = "";
   const stream = view.client.stream("Watch", { world_id: view.worldId, from_seq: 1, pov: character }, (message) => {
+    if (view.pov?.stream !== stream) return;
     if (message.item === "token") povLines.token(message.token);
     if (message.item === "event") povLines.event(message.event);
   });
@@ -372,11 +382,16 @@ function showPov(character) {
 
 async function ask(question) {
   if (!view.pov || !question.trim()) return;
+  const character = view.pov.id;
   const answer = $("ask-answer");
   answer.textContent = "…";
-  const reply = await view.client.unary("Ask", { world_id: view.worldId, character: view.pov.id, question });
-  const name = view.info?.characters.find((c) => c.id === view.pov.id)?.name || view.pov.id;
-  answer.textContent = `${name}: ${reply.answer}${reply.abstained ? " (nothing in memory bore on it)" : ""}`;
+  const reply = await view.client.unary("Ask", { world_id: view.worldId, character, question });
+  if (view.pov?.id !== character) return; // the panel shows someone else now
+  answer.textContent = `${nameOf(character)}: ${reply.answer}${reply.abstained ? " (nothing in memory bore on it)" : ""}`;
+}
+
+function nameOf(id) {
+  return view.info?.characters.find((c) => c.id === id)?.name || id;
 }
 
 // ----------------------------------------------------------------------- play --
@@ -389,9 +404,11 @@ function claimSeat(character) {
     "ClaimSeat",
     { world_id: view.worldId, character, timeout_ms: 120000 },
     (message) => {
+      if (view.seat !== seat) return;
       switch (message.item) {
         case "claimed":
-          playLines.notice(`You are playing ${message.claimed}. Wait for your turn.`);
+          if (view.seat !== seat) return;
+          playLines.notice(`You are playing ${nameOf(message.claimed)}. Wait for your turn.`);
           break;
         case "seat":
           seat.token = message.seat;
@@ -454,8 +471,10 @@ function offerTurn(turn) {
     option.value = id;
     return option;
   }));
+  $("act-send").disabled = false;
   $("act-form").hidden = false;
-  $("act-text").focus();
+  // Take the keyboard only if the person is not typing elsewhere.
+  if (!document.activeElement || document.activeElement === document.body) $("act-text").focus();
 }
 
 async function sendAction() {
@@ -469,9 +488,15 @@ async function sendAction() {
     destination: kind === "ACTION_KIND_MOVEMENT" ? $("act-destination").value : "",
   };
   if (!action.text && kind !== "ACTION_KIND_MOVEMENT") return;
-  await view.client.unary("PlayAct", { world_id: view.worldId, seat: seat.token, action });
-  $("act-text").value = "";
-  $("act-form").hidden = true;
+  const send = $("act-send");
+  send.disabled = true;
+  try {
+    await view.client.unary("PlayAct", { world_id: view.worldId, seat: seat.token, action });
+    $("act-text").value = "";
+    $("act-form").hidden = true;
+  } finally {
+    send.disabled = false;
+  }
 }
 
 // ------------------------------------------------------------------- controls --

@@ -91,33 +91,52 @@ class WorldClient {
     // A call that fails at once answers with the status in the headers only.
     const headerStatus = response.headers.get("grpc-status");
     if (headerStatus !== null && headerStatus !== "0") {
-      throw new GrpcError(Number(headerStatus), decodeURIComponent(response.headers.get("grpc-message") || ""));
+      throw new GrpcError(Number(headerStatus), statusMessage(response.headers.get("grpc-message")));
     }
     const reader = response.body.getReader();
     let buffer = new Uint8Array(0);
+    let offset = 0; // start of the unread part of `buffer`
     let trailers = null;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer = concat(buffer, value);
+    try {
       for (;;) {
-        if (buffer.length < 5) break;
-        const length = new DataView(buffer.buffer, buffer.byteOffset, 5).getUint32(1);
-        if (buffer.length < 5 + length) break;
-        const flags = buffer[0];
-        const payload = buffer.subarray(5, 5 + length);
-        buffer = buffer.slice(5 + length);
-        if (flags & 0x80) {
-          trailers = parseTrailers(new TextDecoder().decode(payload));
-        } else {
-          onMessage(responseType.toObject(responseType.decode(payload), TO_OBJECT));
+        let chunk;
+        try {
+          chunk = await reader.read();
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          throw new GrpcError(14, `the stream broke: ${error.message}`);
+        }
+        if (chunk.done) break;
+        buffer = concat(buffer.subarray(offset), chunk.value);
+        offset = 0;
+        while (buffer.length - offset >= 5) {
+          const length = new DataView(buffer.buffer, buffer.byteOffset + offset, 5).getUint32(1);
+          if (buffer.length - offset < 5 + length) break;
+          const flags = buffer[offset];
+          const payload = buffer.subarray(offset + 5, offset + 5 + length);
+          offset += 5 + length;
+          if (flags & 0x80) {
+            trailers = parseTrailers(new TextDecoder().decode(payload));
+          } else {
+            onMessage(responseType.toObject(responseType.decode(payload), TO_OBJECT));
+          }
         }
       }
+    } finally {
+      reader.cancel().catch(() => {});
     }
-    const status = trailers?.get("grpc-status") ?? headerStatus ?? "0";
-    if (status !== "0") {
-      throw new GrpcError(Number(status), decodeURIComponent(trailers?.get("grpc-message") || ""));
-    }
+    if (buffer.length - offset > 0) throw new GrpcError(13, "the stream ended inside a message");
+    const status = trailers?.get("grpc-status") ?? headerStatus;
+    if (status === null || status === undefined) throw new GrpcError(13, "the stream ended without a status");
+    if (status !== "0") throw new GrpcError(Number(status), statusMessage(trailers?.get("grpc-message")));
+  }
+}
+
+function statusMessage(encoded) {
+  try {
+    return decodeURIComponent(encoded || "");
+  } catch {
+    return encoded || "";
   }
 }
 

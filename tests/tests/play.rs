@@ -336,10 +336,38 @@ async fn a_seat_claimed_without_a_request_stream_plays_through_play_act() {
             break;
         }
     }
-    assert!(reclaimed.is_some(), "the seat was not freed");
+    let mut reclaimed = reclaimed.expect("the seat was freed");
     let stale = world
         .play_act(act(&seat, "Still here?"))
         .await
         .expect_err("retired");
     assert_eq!(stale.code(), tonic::Code::NotFound);
+
+    // Deleting the world closes its seats: a last notice, then the stream ends.
+    world
+        .delete_world(dramatis_proto::v1::DeleteWorldRequest {
+            world_id: "seated".into(),
+        })
+        .await
+        .expect("deleted");
+    let mut notices = Vec::new();
+    let mut ended = false;
+    while let Ok(next) = tokio::time::timeout(Duration::from_secs(5), reclaimed.next()).await {
+        match next {
+            Some(message) => {
+                if let Some(play_response::Item::Notice(notice)) = message.expect("healthy").item {
+                    notices.push(notice);
+                }
+            }
+            None => {
+                ended = true;
+                break;
+            }
+        }
+    }
+    assert!(ended, "the seat's stream ended; notices: {notices:?}");
+    assert_eq!(
+        notices.last().map(String::as_str),
+        Some("This world was deleted; your seat is closed.")
+    );
 }

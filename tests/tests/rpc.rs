@@ -466,6 +466,35 @@ async fn the_world_port_serves_the_viewer_files_and_nothing_else() {
         let (status, _, body) = get(path).await;
         assert_eq!(status, 404, "{path}: {body}");
     }
+    // A page whose name was re-pointed at this machine (DNS rebinding) is refused,
+    // for files and for gRPC-Web calls alike.
+    let rebound = http
+        .get(format!("{}/viewer/", cluster.world_endpoint))
+        .header("host", "evil.example:7070")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(rebound.status(), 403);
+    let rebound_call = http
+        .post(format!(
+            "{}/dramatis.v1.World/ListWorlds",
+            cluster.world_endpoint
+        ))
+        .header("host", "evil.example")
+        .header("content-type", "application/grpc-web+proto")
+        .header("x-grpc-web", "1")
+        .body(vec![0u8, 0, 0, 0, 0])
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(rebound_call.status(), 403);
+    let by_name = http
+        .get(format!("{}/viewer/", cluster.world_endpoint))
+        .header("host", "localhost")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(by_name.status(), 200);
     // The root leads to the page.
     let response = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())

@@ -69,7 +69,9 @@ const seqs = (page, selector) =>
 
 test("the viewer runs a shipped scenario, plays Watson, and keeps each point of view private", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "dramatis-viewer-"));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const server = await startServer(dataDir);
+  t.after(() => server.stop());
   const browser = await chromium.launch({
     executablePath: browserPath,
     headless: true,
@@ -83,14 +85,13 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
       "--disable-sync",
     ],
   });
-  t.after(async () => {
-    await browser.close();
-    server.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  t.after(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1200, height: 760 } });
   const errors = [];
   page.on("pageerror", (error) => errors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
 
   // Load the page; the scenario list comes from ListScenarios over gRPC-Web.
   await page.goto(`${server.url}/viewer/`);
@@ -109,7 +110,7 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   // Play Watson from the page: claim, run the first scene, answer the turn offered.
   await page.selectOption("#play-character", "watson");
   await page.click("#claim");
-  await page.waitForSelector("#play-log li.notice:has-text('You are playing watson')");
+  await page.waitForSelector("#play-log li.notice:has-text('You are playing John Watson')");
   await page.click("#run-scene");
   await page.waitForSelector("#act-form:not([hidden])", { timeout: 60_000 });
   const frame = await page.textContent("#turn-frame");
@@ -159,8 +160,32 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   const foreignThoughts = await page.$$eval("#pov li[data-speaker]:not([data-speaker=watson]) .thought", (t) => t.length);
   assert.equal(foreignThoughts, 0);
 
-  assert.deepEqual(errors, [], "the page threw");
+  assert.deepEqual(errors, [], "the page reported errors");
+  const failed = await page.$eval("#status", (status) => status.classList.contains("error"));
+  assert.ok(!failed, `the page shows an error: ${await page.textContent("#status")}`);
   if (process.env.DRAMATIS_SCREENSHOT) {
     await page.screenshot({ path: process.env.DRAMATIS_SCREENSHOT });
   }
+
+  // Another world (the open sandbox) replaces the panels; going back restores them.
+  const firstWorld = await page.inputValue("#world-select");
+  const firstLines = (await seqs(page, "#transcript li[data-seq]")).length;
+  await page.selectOption("#scenario-select", "lamplighters-ledger");
+  await page.click("#create-world");
+  await page.waitForFunction((first) => {
+    const picked = document.querySelector("#world-select").value;
+    return picked !== "" && picked !== first;
+  }, firstWorld);
+  await page.waitForSelector("#pov-tabs button[data-character=varga]");
+  assert.equal(await page.$$eval("#transcript li", (l) => l.length), 0, "a new world starts empty");
+  assert.match(await page.textContent("#world-info"), /^The Lamplighter's Ledger — round 1 of 6/);
+  const places2 = await page.$$eval("#map [data-location]", (g) => g.length);
+  assert.equal(places2, 4);
+  await page.selectOption("#world-select", firstWorld);
+  await page.waitForFunction(
+    (n) => document.querySelectorAll("#transcript li[data-seq]").length === n,
+    firstLines,
+  );
+  assert.ok(!(await page.$("#pov-tabs button[data-character=varga]")), "the sandbox's cast is gone");
+  assert.deepEqual(errors, [], "the page reported errors");
 });

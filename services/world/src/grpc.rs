@@ -65,7 +65,14 @@ fn follow_as<T: Send + 'static>(
     world.hub().watch(from_seq, follow, all_tx);
     let pov = pov.to_owned();
     tokio::spawn(async move {
-        while let Some(message) = all_rx.recv().await {
+        loop {
+            let message = tokio::select! {
+                () = out.closed() => break,
+                message = all_rx.recv() => match message {
+                    Some(message) => message,
+                    None => break,
+                },
+            };
             let seen = match message.item {
                 Some(pb::watch_response::Item::Event(event)) => {
                     PerceptionRouter::view_for(&event, &pov).map(pb::watch_response::Item::Event)
@@ -84,6 +91,9 @@ fn follow_as<T: Send + 'static>(
         }
     })
 }
+
+/// The longest a world waits for a person's action (10 minutes).
+const MAX_TURN_WAIT_MS: u64 = 600_000;
 
 fn play_item(item: pb::play_response::Item) -> Result<pb::PlayResponse, Status> {
     Ok(pb::PlayResponse { item: Some(item) })
@@ -233,7 +243,7 @@ impl WorldApi for WorldGrpc {
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
         // (The follower ends when the watcher goes away.)
-        let _follower = follow_as(
+        let _ = follow_as(
             &world,
             &pov,
             request.from_seq,
@@ -388,10 +398,11 @@ impl WorldGrpc {
     fn open_seat(&self, claim: &pb::PlayClaim) -> Result<OpenSeat, Status> {
         required(&claim.character, "claim.character")?;
         let world = self.world(&claim.world_id)?;
+        // The story waits for the person while holding the world, so the wait is capped.
         let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
             60_000
         } else {
-            u64::from(claim.timeout_ms)
+            u64::from(claim.timeout_ms).min(MAX_TURN_WAIT_MS)
         });
         let (id, turns) = world
             .claim(&claim.character, timeout)
@@ -454,7 +465,11 @@ impl OpenSeat {
                 };
                 tokio::select! {
                     offer = turns.recv() => {
-                        let Some(offer) = offer else { break };
+                        let Some(offer) = offer else {
+                            // The world closed the seat: it was deleted.
+                            let _ = out.send(notice("This world was deleted; your seat is closed.")).await;
+                            break;
+                        };
                         pending = Some(offer.reply);
                         let turn = pb::YourTurn {
                             frame: Some(offer.frame),

@@ -129,7 +129,13 @@ async fn follow_live(
     out: &mpsc::Sender<WatchResponse>,
 ) {
     loop {
-        match receiver.recv().await {
+        // A watcher that went away ends the follower now, not at the next live item
+        // (a finished world may never have one).
+        let received = tokio::select! {
+            () = out.closed() => return,
+            received = receiver.recv() => received,
+        };
+        match received {
             Ok(Live::Event(event)) => {
                 if event.seq < next {
                     continue; // already replayed

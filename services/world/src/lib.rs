@@ -65,10 +65,14 @@ pub async fn serve_worlds(
         &tonic_web::GrpcWebLayer::new(),
         WorldServer::new(grpc::WorldGrpc::new(worlds)),
     );
-    let mut routes = tonic::service::Routes::new(world);
+    let mut router = tonic::service::Routes::new(world).into_axum_router();
     if let Some(viewer) = viewer {
-        routes = routes.into_axum_router().merge(viewer).into();
+        router = router.merge(viewer);
     }
+    if listener.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
+        router = router.layer(axum::middleware::from_fn(viewer::loopback_browsers_only));
+    }
+    let routes = tonic::service::Routes::from(router);
     let router =
         dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.World", routes).await?;
     let addr = listener.local_addr().ok();

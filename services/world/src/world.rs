@@ -952,6 +952,11 @@ impl World {
     /// Stops the world and detaches its characters (best effort).
     pub(crate) async fn shut(&self) {
         self.deleted.store(true, Ordering::Relaxed);
+        // Seats end with the world (their turn channels close).
+        self.seats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         for (character, slot) in &self.slots {
             let request = pb::DetachRequest {
                 character: Some(self.character_ref(character)),
