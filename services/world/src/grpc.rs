@@ -242,15 +242,15 @@ impl WorldApi for WorldGrpc {
             return Ok(Response::new(Box::pin(stream)));
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
-        // (The follower ends when the watcher goes away.)
-        let _ = follow_as(
+        // (The follower ends by itself when the watcher goes away; it is not joined.)
+        drop(follow_as(
             &world,
             &pov,
             request.from_seq,
             !request.no_follow,
             tx,
             |item| pb::WatchResponse { item: Some(item) },
-        );
+        ));
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
     }
