@@ -11,6 +11,7 @@
 mod episodic;
 mod hnsw;
 mod index;
+pub mod modules;
 mod personality;
 mod semantic;
 mod shard;

@@ -1,0 +1,933 @@
+//! BOOKMARKS (active storyline memory) for one character. A bookmark is the answer to a
+//! question at a point of the character's own storyline: (query, answer, search type,
+//! synchronisation position, auxiliary evidence).
+//!
+//! Per turn: **propose** a few typed queries from the scene; **match** each against the
+//! pool (same type, a stop-word-filtered token-overlap prefilter, the top 3, then a
+//! reuse / derive / none decision); **sync** each active bookmark from its position to
+//! now over only the unseen suffix — state: fixed chunks, each updating the answer;
+//! behaviour: the target's actions filtered for evidence, then summarised; concept:
+//! keyword occurrences, their context spans merged, then summarised. Derive starts from
+//! the parent's answer and position; none starts at the storyline's beginning with
+//! "Unknown". Grounding is the active bookmarks and those synced near the current
+//! position. Model steps are batched (propose, decide, answer: at most three calls a
+//! turn); each has a deterministic fallback.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::text::{clip, estimate_tokens, keywords};
+use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery};
+
+/// Queries proposed per turn.
+const PROPOSALS: usize = 3;
+/// Candidates kept by the lexical prefilter.
+const CANDIDATES: usize = 3;
+/// Lines per chunk of a state synchronisation.
+const STATE_CHUNK: usize = 6;
+/// How close (in storyline positions) a bookmark's sync point must be to count as near.
+const NEARBY: u64 = 24;
+/// Evidence kept per behaviour bookmark.
+const EVIDENCE: usize = 8;
+/// Overlap (Jaccard of content words) at or above which the fallback reuses / derives.
+const REUSE_OVERLAP: f32 = 0.75;
+const DERIVE_OVERLAP: f32 = 0.34;
+
+/// The search type of a bookmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BookmarkKind {
+    Concept,
+    State,
+    Behaviour,
+}
+
+impl BookmarkKind {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "concept" => Some(Self::Concept),
+            "state" => Some(Self::State),
+            "behaviour" | "behavior" => Some(Self::Behaviour),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Concept => "concept",
+            Self::State => "state",
+            Self::Behaviour => "behaviour",
+        }
+    }
+}
+
+/// A bookmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bookmark {
+    pub id: String,
+    pub query: String,
+    pub answer: String,
+    pub kind: BookmarkKind,
+    /// The storyline position the answer holds at (0: the beginning, nothing read).
+    pub sync: u64,
+    /// Type-specific auxiliary memory: behaviour evidence, concept spans.
+    pub evidence: Vec<String>,
+    pub parent: Option<String>,
+}
+
+/// A proposed query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub query: String,
+    pub kind: BookmarkKind,
+}
+
+/// How a proposal relates to a bookmark of the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Reuse(usize),
+    Derive(usize),
+    None,
+}
+
+/// What the pool did, for the hit rate and the savings of syncing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BookmarkStats {
+    pub proposals: u64,
+    pub reused: u64,
+    pub derived: u64,
+    pub created: u64,
+    /// Storyline lines read by synchronisation.
+    pub lines_read: u64,
+    /// Storyline tokens synchronisation did not read because the bookmark (or its
+    /// parent) was already synced that far: what searching from the beginning would
+    /// have read on top.
+    pub tokens_saved: u64,
+}
+
+impl BookmarkStats {
+    /// Proposals matched to an existing bookmark (reuse or derive), as a fraction.
+    #[must_use]
+    pub fn hit_rate(&self) -> f64 {
+        if self.proposals == 0 {
+            0.0
+        } else {
+            (self.reused + self.derived) as f64 / self.proposals as f64
+        }
+    }
+}
+
+/// The module.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bookmarks {
+    character: String,
+    pub pool: Vec<Bookmark>,
+    pub stats: BookmarkStats,
+    pub calls: u64,
+}
+
+/// The jaccard overlap of two queries' content words.
+fn overlap(a: &str, b: &str) -> f32 {
+    let (a, b) = (keywords(a), keywords(b));
+    let union = a.union(&b).count();
+    if union == 0 {
+        0.0
+    } else {
+        a.intersection(&b).count() as f32 / union as f32
+    }
+}
+
+impl Bookmarks {
+    #[must_use]
+    pub fn new(character: &str) -> Self {
+        Self {
+            character: character.to_owned(),
+            pool: Vec::new(),
+            stats: BookmarkStats::default(),
+            calls: 0,
+        }
+    }
+
+    /// Proposes up to three typed queries for the scene: the model's, else one of each
+    /// type from the scene (where the people present are, how the last speaker acts,
+    /// what the most-mentioned unfamiliar thing is).
+    pub async fn propose(
+        &mut self,
+        mind: &dyn Mind,
+        storyline: &[Line],
+        query: &ReadQuery<'_>,
+    ) -> Vec<Proposal> {
+        let recent: Vec<String> = storyline
+            .iter()
+            .rev()
+            .take(6)
+            .rev()
+            .map(Line::render)
+            .collect();
+        let prompt = format!(
+            "{me} is about to act. The scene so far:\n{scene}\nSituation: {now}\n\nPropose up \
+             to {PROPOSALS} questions whose answers, looked up in everything {me} has \
+             witnessed, would help {me} act in character: `state` questions about how \
+             things stand now (where someone is, what they want), `behaviour` questions in \
+             general form (how someone acts in such situations), `concept` questions about \
+             a named thing or idea.",
+            me = self.character,
+            scene = recent.join("\n"),
+            now = query.text,
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {"queries": {"type": "array", "maxItems": PROPOSALS, "items": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 3},
+                    "kind": {"type": "string", "enum": ["concept", "state", "behaviour"]}
+                },
+                "required": ["query", "kind"],
+                "additionalProperties": false
+            }}},
+            "required": ["queries"],
+            "additionalProperties": false
+        });
+        self.calls += 1;
+        let proposed: Option<Vec<Proposal>> = mind
+            .json("bookmarks-propose", &prompt, &schema)
+            .await
+            .and_then(|v| v["queries"].as_array().cloned())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|i| {
+                        Some(Proposal {
+                            query: i["query"].as_str()?.trim().to_owned(),
+                            kind: BookmarkKind::parse(i["kind"].as_str()?)?,
+                        })
+                    })
+                    .filter(|p| !p.query.is_empty())
+                    .take(PROPOSALS)
+                    .collect()
+            })
+            .filter(|p: &Vec<Proposal>| !p.is_empty());
+        proposed.unwrap_or_else(|| self.template_proposals(storyline, query))
+    }
+
+    fn template_proposals(&self, storyline: &[Line], query: &ReadQuery<'_>) -> Vec<Proposal> {
+        let name_of = |id: &str| {
+            storyline
+                .iter()
+                .rev()
+                .find(|l| l.speaker == id)
+                .map_or_else(|| id.to_owned(), |l| l.speaker_name.clone())
+        };
+        let mut out = Vec::new();
+        if let Some(other) = query.present.iter().find(|p| **p != self.character) {
+            out.push(Proposal {
+                query: format!("Where is {} now and what are they after?", name_of(other)),
+                kind: BookmarkKind::State,
+            });
+        }
+        if let Some(last) = storyline
+            .iter()
+            .rev()
+            .find(|l| !l.speaker.is_empty() && l.speaker != self.character)
+        {
+            out.push(Proposal {
+                query: format!("How does {} usually behave toward me?", last.speaker_name),
+                kind: BookmarkKind::Behaviour,
+            });
+        }
+        // The content word of the situation that the storyline mentions most, that is
+        // not a person's name.
+        let names: Vec<String> = storyline
+            .iter()
+            .flat_map(|l| keywords(&l.speaker_name))
+            .collect();
+        let mut best: Option<(usize, String)> = None;
+        for word in keywords(query.text) {
+            if names.contains(&word) || word.len() < 4 {
+                continue;
+            }
+            let count = storyline
+                .iter()
+                .filter(|l| l.text.to_lowercase().contains(&word))
+                .count();
+            if count > 0 && best.as_ref().is_none_or(|(c, _)| count > *c) {
+                best = Some((count, word));
+            }
+        }
+        if let Some((_, word)) = best {
+            out.push(Proposal {
+                query: format!("What is known about {word}?"),
+                kind: BookmarkKind::Concept,
+            });
+        }
+        out.truncate(PROPOSALS);
+        out
+    }
+
+    /// The prefilter: bookmarks of the proposal's type sharing content words with it,
+    /// best overlap first, at most three.
+    #[must_use]
+    pub fn candidates(&self, proposal: &Proposal) -> Vec<(usize, f32)> {
+        let mut scored: Vec<(usize, f32)> = self
+            .pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.kind == proposal.kind)
+            .map(|(i, b)| (i, overlap(&proposal.query, &b.query)))
+            .filter(|(_, o)| *o > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(CANDIDATES);
+        scored
+    }
+
+    /// Reuse / derive / none for each proposal: the model's decision over the
+    /// candidates (one call for all), else by overlap.
+    pub async fn decide(&mut self, mind: &dyn Mind, proposals: &[Proposal]) -> Vec<Decision> {
+        let candidates: Vec<Vec<(usize, f32)>> =
+            proposals.iter().map(|p| self.candidates(p)).collect();
+        let fallback = |cands: &[(usize, f32)]| match cands.first() {
+            Some(&(i, o)) if o >= REUSE_OVERLAP => Decision::Reuse(i),
+            Some(&(i, o)) if o >= DERIVE_OVERLAP => Decision::Derive(i),
+            _ => Decision::None,
+        };
+        if candidates.iter().all(Vec::is_empty) {
+            return vec![Decision::None; proposals.len()];
+        }
+        let mut listing = Vec::new();
+        for (p, (proposal, cands)) in proposals.iter().zip(&candidates).enumerate() {
+            listing.push(format!("Query {p}: {}", proposal.query));
+            for (i, _) in cands {
+                let b = &self.pool[*i];
+                listing.push(format!(
+                    "  bookmark {}: {} (answer so far: {})",
+                    b.id,
+                    b.query,
+                    clip(&b.answer, 20)
+                ));
+            }
+        }
+        let ids: Vec<String> = candidates
+            .iter()
+            .flatten()
+            .map(|(i, _)| self.pool[*i].id.clone())
+            .collect();
+        let prompt = format!(
+            "For each query, decide how it relates to its candidate bookmarks: `reuse` if a \
+             bookmark tracks essentially the same thing, `derive` if a bookmark's answer is \
+             a useful starting point for a new, more specific one, `none` otherwise.\n\n{}",
+            listing.join("\n")
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {"decisions": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "integer", "minimum": 0},
+                    "relation": {"type": "string", "enum": ["reuse", "derive", "none"]},
+                    "bookmark": {"type": "string", "enum": ids}
+                },
+                "required": ["query", "relation"],
+                "additionalProperties": false
+            }}},
+            "required": ["decisions"],
+            "additionalProperties": false
+        });
+        self.calls += 1;
+        let answer = mind.json("bookmarks-match", &prompt, &schema).await;
+        let mut out: Vec<Decision> = candidates.iter().map(|c| fallback(c)).collect();
+        if let Some(items) = answer.as_ref().and_then(|v| v["decisions"].as_array()) {
+            for item in items {
+                let Some(p) = item["query"].as_u64().and_then(|p| usize::try_from(p).ok()) else {
+                    continue;
+                };
+                let Some(cands) = candidates.get(p) else {
+                    continue;
+                };
+                let picked = item["bookmark"]
+                    .as_str()
+                    .and_then(|id| cands.iter().find(|(i, _)| self.pool[*i].id == id))
+                    .map(|(i, _)| *i);
+                out[p] = match (item["relation"].as_str(), picked) {
+                    (Some("reuse"), Some(i)) => Decision::Reuse(i),
+                    (Some("derive"), Some(i)) => Decision::Derive(i),
+                    (Some("none"), _) => Decision::None,
+                    _ => out[p],
+                };
+            }
+        }
+        out
+    }
+
+    /// Activates a bookmark for each proposal (reusing, deriving or creating); returns
+    /// the pool indices, in proposal order, without duplicates.
+    pub fn activate(&mut self, proposals: &[Proposal], decisions: &[Decision]) -> Vec<usize> {
+        let mut active: Vec<usize> = Vec::new();
+        for (proposal, decision) in proposals.iter().zip(decisions) {
+            self.stats.proposals += 1;
+            let index = match *decision {
+                Decision::Reuse(i) => {
+                    self.stats.reused += 1;
+                    i
+                }
+                Decision::Derive(i) => {
+                    self.stats.derived += 1;
+                    let parent = self.pool[i].clone();
+                    self.push(proposal, parent.answer, parent.sync, Some(parent.id))
+                }
+                Decision::None => {
+                    self.stats.created += 1;
+                    self.push(proposal, "Unknown".into(), 0, None)
+                }
+            };
+            if !active.contains(&index) {
+                active.push(index);
+            }
+        }
+        active
+    }
+
+    fn push(
+        &mut self,
+        proposal: &Proposal,
+        answer: String,
+        sync: u64,
+        parent: Option<String>,
+    ) -> usize {
+        self.pool.push(Bookmark {
+            id: format!("bookmarks:{}", self.pool.len() + 1),
+            query: proposal.query.clone(),
+            answer,
+            kind: proposal.kind,
+            sync,
+            evidence: Vec::new(),
+            parent,
+        });
+        self.pool.len() - 1
+    }
+
+    /// Brings the active bookmarks up to the end of `storyline`, reading only what each
+    /// has not seen. Evidence is gathered per type; new answers come from one model call
+    /// for all bookmarks with new evidence, else from the evidence itself.
+    pub async fn sync(&mut self, mind: &dyn Mind, storyline: &[Line], active: &[usize]) {
+        let now = storyline.len() as u64;
+        let mut updates: Vec<(usize, Vec<String>)> = Vec::new();
+        for &i in active {
+            let from = usize::try_from(self.pool[i].sync)
+                .unwrap_or(usize::MAX)
+                .min(storyline.len());
+            let (seen, unseen) = storyline.split_at(from);
+            self.stats.lines_read += unseen.len() as u64;
+            self.stats.tokens_saved += seen
+                .iter()
+                .map(|l| estimate_tokens(&l.render()) as u64)
+                .sum::<u64>();
+            let evidence = match self.pool[i].kind {
+                BookmarkKind::State => state_evidence(&self.pool[i].query, unseen),
+                BookmarkKind::Behaviour => {
+                    behaviour_evidence(&self.character, &self.pool[i].query, unseen)
+                }
+                BookmarkKind::Concept => concept_evidence(&self.pool[i].query, unseen),
+            };
+            let bookmark = &mut self.pool[i];
+            bookmark.sync = now;
+            if evidence.is_empty() {
+                continue;
+            }
+            if bookmark.kind == BookmarkKind::State {
+                // Chunk by chunk, the answer is what the latest evidence says.
+                bookmark.evidence = evidence.clone();
+            } else {
+                bookmark.evidence.extend(evidence.iter().cloned());
+                let excess = bookmark.evidence.len().saturating_sub(EVIDENCE);
+                bookmark.evidence.drain(..excess);
+            }
+            updates.push((i, evidence));
+        }
+        if updates.is_empty() {
+            return;
+        }
+        let mut listing = Vec::new();
+        for (i, evidence) in &updates {
+            let b = &self.pool[*i];
+            listing.push(format!(
+                "Bookmark {} ({}): {}\nAnswer so far: {}\nNew evidence, in order:\n{}",
+                b.id,
+                b.kind.name(),
+                b.query,
+                b.answer,
+                evidence.join("\n")
+            ));
+        }
+        let ids: Vec<String> = updates
+            .iter()
+            .map(|(i, _)| self.pool[*i].id.clone())
+            .collect();
+        let prompt = format!(
+            "Update each bookmark's answer from its new evidence (what {} witnessed since the \
+             answer was last written). State answers say how things stand now; behaviour \
+             answers describe the pattern; concept answers say what the thing is. At most \
+             40 words each; only what the evidence and the old answer support.\n\n{}",
+            self.character,
+            listing.join("\n\n")
+        );
+        let schema = json!({
+            "type": "object",
+            "properties": {"answers": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "bookmark": {"type": "string", "enum": ids},
+                    "answer": {"type": "string", "minLength": 1}
+                },
+                "required": ["bookmark", "answer"],
+                "additionalProperties": false
+            }}},
+            "required": ["answers"],
+            "additionalProperties": false
+        });
+        self.calls += 1;
+        let answered = mind.json("bookmarks-answer", &prompt, &schema).await;
+        for (i, evidence) in updates {
+            let from_model = answered
+                .as_ref()
+                .and_then(|v| v["answers"].as_array())
+                .and_then(|items| {
+                    items
+                        .iter()
+                        .find(|a| a["bookmark"].as_str() == Some(self.pool[i].id.as_str()))
+                })
+                .and_then(|a| a["answer"].as_str())
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned);
+            let bookmark = &mut self.pool[i];
+            bookmark.answer = from_model.unwrap_or_else(|| match bookmark.kind {
+                BookmarkKind::State => evidence.last().cloned().unwrap_or_default(),
+                BookmarkKind::Behaviour | BookmarkKind::Concept => bookmark
+                    .evidence
+                    .iter()
+                    .rev()
+                    .take(3)
+                    .rev()
+                    .map(|e| clip(e, 20))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+            });
+        }
+    }
+}
+
+/// The people a query is about: speakers whose name words it contains.
+fn subjects<'a>(query: &str, lines: &'a [Line]) -> Vec<&'a str> {
+    let words = keywords(query);
+    let mut out: Vec<&str> = lines
+        .iter()
+        .filter(|l| {
+            !l.speaker.is_empty() && keywords(&l.speaker_name).iter().any(|w| words.contains(w))
+        })
+        .map(|l| l.speaker.as_str())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// State: the unseen lines in fixed chunks; in each chunk, the last line by or about the
+/// query's subject (or sharing its words) is what holds at that point. Returns the
+/// chunk-by-chunk states in order (the last is the synchronised state).
+fn state_evidence(query: &str, unseen: &[Line]) -> Vec<String> {
+    let words = keywords(query);
+    let who = subjects(query, unseen);
+    unseen
+        .chunks(STATE_CHUNK)
+        .filter_map(|chunk| {
+            chunk
+                .iter()
+                .rev()
+                .find(|l| {
+                    who.contains(&l.speaker.as_str())
+                        || who.contains(&l.target.as_str())
+                        || keywords(&l.text).iter().any(|w| words.contains(w))
+                })
+                .map(Line::render)
+        })
+        .collect()
+}
+
+/// Behaviour: the unseen actions of the query's subject (anyone but the character when
+/// none is named) that bear on the query — addressed to the character when the query
+/// says "toward me", else sharing its content words.
+fn behaviour_evidence(me: &str, query: &str, unseen: &[Line]) -> Vec<String> {
+    let who = subjects(query, unseen);
+    let toward_me = query.to_lowercase().contains(" me");
+    let words: Vec<String> = keywords(query)
+        .into_iter()
+        .filter(|w| {
+            !matches!(
+                w.as_str(),
+                "usually" | "behave" | "behaves" | "toward" | "towards" | "act" | "acts"
+            )
+        })
+        .collect();
+    unseen
+        .iter()
+        .filter(|l| {
+            matches!(
+                l.kind,
+                LineKind::Speech | LineKind::Action | LineKind::Movement
+            )
+        })
+        .filter(|l| l.speaker != me && (who.is_empty() || who.contains(&l.speaker.as_str())))
+        .filter(|l| {
+            (toward_me && l.target == me)
+                || keywords(&l.text)
+                    .iter()
+                    .any(|w| words.contains(w) && !who.iter().any(|s| s == w))
+        })
+        .map(Line::render)
+        .collect()
+}
+
+/// Concept: occurrences of the query's content words in the unseen lines, each with the
+/// line before and after, overlapping spans merged.
+fn concept_evidence(query: &str, unseen: &[Line]) -> Vec<String> {
+    let words = keywords(query);
+    let words: Vec<&String> = words
+        .iter()
+        .filter(|w| !matches!(w.as_str(), "known" | "know"))
+        .collect();
+    let hits: Vec<usize> = unseen
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| {
+            let text = l.text.to_lowercase();
+            words.iter().any(|w| text.contains(w.as_str()))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for i in hits {
+        let span = (i.saturating_sub(1), (i + 1).min(unseen.len() - 1));
+        match spans.last_mut() {
+            Some(last) if span.0 <= last.1 => last.1 = last.1.max(span.1),
+            _ => spans.push(span),
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| {
+            unseen[a..=b]
+                .iter()
+                .map(Line::render)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl MemoryModule for Bookmarks {
+    fn name(&self) -> &'static str {
+        "bookmarks"
+    }
+
+    async fn observe(&mut self, _mind: &dyn Mind, _storyline: &[Line]) {}
+
+    async fn scene_end(&mut self, _mind: &dyn Mind, _storyline: &[Line], _scene_id: &str) {}
+
+    async fn ground(
+        &mut self,
+        mind: &dyn Mind,
+        storyline: &[Line],
+        query: &ReadQuery<'_>,
+    ) -> Vec<Grounding> {
+        let proposals = self.propose(mind, storyline, query).await;
+        let decisions = self.decide(mind, &proposals).await;
+        let active = self.activate(&proposals, &decisions);
+        self.sync(mind, storyline, &active).await;
+        let now = storyline.len() as u64;
+        let item = |b: &Bookmark, kind: &str| Grounding {
+            module: "bookmarks".into(),
+            kind: kind.into(),
+            id: b.id.clone(),
+            text: format!("{} — {}", b.query, b.answer),
+        };
+        let mut out: Vec<Grounding> = active
+            .iter()
+            .map(|&i| &self.pool[i])
+            .filter(|b| b.answer != "Unknown")
+            .map(|b| item(b, "active"))
+            .collect();
+        out.extend(
+            self.pool
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| {
+                    !active.contains(i)
+                        && b.answer != "Unknown"
+                        && now.saturating_sub(b.sync) <= NEARBY
+                })
+                .map(|(_, b)| item(b, "nearby")),
+        );
+        out
+    }
+
+    fn kept(&self) -> usize {
+        self.pool.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::test_mind::TestMind;
+
+    fn line(position: u64, speaker: &str, target: &str, kind: LineKind, text: &str) -> Line {
+        Line {
+            position,
+            scene_id: "s".into(),
+            kind,
+            speaker: speaker.into(),
+            speaker_name: match speaker {
+                "holmes" => "Sherlock Holmes".into(),
+                "lestrade" => "Inspector Lestrade".into(),
+                other => other.into(),
+            },
+            target: target.into(),
+            target_name: target.into(),
+            text: text.into(),
+            location: String::new(),
+        }
+    }
+
+    fn storyline(n: u64) -> Vec<Line> {
+        (1..=n)
+            .map(|p| match p % 3 {
+                0 => line(
+                    p,
+                    "holmes",
+                    "watson",
+                    LineKind::Speech,
+                    &format!("Tobacco ash tells me much, Watson ({p})."),
+                ),
+                1 => line(
+                    p,
+                    "lestrade",
+                    "",
+                    LineKind::Action,
+                    &format!("Inspector Lestrade paces by the window ({p})."),
+                ),
+                _ => line(
+                    p,
+                    "watson",
+                    "holmes",
+                    LineKind::Speech,
+                    &format!("Go on, Holmes ({p})."),
+                ),
+            })
+            .collect()
+    }
+
+    fn p(query: &str, kind: BookmarkKind) -> Proposal {
+        Proposal {
+            query: query.into(),
+            kind,
+        }
+    }
+
+    #[tokio::test]
+    async fn reuse_derive_and_none_on_fixed_queries() {
+        let mind = TestMind::default();
+        let mut marks = Bookmarks::new("watson");
+        let story = storyline(12);
+        let first = [p(
+            "How does Holmes behave toward me?",
+            BookmarkKind::Behaviour,
+        )];
+        let decided = marks.decide(&mind, &first).await;
+        assert_eq!(decided, [Decision::None], "an empty pool");
+        let active = marks.activate(&first, &decided);
+        marks.sync(&mind, &story, &active).await;
+        assert_eq!(marks.pool[0].sync, 12);
+        // Same question in other words: reuse. A narrower one: derive. Another type or
+        // no shared words: none.
+        let next = [
+            p("How does Holmes behave toward me?", BookmarkKind::Behaviour),
+            p(
+                "How does Holmes behave when tobacco comes up?",
+                BookmarkKind::Behaviour,
+            ),
+            p("Where is Holmes now?", BookmarkKind::State),
+            p("What is a hansom cab?", BookmarkKind::Concept),
+        ];
+        let decided = marks.decide(&mind, &next).await;
+        assert_eq!(
+            decided,
+            [
+                Decision::Reuse(0),
+                Decision::Derive(0),
+                Decision::None,
+                Decision::None
+            ]
+        );
+        let active = marks.activate(&next, &decided);
+        assert_eq!(active, [0, 1, 2, 3]);
+        let derived = &marks.pool[1];
+        assert_eq!(derived.parent.as_deref(), Some("bookmarks:1"));
+        assert_eq!(
+            derived.sync, 12,
+            "a derived bookmark starts at its parent's point"
+        );
+        assert_eq!(derived.answer, marks.pool[0].answer);
+        assert_eq!(
+            marks.pool[2].sync, 0,
+            "a new bookmark starts at the beginning"
+        );
+        assert_eq!(marks.pool[2].answer, "Unknown");
+        assert_eq!(marks.stats.proposals, 5);
+        assert_eq!(
+            (marks.stats.reused, marks.stats.derived, marks.stats.created),
+            (1, 1, 3)
+        );
+        assert!((marks.stats.hit_rate() - 0.4).abs() < 1e-9);
+
+        // A model decision overrides the overlap rule.
+        let mind = TestMind::answering(vec![json!({"decisions": [
+            {"query": 0, "relation": "reuse", "bookmark": "bookmarks:2"}
+        ]})]);
+        let again = [p(
+            "How does Holmes behave when tobacco comes up?",
+            BookmarkKind::Behaviour,
+        )];
+        let decided = marks.decide(&mind, &again).await;
+        assert_eq!(decided, [Decision::Reuse(1)]);
+    }
+
+    #[tokio::test]
+    async fn syncing_reads_only_the_unseen_suffix() {
+        let mind = TestMind::default();
+        let mut marks = Bookmarks::new("watson");
+        let first = [p(
+            "How does Sherlock Holmes behave toward me?",
+            BookmarkKind::Behaviour,
+        )];
+        let active = marks.activate(&first, &[Decision::None]);
+        let story = storyline(30);
+        marks.sync(&mind, &story[..18], &active).await;
+        assert_eq!(
+            marks.stats.lines_read, 18,
+            "a new bookmark reads from the beginning"
+        );
+        assert_eq!(marks.stats.tokens_saved, 0);
+        // Holmes addressed Watson at 3, 6, …, 18: six pieces of evidence.
+        assert_eq!(marks.pool[0].evidence.len(), 6);
+        assert!(
+            marks.pool[0]
+                .answer
+                .ends_with("Tobacco ash tells me much, Watson (18).\""),
+            "{}",
+            marks.pool[0].answer
+        );
+        let before: u64 = story[..18]
+            .iter()
+            .map(|l| estimate_tokens(&l.render()) as u64)
+            .sum();
+        marks.sync(&mind, &story, &active).await;
+        assert_eq!(
+            marks.stats.lines_read,
+            18 + 12,
+            "then only the 12 new lines"
+        );
+        assert_eq!(marks.stats.tokens_saved, before);
+        assert_eq!(marks.pool[0].evidence.len(), EVIDENCE, "evidence is capped");
+        assert!(marks.pool[0].answer.contains("(30)"));
+        // Synced to now: nothing more to read.
+        marks.sync(&mind, &story, &active).await;
+        assert_eq!(marks.stats.lines_read, 30);
+    }
+
+    #[tokio::test]
+    async fn state_and_concept_synchronisation() {
+        let mind = TestMind::default();
+        let mut marks = Bookmarks::new("watson");
+        let mut story = storyline(12);
+        story.push(line(
+            13,
+            "lestrade",
+            "",
+            LineKind::Movement,
+            "Inspector Lestrade leaves for Scotland Yard.",
+        ));
+        story.push(line(
+            14,
+            "holmes",
+            "watson",
+            LineKind::Speech,
+            "Observe the tobacco ash on the floor.",
+        ));
+        let proposals = [
+            p("Where is Inspector Lestrade now?", BookmarkKind::State),
+            p("What is known about tobacco?", BookmarkKind::Concept),
+        ];
+        let active = marks.activate(&proposals, &[Decision::None, Decision::None]);
+        marks.sync(&mind, &story, &active).await;
+        // State: chunk by chunk the latest line about Lestrade; the last holds now.
+        assert_eq!(marks.pool[0].evidence.len(), 3, "chunks 1–6, 7–12, 13–14");
+        assert_eq!(
+            marks.pool[0].answer,
+            "Inspector Lestrade leaves for Scotland Yard."
+        );
+        // Concept: occurrences at 3, 6, 9, 12 and 14, each with its neighbours, merged
+        // where they overlap: 2–4, 5–7, 8–10, 11–14.
+        assert_eq!(marks.pool[1].evidence.len(), 4);
+        assert!(
+            marks.pool[1].evidence[3].contains("(12)")
+                && marks.pool[1].evidence[3].contains("Observe the tobacco ash")
+        );
+    }
+
+    #[tokio::test]
+    async fn ground_returns_active_and_nearby_bookmarks() {
+        let mind = TestMind::default();
+        let mut marks = Bookmarks::new("watson");
+        let story = storyline(12);
+        let present = vec!["holmes".to_owned(), "watson".to_owned()];
+        let v = vec![0.0f32; 4];
+        let query = ReadQuery {
+            text: "Holmes studies the tobacco ash.",
+            vector: &v,
+            answering: false,
+            present: &present,
+        };
+        let first = marks.ground(&mind, &story, &query).await;
+        // Template proposals: Holmes's state, Holmes's behaviour, the tobacco concept.
+        let queries: Vec<&str> = marks.pool.iter().map(|b| b.query.as_str()).collect();
+        assert_eq!(
+            queries,
+            [
+                "Where is Sherlock Holmes now and what are they after?",
+                "How does Sherlock Holmes usually behave toward me?",
+                "What is known about tobacco?",
+            ]
+        );
+        assert!(
+            first
+                .iter()
+                .all(|g| g.kind == "active" && g.module == "bookmarks")
+        );
+        assert_eq!(first.len(), 3);
+        assert_eq!(
+            mind.asked(),
+            ["bookmarks-propose", "bookmarks-answer"],
+            "no candidates: no match call"
+        );
+        assert_eq!(marks.calls, 2);
+        // The same scene again: all three reused, nothing re-read.
+        let read = marks.stats.lines_read;
+        let again = marks.ground(&mind, &story, &query).await;
+        assert_eq!(again.len(), 3);
+        assert_eq!(marks.stats.reused, 3);
+        assert_eq!(marks.stats.lines_read, read);
+    }
+}
