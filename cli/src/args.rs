@@ -140,6 +140,13 @@ pub struct ModelArgs {
     /// built-in or scripted model).
     #[arg(long, env = "DRAMATIS_MEMORY_WRITES", value_enum, default_value_t = MemoryWritesArg::Auto)]
     pub memory_writes: MemoryWritesArg,
+    /// Memory modules every character runs, comma-separated, overriding the scenario's
+    /// [memory] section: `reverie` (ReverieMem's layers), `dualmem` (fact and insight
+    /// streams), `moom` (plot summaries, persona keys, forgetting), `bookmarks`
+    /// (bookmark pool), or `all` / `none`. Module steps call the model only with
+    /// --memory-writes model; otherwise they use their deterministic fallbacks.
+    #[arg(long, env = "DRAMATIS_MEMORY_MODULES", value_parser = parse_modules)]
+    pub memory_modules: Option<dramatis_memory::modules::ModuleSet>,
     /// Endpoint for the narrator role (default: the character endpoint).
     #[arg(long, env = "DRAMATIS_NARRATOR_ENDPOINT")]
     pub narrator_endpoint: Option<String>,
@@ -398,4 +405,8 @@ pub struct BenchArgs {
     /// instantly, so `model` measures the calls and prompt tokens a capable model costs).
     #[arg(long, value_enum, default_value_t = MemoryWritesArg::Digest)]
     pub memory_writes: MemoryWritesArg,
+}
+
+fn parse_modules(text: &str) -> Result<dramatis_memory::modules::ModuleSet, String> {
+    dramatis_memory::modules::ModuleSet::parse(text)
 }

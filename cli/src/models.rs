@@ -89,6 +89,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         MemoryWritesArg::Digest => "digest",
         MemoryWritesArg::Model => "model",
     };
+    if let Some(modules) = &args.memory_modules {
+        out.extend(["--memory-modules".to_owned(), modules.to_string()]);
+    }
     out.extend([
         "--memory-writes".to_owned(),
         writes.to_owned(),
@@ -137,6 +140,7 @@ pub fn agent_options(
         dramatis_embed::OnnxEmbedder::load(&embedder_config(args.embedder_dir.as_deref()))?;
     let mut options = AgentOptions::new(role_models(args)?, Arc::new(embedder));
     options.memory_writes = memory_writes(args);
+    options.memory_modules = args.memory_modules;
     options.data_dir = data_dir;
     Ok(options)
 }

@@ -12,6 +12,7 @@ mod action;
 pub mod emotion;
 mod error;
 pub mod grpc;
+mod mind;
 mod prompt;
 pub mod recall;
 pub mod service;

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use dramatis_llm::ChatMessage;
+use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
 
 use crate::recall::{Recalled, refs};
@@ -101,6 +102,18 @@ fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Re
     items.extend(refs(recalled.anchor.as_ref(), &recalled.facts));
 }
 
+/// What the other memory modules contributed, each item audited under its module.
+fn modules(text: &mut String, items: &mut Vec<(String, String)>, grounding: &[Grounding]) {
+    if grounding.is_empty() {
+        return;
+    }
+    text.push_str("\nYou also recall:");
+    for item in grounding {
+        let _ = write!(text, "\n- {}", item.text.trim());
+        items.push((item.id.clone(), format!("{}.{}", item.module, item.kind)));
+    }
+}
+
 /// The latest lines of the scene under way.
 fn recent(text: &mut String, items: &mut Vec<(String, String)>, shard: &Shard) {
     let me = shard.id();
@@ -120,10 +133,16 @@ fn recent(text: &mut String, items: &mut Vec<(String, String)>, shard: &Shard) {
 }
 
 /// The Memory-Fusion prompt for a turn.
-pub(crate) fn act(shard: &Shard, recalled: &Recalled, frame: &SceneFrame) -> BuiltPrompt {
+pub(crate) fn act(
+    shard: &Shard,
+    recalled: &Recalled,
+    grounding: &[Grounding],
+    frame: &SceneFrame,
+) -> BuiltPrompt {
     let mut items = Vec::new();
     let mut user = character_line(shard);
     workspace(&mut user, &mut items, recalled);
+    modules(&mut user, &mut items, grounding);
     recent(&mut user, &mut items, shard);
     let _ = write!(user, "\nPlace: {}.", frame.location_name);
     if frame.present.is_empty() {
@@ -173,10 +192,16 @@ pub const ABSTAIN_INSTRUCTION: &str = "Nothing you remember bears on this questi
     character, in one sentence, that you cannot answer it from your own knowledge.";
 
 /// The Memory-Fusion prompt for an interview question.
-pub(crate) fn answer(shard: &Shard, recalled: &Recalled, question: &str) -> BuiltPrompt {
+pub(crate) fn answer(
+    shard: &Shard,
+    recalled: &Recalled,
+    grounding: &[Grounding],
+    question: &str,
+) -> BuiltPrompt {
     let mut items = Vec::new();
     let mut context = character_line(shard);
     workspace(&mut context, &mut items, recalled);
+    modules(&mut context, &mut items, grounding);
     recent(&mut context, &mut items, shard);
     let name = &shard.profile.name;
     let system = if recalled.abstain {

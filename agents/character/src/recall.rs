@@ -79,6 +79,23 @@ pub struct Recalled {
     pub usage: Usage,
 }
 
+impl Recalled {
+    /// No recall at all (ReverieMem's layers are off): the mood stays as it was.
+    #[must_use]
+    pub fn nothing(mood: Mood) -> Self {
+        Self {
+            anchor: None,
+            facts: Vec::new(),
+            pattern: None,
+            mood,
+            gate_fired: false,
+            abstain: false,
+            rounds: 0,
+            usage: Usage::default(),
+        }
+    }
+}
+
 /// The moment recall works on.
 #[derive(Debug, Clone)]
 pub struct Query<'a> {

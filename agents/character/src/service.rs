@@ -13,8 +13,11 @@ use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema, 
 use dramatis_proto::v1::{Action, ActionKind, CharacterProfile, Event, SceneFrame, Usage};
 use tokio::sync::{Mutex, mpsc};
 
+use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
+
 use crate::action::{ParsedKind, action_schema, parse_action};
 use crate::emotion::is_refusal;
+use crate::mind::AgentMind;
 use crate::prompt::{self, BuiltPrompt};
 use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, count_call, now_ms, recall};
 use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
@@ -52,6 +55,10 @@ pub struct AgentOptions {
     pub temperature: f32,
     /// Attempts after the first when the model's output cannot be used.
     pub act_retries: u32,
+    /// Memory modules for every character, overriding what the scenario asks for.
+    pub memory_modules: Option<ModuleSet>,
+    /// Tokens the memory modules (other than ReverieMem) may add to one prompt.
+    pub module_budget_tokens: usize,
 }
 
 impl AgentOptions {
@@ -68,6 +75,8 @@ impl AgentOptions {
             answer_max_tokens: 80,
             temperature: 0.7,
             act_retries: 1,
+            memory_modules: None,
+            module_budget_tokens: 240,
         }
     }
 }
@@ -163,19 +172,26 @@ impl CharacterAgents {
                 profile.id
             )));
         }
+        let modules = match &self.options.memory_modules {
+            Some(set) => *set,
+            None if profile.memory_modules.trim().is_empty() => ModuleSet::default(),
+            None => ModuleSet::parse(&profile.memory_modules)
+                .map_err(|e| AgentError::InvalidArgument(format!("profile.memory_modules: {e}")))?,
+        };
         let key = (world.to_owned(), character.to_owned());
         if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {
             let items = existing.lock().await.memory().len();
             return Ok((u32::try_from(items).unwrap_or(u32::MAX), true));
         }
         let saved = self.shard_path(world, character).filter(|p| p.is_file());
-        let (shard, resumed) = match &saved {
+        let (mut shard, resumed) = match &saved {
             Some(path) => (Shard::load(profile, path)?, true),
             None => (
                 Shard::new(profile, self.options.embedder.as_ref()).await?,
                 false,
             ),
         };
+        shard.use_modules(modules);
         if !resumed {
             self.save(&shard, world)?;
         }
@@ -227,7 +243,26 @@ impl CharacterAgents {
         }
         let shard = self.shard(world, character)?;
         let mut shard = shard.lock().await;
+        let before = shard.perceived().len();
         let (accepted, ended) = shard.perceive(events)?;
+        if shard.modules().any() {
+            let lines: Vec<_> = shard.perceived()[before..]
+                .iter()
+                .filter_map(crate::shard::Perceived::storyline_line)
+                .collect();
+            let model = self.options.models.get(ModelRole::Character);
+            let mind = self.mind(model.as_ref());
+            for line in lines {
+                shard.modules_mut().observe(&mind, line).await;
+            }
+            for draft in &ended {
+                shard.modules_mut().scene_end(&mind, &draft.scene_id).await;
+            }
+            let (_, audit) = mind.finish();
+            for entry in audit {
+                shard.record_prompt(entry);
+            }
+        }
         let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
         let writer = Writer {
             id: &id,
@@ -278,6 +313,58 @@ impl CharacterAgents {
     /// The shard's contents and prompt record.
     pub async fn snapshot(&self, world: &str, character: &str) -> Result<Shard, AgentError> {
         Ok(self.shard(world, character)?.lock().await.clone())
+    }
+
+    /// The modules' mind for one operation: the agent's embedder, and the character
+    /// model when module steps may call it (with model-written memory).
+    fn mind<'a>(&'a self, model: &'a dyn LanguageModel) -> AgentMind<'a> {
+        let calls = self.options.memory_writes == MemoryWrites::Model;
+        AgentMind::new(self.options.embedder.as_ref(), calls.then_some(model))
+    }
+
+    /// Grounding from the memory modules for `text` (none when no module is on); their
+    /// model calls are added to `usage` and audited.
+    async fn module_grounding(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        text: &str,
+        answering: bool,
+        present: &[String],
+        usage: &mut Usage,
+    ) -> Result<Vec<Grounding>, AgentError> {
+        if !shard.modules().any() {
+            return Ok(Vec::new());
+        }
+        let vector = self
+            .options
+            .embedder
+            .embed(&[text.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default();
+        let mind = self.mind(model);
+        let grounding = shard
+            .modules_mut()
+            .ground(
+                &mind,
+                &ReadQuery {
+                    text,
+                    vector: &vector,
+                    answering,
+                    present,
+                },
+                self.options.module_budget_tokens,
+            )
+            .await;
+        let (spent, audit) = mind.finish();
+        usage.llm_calls += spent.llm_calls;
+        usage.prompt_tokens += spent.prompt_tokens;
+        usage.completion_tokens += spent.completion_tokens;
+        for entry in audit {
+            shard.record_prompt(entry);
+        }
+        Ok(grounding)
     }
 
     fn audit(shard: &mut Shard, built: &BuiltPrompt, purpose: &str) {
@@ -333,30 +420,44 @@ impl CharacterAgents {
             moment.push('\n');
             moment.push_str(frame.direction.trim());
         }
-        let recalled = recall(
-            &mut shard,
-            &Query {
-                text: &moment,
-                trigger: &trigger,
-                scene_id: &frame.scene_id,
-                rounds: if questioned {
-                    self.options.recall.act_rounds
-                } else {
-                    0
+        let mut recalled = if shard.module_set().reverie {
+            recall(
+                &mut shard,
+                &Query {
+                    text: &moment,
+                    trigger: &trigger,
+                    scene_id: &frame.scene_id,
+                    rounds: if questioned {
+                        self.options.recall.act_rounds
+                    } else {
+                        0
+                    },
                 },
-            },
-            &self.options.recall,
-            self.options.embedder.as_ref(),
-            &self.emotion_vectors,
-            model.as_ref(),
-        )
-        .await?;
+                &self.options.recall,
+                self.options.embedder.as_ref(),
+                &self.emotion_vectors,
+                model.as_ref(),
+            )
+            .await?
+        } else {
+            Recalled::nothing(shard.mood().clone())
+        };
         shard.set_mood(recalled.mood.clone());
-        let built = prompt::act(&shard, &recalled, frame);
+        let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
+        let grounding = self
+            .module_grounding(
+                &mut shard,
+                model.as_ref(),
+                &moment,
+                false,
+                &present,
+                &mut recalled.usage,
+            )
+            .await?;
+        let built = prompt::act(&shard, &recalled, &grounding, frame);
         let name = shard.profile.name.clone();
         let mut usage = recalled.usage;
         let mut parsed = None;
-        let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
         let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
             // Every call is audited, retries included: each one sends the prompt again.
@@ -441,22 +542,42 @@ impl CharacterAgents {
             .last()
             .map(|p| p.scene_id.clone())
             .unwrap_or_default();
-        let recalled: Recalled = recall(
-            &mut shard,
-            &Query {
-                text: question,
-                trigger: question,
-                scene_id: &scene_id,
-                rounds: self.options.recall.answer_rounds,
-            },
-            &self.options.recall,
-            self.options.embedder.as_ref(),
-            &self.emotion_vectors,
-            model.as_ref(),
-        )
-        .await?;
+        let mut recalled: Recalled = if shard.module_set().reverie {
+            recall(
+                &mut shard,
+                &Query {
+                    text: question,
+                    trigger: question,
+                    scene_id: &scene_id,
+                    rounds: self.options.recall.answer_rounds,
+                },
+                &self.options.recall,
+                self.options.embedder.as_ref(),
+                &self.emotion_vectors,
+                model.as_ref(),
+            )
+            .await?
+        } else {
+            Recalled::nothing(shard.mood().clone())
+        };
+        let grounding = self
+            .module_grounding(
+                &mut shard,
+                model.as_ref(),
+                question,
+                true,
+                &[],
+                &mut recalled.usage,
+            )
+            .await?;
+        // With ReverieMem off, the modules alone decide whether anything bears on it.
+        if !shard.module_set().reverie {
+            recalled.abstain = grounding.is_empty();
+        } else if !grounding.is_empty() && recalled.abstain {
+            recalled.abstain = false;
+        }
         // An interview does not change the character's mood in the story.
-        let built = prompt::answer(&shard, &recalled, question);
+        let built = prompt::answer(&shard, &recalled, &grounding, question);
         Self::audit(&mut shard, &built, "answer");
         let request = CompletionRequest::new(built.messages)
             .with_max_tokens(self.options.answer_max_tokens)

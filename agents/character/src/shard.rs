@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use dramatis_embed::Embedder;
+use dramatis_memory::modules::{Line, LineKind, ModuleSet, Modules};
 use dramatis_memory::{
     EmotionTransition, EpisodicMemory, Fact, MemoryShard, PersonalityPattern, ShardError,
     VisibilityRoute,
@@ -115,6 +116,30 @@ impl Perceived {
     pub fn memory_id(&self) -> String {
         format!("event:{}", self.seq)
     }
+
+    /// The event as a line of the storyline the memory modules share (scene markers
+    /// are not lines). Its position is set when the modules take it.
+    #[must_use]
+    pub fn storyline_line(&self) -> Option<Line> {
+        let kind = match self.kind {
+            PerceivedKind::Speech => LineKind::Speech,
+            PerceivedKind::Action => LineKind::Action,
+            PerceivedKind::Movement => LineKind::Movement,
+            PerceivedKind::Narration => LineKind::Narration,
+            PerceivedKind::SceneStart | PerceivedKind::SceneEnd => return None,
+        };
+        Some(Line {
+            position: 0,
+            scene_id: self.scene_id.clone(),
+            kind,
+            speaker: self.speaker.clone(),
+            speaker_name: self.speaker_name.clone(),
+            target: self.target.clone(),
+            target_name: self.target_name.clone(),
+            text: self.text.clone(),
+            location: String::new(),
+        })
+    }
 }
 
 /// How the character felt about one of its own utterances (from the action it chose),
@@ -187,6 +212,12 @@ struct State {
     /// What the character wants, as it last said (starts as the profile's goal).
     #[serde(default)]
     goal: String,
+    /// The memory modules on (ReverieMem's layers are `reverie`).
+    #[serde(default)]
+    module_set: ModuleSet,
+    /// The other modules' memory (DualMem, MOOM, BOOKMARKS) and their shared storyline.
+    #[serde(default)]
+    modules: Modules,
 }
 
 /// A character's memory.
@@ -264,8 +295,64 @@ impl Shard {
                 names: BTreeMap::new(),
                 rewrites: Vec::new(),
                 goal,
+                module_set: ModuleSet::default(),
+                modules: Modules::default(),
             },
         })
+    }
+
+    /// The persona the modules interpret through: the profile and manner of speaking.
+    #[must_use]
+    pub fn persona(&self) -> String {
+        format!(
+            "{} {}",
+            self.profile.profile.trim(),
+            self.profile.speaking_style.trim()
+        )
+        .trim()
+        .to_owned()
+    }
+
+    /// Turns the memory modules of `set` on (new ones start empty) and the others off;
+    /// a changed persona makes DualMem's older insights stale.
+    pub fn use_modules(&mut self, set: ModuleSet) {
+        let persona = self.persona();
+        let fresh = Modules::new(set, &self.profile.id, &persona);
+        let modules = &mut self.state.modules;
+        if !set.dualmem {
+            modules.dualmem = None;
+        } else if modules.dualmem.is_none() {
+            modules.dualmem = fresh.dualmem;
+        }
+        if !set.moom {
+            modules.moom = None;
+        } else if modules.moom.is_none() {
+            modules.moom = fresh.moom;
+        }
+        if !set.bookmarks {
+            modules.bookmarks = None;
+        } else if modules.bookmarks.is_none() {
+            modules.bookmarks = fresh.bookmarks;
+        }
+        if let Some(dual) = modules.dualmem.as_mut() {
+            dual.set_persona(&persona);
+        }
+        self.state.module_set = set;
+    }
+
+    #[must_use]
+    pub fn module_set(&self) -> ModuleSet {
+        self.state.module_set
+    }
+
+    /// The memory modules beside ReverieMem's layers.
+    #[must_use]
+    pub fn modules(&self) -> &Modules {
+        &self.state.modules
+    }
+
+    pub fn modules_mut(&mut self) -> &mut Modules {
+        &mut self.state.modules
     }
 
     /// Reads a shard saved by [`Shard::save`] for this profile's character.
@@ -395,6 +482,7 @@ impl Shard {
                     .map(|(id, layer)| MemoryRef {
                         id: id.clone(),
                         layer: layer.clone(),
+                        module: module_of(layer).to_owned(),
                     })
                     .collect(),
                 prompt: entry.prompt.clone(),
@@ -531,6 +619,18 @@ impl Shard {
         for transition in written.transitions {
             layers.personality.record(transition);
         }
+    }
+}
+
+/// The memory module an audit layer belongs to: ReverieMem's three layers are
+/// `reverie`, the scene under way is `scene`, and module items are named
+/// `<module>.<kind>`.
+#[must_use]
+pub fn module_of(layer: &str) -> &str {
+    match layer {
+        EPISODIC | SEMANTIC | PERSONALITY => "reverie",
+        PERCEIVED => "scene",
+        other => other.split('.').next().unwrap_or(other),
     }
 }
 

@@ -188,6 +188,7 @@ mod tests {
             memories: vec![],
             patterns: vec![],
             goal: String::new(),
+            memory_modules: None,
         };
         Scenario {
             name: "t".into(),
@@ -218,6 +219,7 @@ mod tests {
                 directions: BTreeMap::new(),
             }],
             open: None,
+            memory_modules: vec![],
             source: PathBuf::from("t.toml"),
         }
     }

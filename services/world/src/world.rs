@@ -1011,6 +1011,7 @@ fn attach_request(world_id: &str, scenario: &Scenario, character_id: &str) -> pb
                 })
                 .collect(),
             goal: c.goal.clone(),
+            memory_modules: scenario.memory_modules_of(c),
         }),
     }
 }

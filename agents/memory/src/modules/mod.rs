@@ -426,7 +426,10 @@ mod tests {
 
     #[test]
     fn module_sets_parse_and_print() {
-        assert_eq!(ModuleSet::parse("reverie").expect("parses"), ModuleSet::default());
+        assert_eq!(
+            ModuleSet::parse("reverie").expect("parses"),
+            ModuleSet::default()
+        );
         assert_eq!(ModuleSet::parse("all").expect("parses"), ModuleSet::all());
         assert_eq!(ModuleSet::parse("").expect("parses"), ModuleSet::none());
         let set = ModuleSet::parse("moom, bookmarks").expect("parses");

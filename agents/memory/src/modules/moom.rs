@@ -476,7 +476,7 @@ fn rule_snapshot(me: &str, lines: &[Line]) -> Vec<SnapshotValue> {
         .iter()
         .filter(|l| !l.speaker.is_empty() && l.speaker != me)
     {
-        if line.kind == LineKind::Movement && !line.location.is_empty() {
+        if line.kind == LineKind::Movement {
             out.push(SnapshotValue {
                 person: line.speaker.clone(),
                 key: "whereabouts".into(),

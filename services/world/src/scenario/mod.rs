@@ -32,6 +32,8 @@ pub struct Scenario {
     pub scenes: Vec<Scene>,
     /// Set for an open-ended story (a sandbox); then `scenes` is empty.
     pub open: Option<OpenStory>,
+    /// Memory modules every character runs (empty: the agents' default).
+    pub memory_modules: Vec<String>,
     /// Where the scenario was read from.
     pub source: PathBuf,
 }
@@ -82,6 +84,24 @@ pub struct Character {
     pub patterns: Vec<Pattern>,
     /// What the character wants at the start (open stories).
     pub goal: String,
+    /// This character's memory modules, when they differ from the scenario's.
+    pub memory_modules: Option<Vec<String>>,
+}
+
+/// The memory module names a scenario may use. (The world does not link the memory
+/// crates; the agent parses the same names.)
+pub const MEMORY_MODULES: [&str; 6] = ["reverie", "dualmem", "moom", "bookmarks", "all", "none"];
+
+impl Scenario {
+    /// The memory modules `character` runs, comma-separated (empty: the agents' default).
+    #[must_use]
+    pub fn memory_modules_of(&self, character: &Character) -> String {
+        character
+            .memory_modules
+            .as_ref()
+            .unwrap_or(&self.memory_modules)
+            .join(",")
+    }
 }
 
 /// A first-person memory a character starts with.

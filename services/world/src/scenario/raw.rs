@@ -29,6 +29,15 @@ pub(crate) struct RawScenario {
     pub scenes: Vec<RawScene>,
     #[serde(default)]
     pub open: Option<S<RawOpen>>,
+    #[serde(default)]
+    pub memory: Option<RawMemory_>,
+}
+
+/// Which memory modules the characters run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMemory_ {
+    pub modules: Vec<S<String>>,
 }
 
 /// An open-ended story (a sandbox) instead of a script.
@@ -87,6 +96,8 @@ pub(crate) struct RawCharacter {
     pub patterns: Vec<RawPattern>,
     #[serde(default)]
     pub goal: String,
+    #[serde(default)]
+    pub memory_modules: Option<Vec<S<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -98,7 +98,7 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
             spec.characters
                 .iter()
                 .map(|c: &SandboxCharacter| {
-                    table(vec![
+                    let mut character = vec![
                         ("id", text(&c.id)),
                         ("name", text(&c.name)),
                         ("aliases", texts(&c.aliases)),
@@ -106,7 +106,11 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
                         ("style", text(&c.style)),
                         ("location", text(&c.location)),
                         ("goal", text(&c.goal)),
-                    ])
+                    ];
+                    if !c.memory_modules.is_empty() {
+                        character.push(("memory_modules", texts(&c.memory_modules)));
+                    }
+                    table(character)
                 })
                 .collect(),
         ),
@@ -130,6 +134,12 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
                 .collect(),
         ),
     );
+    if !spec.memory_modules.is_empty() {
+        root.insert(
+            "memory".into(),
+            table(vec![("modules", texts(&spec.memory_modules))]),
+        );
+    }
     toml::to_string(&root).unwrap_or_default()
 }
 
@@ -181,6 +191,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 style: c.style.clone(),
                 location: c.location.clone(),
                 goal: c.goal.clone(),
+                memory_modules: c.memory_modules.clone().unwrap_or_default(),
             })
             .collect(),
         facts: scenario
@@ -193,6 +204,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 route: f.route.as_str().to_owned(),
             })
             .collect(),
+        memory_modules: scenario.memory_modules.clone(),
     })
 }
 

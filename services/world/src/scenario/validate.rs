@@ -23,6 +23,20 @@ impl Checker<'_> {
         });
     }
 
+    fn memory_module(&mut self, module: &S<String>, field: String) {
+        if !super::MEMORY_MODULES.contains(&module.get_ref().as_str()) {
+            self.report(
+                module,
+                field,
+                format!(
+                    "unknown memory module {:?} (known: {})",
+                    module.get_ref(),
+                    super::MEMORY_MODULES.join(", ")
+                ),
+            );
+        }
+    }
+
     fn non_empty(&mut self, value: &S<String>, field: impl Into<String>) {
         if value.get_ref().trim().is_empty() {
             self.report(value, field, "must not be empty");
@@ -112,6 +126,17 @@ pub(super) fn validate(
                 format!("paths[{i}].distance"),
                 "distance must be at least 1",
             );
+        }
+    }
+
+    if let Some(memory) = &raw.memory {
+        for (i, module) in memory.modules.iter().enumerate() {
+            c.memory_module(module, format!("memory.modules[{i}]"));
+        }
+    }
+    for (i, ch) in raw.characters.iter().enumerate() {
+        for (j, module) in ch.memory_modules.iter().flatten().enumerate() {
+            c.memory_module(module, format!("characters[{i}].memory_modules[{j}]"));
         }
     }
 
@@ -347,6 +372,9 @@ pub(super) fn validate(
                     })
                     .collect(),
                 goal: ch.goal,
+                memory_modules: ch
+                    .memory_modules
+                    .map(|m| m.into_iter().map(S::into_inner).collect()),
             })
             .collect(),
         facts: raw
@@ -404,6 +432,10 @@ pub(super) fn validate(
                 scene_turns: o.scene_turns.map_or(6, S::into_inner),
             }
         }),
+        memory_modules: raw
+            .memory
+            .map(|m| m.modules.into_iter().map(S::into_inner).collect())
+            .unwrap_or_default(),
         source: path.to_path_buf(),
     })
 }
