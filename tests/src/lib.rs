@@ -106,6 +106,16 @@ impl Cluster {
         rules: &[ScriptRule],
         embedder: Arc<dyn Embedder>,
     ) -> Self {
+        Self::start_configured(characters, rules, embedder, |_| {}).await
+    }
+
+    /// Like [`Cluster::start_with`], with every agent's options adjusted by `configure`.
+    pub async fn start_configured(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        embedder: Arc<dyn Embedder>,
+        configure: impl Fn(&mut AgentOptions),
+    ) -> Self {
         let shutdown = Shutdown::new();
         let mut agents = BTreeMap::new();
         let data = tempfile::tempdir().expect("tempdir");
@@ -116,6 +126,7 @@ impl Cluster {
                 Arc::clone(&embedder),
             );
             options.data_dir = Some(data.path().join("agents").join(character));
+            configure(&mut options);
             let service = CharacterAgents::new(options);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await

@@ -199,6 +199,23 @@ fn shard_text(snapshot: &dramatis_proto::v1::SnapshotResponse) -> String {
 async fn private_scenes_never_reach_absent_characters() {
     // The real embedder when set-up fetched it: retrieval is part of what is checked.
     let cluster = Cluster::start_with(&CAST, &rules(), test_embedder()).await;
+    private_scenes_stay_private(&cluster, false).await;
+}
+
+/// The same isolation with DualMem, MOOM and BOOKMARKS on beside ReverieMem, their model
+/// steps on (the scripted model answers them): no module of Lestrade's holds or sends
+/// anything of the scenes he missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_scenes_stay_private_with_every_memory_module_on() {
+    let cluster = Cluster::start_configured(&CAST, &rules(), test_embedder(), |options| {
+        options.memory_modules = Some(dramatis_memory::modules::ModuleSet::all());
+        options.memory_writes = dramatis_character::MemoryWrites::Model;
+    })
+    .await;
+    private_scenes_stay_private(&cluster, true).await;
+}
+
+async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "isolation").await;
     let events = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
@@ -225,11 +242,13 @@ async fn private_scenes_never_reach_absent_characters() {
         );
     }
     let lestrade_prompts = cluster.agent("lestrade").model.prompts();
-    assert_eq!(
-        lestrade_prompts.len(),
-        4,
-        "Lestrade acts twice in each of scenes three and four"
-    );
+    if !modules {
+        assert_eq!(
+            lestrade_prompts.len(),
+            4,
+            "Lestrade acts twice in each of scenes three and four"
+        );
+    }
     for prompt in &lestrade_prompts {
         let text = prompt.text();
         for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
@@ -287,22 +306,38 @@ async fn private_scenes_never_reach_absent_characters() {
         .audits;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].character, "lestrade");
-    assert_eq!(audit[0].prompts.len(), 4, "one record per prompt sent");
+    assert_eq!(
+        audit[0].prompts.len(),
+        lestrade_prompts.len(),
+        "one record per prompt sent"
+    );
     let his_items: Vec<&str> = lestrade.memory.iter().map(|m| m.id.as_str()).collect();
     for record in &audit[0].prompts {
         assert_eq!(record.character_id, "lestrade");
-        assert!(!record.items.is_empty());
+        if record.purpose == "act" {
+            assert!(!record.items.is_empty());
+        }
         for item in &record.items {
             assert!(
                 his_items.contains(&item.id.as_str()),
                 "{} is not in his shard",
                 item.id
             );
+            let layers = ["episodic", "semantic", "personality", "perceived"];
+            let module_item = ["dualmem.", "moom.", "bookmarks."]
+                .iter()
+                .any(|m| item.layer.starts_with(m));
             assert!(
-                ["episodic", "semantic", "personality", "perceived"].contains(&item.layer.as_str()),
+                layers.contains(&item.layer.as_str()) || (modules && module_item),
                 "{}",
                 item.layer
             );
+            let module = match item.layer.as_str() {
+                "perceived" => "scene",
+                l if layers.contains(&l) => "reverie",
+                l => l.split('.').next().unwrap_or_default(),
+            };
+            assert_eq!(item.module, module, "{} names its module", item.layer);
         }
         for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
             assert!(
@@ -324,6 +359,50 @@ async fn private_scenes_never_reach_absent_characters() {
         "the audit records exactly what the model received"
     );
 
+    if modules {
+        // The modules did contribute: Watson's turns carry items of all three.
+        let watson_audit = cluster
+            .world()
+            .await
+            .get_audit(dramatis_proto::v1::GetAuditRequest {
+                world_id: id.clone(),
+                character: "watson".into(),
+            })
+            .await
+            .expect("audit")
+            .into_inner()
+            .audits;
+        let used: std::collections::BTreeSet<String> = watson_audit[0]
+            .prompts
+            .iter()
+            .flat_map(|p| p.items.iter().map(|i| i.module.clone()))
+            .collect();
+        for module in ["reverie", "scene", "dualmem", "moom", "bookmarks"] {
+            assert!(
+                used.contains(module),
+                "no {module} item in Watson's prompts: {used:?}"
+            );
+        }
+        let stores: std::collections::BTreeSet<String> = cluster
+            .snapshot(&id, "watson")
+            .await
+            .memory
+            .iter()
+            .map(|m| m.source.clone())
+            .collect();
+        for store in [
+            "dualmem.fact",
+            "moom.plot-1",
+            "bookmarks.bookmark",
+            "modules.storyline",
+        ] {
+            assert!(
+                stores.contains(store),
+                "Watson keeps no {store}: {stores:?}"
+            );
+        }
+    }
+
     // Long-term memory: the scene became Watson's episodic memory and facts whose
     // visibility is exactly who was there; Lestrade has neither.
     let watson_snapshot = cluster.snapshot(&id, "watson").await;
@@ -332,10 +411,42 @@ async fn private_scenes_never_reach_absent_characters() {
             .iter()
             .any(|m| m.source == layer && m.text.contains(text))
     };
-    assert!(layer_has(&watson_snapshot, "episodic", LAB_CANARY));
+    if modules {
+        // Model-written memory rewrote the digests in the scripted model's words; the
+        // modules' stores hold the lines themselves.
+        assert!(layer_has(&watson_snapshot, "dualmem.fact", LAB_CANARY));
+        assert!(layer_has(&watson_snapshot, "moom.plot-1", LAB_CANARY));
+        assert!(layer_has(
+            &watson_snapshot,
+            "dualmem.fact",
+            CRITERION_CANARY
+        ));
+    } else {
+        assert!(layer_has(&watson_snapshot, "episodic", LAB_CANARY));
+        assert!(layer_has(&watson_snapshot, "episodic", CRITERION_CANARY));
+    }
     assert!(layer_has(&watson_snapshot, "semantic", LAB_CANARY));
-    assert!(layer_has(&watson_snapshot, "episodic", CRITERION_CANARY));
-    for layer in ["episodic", "semantic", "personality"] {
+    let stores: Vec<String> = if modules {
+        [
+            "episodic",
+            "semantic",
+            "personality",
+            "dualmem.fact",
+            "dualmem.insight",
+            "moom.plot-1",
+            "moom.plot-2",
+            "moom.persona",
+            "bookmarks.bookmark",
+            "modules.storyline",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    } else {
+        ["episodic", "semantic", "personality"]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    for layer in &stores {
         for canary in [LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY] {
             assert!(
                 !layer_has(&lestrade, layer, canary),

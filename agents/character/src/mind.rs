@@ -76,11 +76,12 @@ impl Mind for AgentMind<'_> {
             name: purpose.replace('-', "_"),
             schema: schema.clone(),
         });
+        let sent = request.prompt_text();
         for attempt in 0..2 {
             if let Ok(mut audit) = self.audit.lock() {
                 audit.push(AuditEntry {
                     purpose: purpose.to_owned(),
-                    prompt: prompt.to_owned(),
+                    prompt: sent.clone(),
                     items: Vec::new(),
                     timestamp_ms: now_ms(),
                 });

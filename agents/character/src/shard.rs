@@ -461,10 +461,17 @@ impl Shard {
             p.line(me)
                 .map(|line| item(&p.memory_id(), PERCEIVED, line, p.seq))
         });
+        let modules = self
+            .state
+            .modules
+            .items()
+            .into_iter()
+            .map(|(id, source, text)| item(&id, &source, text, 0));
         episodic
             .chain(semantic)
             .chain(patterns)
             .chain(perceived)
+            .chain(modules)
             .collect()
     }
 

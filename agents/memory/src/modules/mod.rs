@@ -324,6 +324,66 @@ impl Modules {
         out
     }
 
+    /// Everything the modules hold, as (id, source, text): the source is
+    /// `<module>.<kind>`. The shared storyline is listed as `modules.storyline`.
+    #[must_use]
+    pub fn items(&self) -> Vec<(String, String, String)> {
+        let mut out: Vec<(String, String, String)> = self
+            .storyline
+            .iter()
+            .map(|l| {
+                (
+                    format!("line:{}", l.position),
+                    "modules.storyline".to_owned(),
+                    l.render(),
+                )
+            })
+            .collect();
+        if let Some(dual) = &self.dualmem {
+            out.extend(
+                dual.facts
+                    .iter()
+                    .map(|f| (f.id.clone(), "dualmem.fact".to_owned(), f.text.clone())),
+            );
+            out.extend(
+                dual.insights
+                    .iter()
+                    .map(|i| (i.id.clone(), "dualmem.insight".to_owned(), i.text.clone())),
+            );
+        }
+        if let Some(moom) = &self.moom {
+            out.extend(moom.plot.iter().map(|m| {
+                (
+                    m.id.clone(),
+                    format!("moom.plot-{}", m.level),
+                    m.text.clone(),
+                )
+            }));
+            let now = self.storyline.len() as u64;
+            out.extend(moom.personas.keys().filter_map(|person| {
+                moom.describe(person, now).map(|text| {
+                    (
+                        format!("moom:persona:{person}"),
+                        "moom.persona".to_owned(),
+                        text,
+                    )
+                })
+            }));
+        }
+        if let Some(marks) = &self.bookmarks {
+            out.extend(marks.pool.iter().map(|b| {
+                let mut text = format!("{} — {}", b.query, b.answer);
+                if !b.evidence.is_empty() {
+                    text.push_str(" [evidence: ");
+                    text.push_str(&b.evidence.join(" | "));
+                    text.push(']');
+                }
+                (b.id.clone(), "bookmarks.bookmark".to_owned(), text)
+            }));
+        }
+        out
+    }
+
     /// Items each module keeps (the storyline itself not counted).
     #[must_use]
     pub fn kept(&mut self) -> BTreeMap<&'static str, usize> {
