@@ -303,6 +303,10 @@ pub struct AskArgs {
     pub character: String,
     /// The question.
     pub question: String,
+    /// Show what the question brings to the character's mind (each item with its memory
+    /// module and layer) instead of an answer; no answer call is made.
+    #[arg(long)]
+    pub recall: bool,
     #[command(flatten)]
     pub server: ServerArg,
 }

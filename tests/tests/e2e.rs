@@ -390,6 +390,36 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
             .iter()
             .map(|m| m.source.clone())
             .collect();
+        // Recall only: what the lab question brings to mind, by module, without an answer.
+        let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
+        for (who, knows) in [("watson", true), ("lestrade", false)] {
+            let view = cluster
+                .world()
+                .await
+                .ask(AskRequest {
+                    world_id: id.clone(),
+                    character: who.into(),
+                    question: question.into(),
+                    recall_only: true,
+                })
+                .await
+                .expect("recall")
+                .into_inner();
+            assert!(view.answer.is_empty());
+            let hits: Vec<&str> = view
+                .recalled
+                .iter()
+                .filter(|r| r.text.contains(LAB_CANARY))
+                .map(|r| r.module.as_str())
+                .collect();
+            assert_eq!(!hits.is_empty(), knows, "{who}: {hits:?}");
+            if knows {
+                assert!(
+                    hits.contains(&"dualmem"),
+                    "DualMem's facts hold the line: {hits:?}"
+                );
+            }
+        }
         for store in [
             "dualmem.fact",
             "moom.plot-1",
@@ -466,6 +496,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
                 world_id: id.clone(),
                 character: who.into(),
                 question: question.into(),
+                ..AskRequest::default()
             })
             .await
             .expect("ask")
@@ -517,6 +548,7 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
             world_id: id.clone(),
             character: "the inspector".into(),
             question: "Who is dead?".into(),
+            ..AskRequest::default()
         })
         .await
         .expect("ask")

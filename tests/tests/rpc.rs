@@ -165,6 +165,7 @@ async fn world_requests_are_validated_precisely() {
                 world_id: "w1".into(),
                 character: "moriarty".into(),
                 question: "Who?".into(),
+                ..AskRequest::default()
             })
             .await,
         Code::NotFound,
@@ -176,6 +177,7 @@ async fn world_requests_are_validated_precisely() {
                 world_id: "w1".into(),
                 character: "holmes".into(),
                 question: " ".into(),
+                ..AskRequest::default()
             })
             .await,
         Code::InvalidArgument,

@@ -123,6 +123,19 @@ impl AgentApi for AgentGrpc {
     ) -> Result<Response<pb::AnswerResponse>, Status> {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
+        if request.recall_only {
+            let (recalled, usage, abstained) = self
+                .agents
+                .recall_view(&world, &character, &request.question)
+                .await
+                .map_err(|e| to_status(&e))?;
+            return Ok(Response::new(pb::AnswerResponse {
+                answer: String::new(),
+                usage: Some(usage),
+                abstained,
+                recalled,
+            }));
+        }
         let outcome = self
             .agents
             .answer(&world, &character, &request.question)
@@ -132,6 +145,7 @@ impl AgentApi for AgentGrpc {
             answer: outcome.answer,
             usage: Some(outcome.usage),
             abstained: outcome.abstained,
+            recalled: Vec::new(),
         }))
     }
 

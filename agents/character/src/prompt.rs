@@ -221,3 +221,31 @@ pub(crate) fn answer(
         items,
     }
 }
+
+/// The text of every item a prompt built from `recalled` and `grounding` can hold, by id.
+pub(crate) fn item_texts(
+    shard: &Shard,
+    recalled: &Recalled,
+    grounding: &[Grounding],
+) -> std::collections::BTreeMap<String, String> {
+    let mut texts = std::collections::BTreeMap::new();
+    if let Some(pattern) = &recalled.pattern {
+        texts.insert(pattern.id.clone(), pattern.description.clone());
+    }
+    if let Some(anchor) = &recalled.anchor {
+        texts.insert(anchor.id.clone(), anchor.text.clone());
+    }
+    for (fact, _) in &recalled.facts {
+        texts.insert(fact.id.clone(), fact.text.clone());
+    }
+    for item in grounding {
+        texts.insert(item.id.clone(), item.text.clone());
+    }
+    let me = shard.id();
+    for p in shard.current_scene() {
+        if let Some(line) = p.line(me) {
+            texts.insert(p.memory_id(), line);
+        }
+    }
+    texts
+}

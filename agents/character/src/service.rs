@@ -10,7 +10,9 @@ use std::time::Instant;
 use dashmap::DashMap;
 use dramatis_embed::Embedder;
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema, RoleModels};
-use dramatis_proto::v1::{Action, ActionKind, CharacterProfile, Event, SceneFrame, Usage};
+use dramatis_proto::v1::{
+    Action, ActionKind, CharacterProfile, Event, RecalledItem, SceneFrame, Usage,
+};
 use tokio::sync::{Mutex, mpsc};
 
 use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
@@ -520,6 +522,50 @@ impl CharacterAgents {
         Ok(ActOutcome { action })
     }
 
+    /// What an interview question brings to mind: ReverieMem's recall (when on) and
+    /// the modules' grounding, with whether the character must abstain. The usage is
+    /// that of Self-Probe and module steps.
+    async fn recall_for_question(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        question: &str,
+    ) -> Result<(Recalled, Vec<Grounding>), AgentError> {
+        let scene_id = shard
+            .perceived()
+            .last()
+            .map(|p| p.scene_id.clone())
+            .unwrap_or_default();
+        let mut recalled: Recalled = if shard.module_set().reverie {
+            recall(
+                shard,
+                &Query {
+                    text: question,
+                    trigger: question,
+                    scene_id: &scene_id,
+                    rounds: self.options.recall.answer_rounds,
+                },
+                &self.options.recall,
+                self.options.embedder.as_ref(),
+                &self.emotion_vectors,
+                model,
+            )
+            .await?
+        } else {
+            Recalled::nothing(shard.mood().clone())
+        };
+        let grounding = self
+            .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
+            .await?;
+        // With ReverieMem off, the modules alone decide whether anything bears on it.
+        if !shard.module_set().reverie {
+            recalled.abstain = grounding.is_empty();
+        } else if !grounding.is_empty() && recalled.abstain {
+            recalled.abstain = false;
+        }
+        Ok((recalled, grounding))
+    }
+
     /// Answers a question from the character's own shard. When nothing the character
     /// remembers bears on it, the answer is an in-character refusal.
     pub async fn answer(
@@ -537,45 +583,9 @@ impl CharacterAgents {
         let mut shard = shard.lock().await;
         let started = Instant::now();
         let model = self.options.models.get(ModelRole::Character);
-        let scene_id = shard
-            .perceived()
-            .last()
-            .map(|p| p.scene_id.clone())
-            .unwrap_or_default();
-        let mut recalled: Recalled = if shard.module_set().reverie {
-            recall(
-                &mut shard,
-                &Query {
-                    text: question,
-                    trigger: question,
-                    scene_id: &scene_id,
-                    rounds: self.options.recall.answer_rounds,
-                },
-                &self.options.recall,
-                self.options.embedder.as_ref(),
-                &self.emotion_vectors,
-                model.as_ref(),
-            )
-            .await?
-        } else {
-            Recalled::nothing(shard.mood().clone())
-        };
-        let grounding = self
-            .module_grounding(
-                &mut shard,
-                model.as_ref(),
-                question,
-                true,
-                &[],
-                &mut recalled.usage,
-            )
+        let (recalled, grounding) = self
+            .recall_for_question(&mut shard, model.as_ref(), question)
             .await?;
-        // With ReverieMem off, the modules alone decide whether anything bears on it.
-        if !shard.module_set().reverie {
-            recalled.abstain = grounding.is_empty();
-        } else if !grounding.is_empty() && recalled.abstain {
-            recalled.abstain = false;
-        }
         // An interview does not change the character's mood in the story.
         let built = prompt::answer(&shard, &recalled, &grounding, question);
         Self::audit(&mut shard, &built, "answer");
@@ -598,6 +608,41 @@ impl CharacterAgents {
             usage,
             abstained: recalled.abstain,
         })
+    }
+
+    /// What `question` brings to the character's mind — the items an answer prompt would
+    /// hold, with their module and text — without the answer call. For evaluating memory.
+    pub async fn recall_view(
+        &self,
+        world: &str,
+        character: &str,
+        question: &str,
+    ) -> Result<(Vec<RecalledItem>, Usage, bool), AgentError> {
+        if question.trim().is_empty() {
+            return Err(AgentError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
+        }
+        let shard = self.shard(world, character)?;
+        let mut shard = shard.lock().await;
+        let model = self.options.models.get(ModelRole::Character);
+        let (recalled, grounding) = self
+            .recall_for_question(&mut shard, model.as_ref(), question)
+            .await?;
+        let built = prompt::answer(&shard, &recalled, &grounding, question);
+        let texts = prompt::item_texts(&shard, &recalled, &grounding);
+        let items = built
+            .items
+            .iter()
+            .map(|(id, layer)| RecalledItem {
+                id: id.clone(),
+                module: crate::shard::module_of(layer).to_owned(),
+                layer: layer.clone(),
+                text: texts.get(id).cloned().unwrap_or_default(),
+            })
+            .collect();
+        self.save(&shard, world)?;
+        Ok((items, recalled.usage, recalled.abstain))
     }
 }
 

@@ -11,10 +11,20 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<()> {
             world_id: args.world,
             character: args.character,
             question: args.question,
+            recall_only: args.recall,
         })
         .await
         .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
         .into_inner();
+    if args.recall {
+        if answer.recalled.is_empty() {
+            println!("{}: nothing comes to mind", answer.character);
+        }
+        for item in &answer.recalled {
+            println!("[{} {}] {}", item.module, item.layer, item.text);
+        }
+        return Ok(());
+    }
     println!("{}: {}", answer.character, answer.answer);
     Ok(())
 }

@@ -46,6 +46,7 @@ async fn agent_answers(
                 world_id: world.world_id.clone(),
                 character: probe.character.clone(),
                 question,
+                recall_only: false,
             })
             .await
             .map_err(|s| anyhow!("ask failed: {}", super::client::describe(&s)))?

@@ -265,7 +265,7 @@ impl WorldApi for WorldGrpc {
         required(&request.question, "question")?;
         let world = self.world(&request.world_id)?;
         let answer = world
-            .ask(&request.character, &request.question)
+            .ask(&request.character, &request.question, request.recall_only)
             .await
             .map_err(|e| to_status(&e))?;
         Ok(Response::new(answer))

@@ -883,6 +883,7 @@ impl World {
         &self,
         character: &str,
         question: &str,
+        recall_only: bool,
     ) -> Result<pb::AskResponse, WorldError> {
         let id = self.character_id(character)?;
         if question.trim().is_empty() {
@@ -898,6 +899,7 @@ impl World {
             .answer(pb::AnswerRequest {
                 character: Some(self.character_ref(&id)),
                 question: question.to_owned(),
+                recall_only,
             })
             .await
             .map_err(|s| WorldError::agent(&id, &s))?
@@ -907,6 +909,7 @@ impl World {
             answer: answer.answer,
             usage: answer.usage,
             abstained: answer.abstained,
+            recalled: answer.recalled,
         })
     }
 
