@@ -337,6 +337,42 @@ pub enum EvalCommand {
     /// KRf items (the character can know the answer) and KR items (it cannot: the right
     /// answer is E, "I cannot answer this from my own knowledge").
     Kbf(KbfArgs),
+    /// Memory modules switched on and off (ReverieMem, DualMem, MOOM, BOOKMARKS): for
+    /// each set, the scenario is played, its KBF probes answered from what the
+    /// characters recall (no answer call), and a long generated run probes facts planted
+    /// hundreds of lines earlier. One table: KBF, KRf, KR, LLM calls and prompt tokens
+    /// per turn, memory items kept, probe QA and Recall@10.
+    Ablate(AblateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AblateArgs {
+    /// Scenario file or shipped scenario name.
+    pub scenario: String,
+    /// KBF probe file (JSONL) for the scenario.
+    pub probes: PathBuf,
+    /// Module sets to compare, separated by `;` (each a comma list as --memory-modules).
+    #[arg(
+        long,
+        default_value = "none;reverie;dualmem;moom;bookmarks;reverie,dualmem;reverie,moom;reverie,bookmarks;all"
+    )]
+    pub sets: String,
+    /// Lines of the long generated run (0: skip it).
+    #[arg(long, default_value_t = 600)]
+    pub rounds: u32,
+    /// Support (cosine) an option needs from what was recalled.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f32,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Run on the built-in model instead of the scripted one (slow: minutes per set).
+    #[arg(long)]
+    pub builtin_model: bool,
+    /// The language model (default: the scripted model, so every module step takes its
+    /// deterministic fallback unless --memory-writes model).
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// Who answers the probes.

@@ -210,29 +210,39 @@ pub async fn retrieval_answers(
     }
     let mut answers = Vec::with_capacity(probes.len());
     for probe in probes {
-        let candidates: Vec<(char, String)> = probe
-            .options
-            .iter()
-            .filter(|(letter, _)| **letter != REFUSAL)
-            .map(|(letter, text)| (*letter, format!("{} {}", probe.question, text)))
-            .collect();
-        let texts: Vec<String> = candidates.iter().map(|(_, t)| t.clone()).collect();
-        let vectors = embedder.embed(&texts).await?;
-        let pool = &pools[&probe.character];
-        let best = candidates
-            .iter()
-            .zip(&vectors)
-            .map(|((letter, _), v)| {
-                let support = pool.iter().map(|p| cosine(v, p)).fold(f32::MIN, f32::max);
-                (*letter, support)
-            })
-            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
-        answers.push(match best {
-            Some((letter, support)) if support >= threshold => letter,
-            _ => REFUSAL,
-        });
+        answers.push(best_supported(probe, &pools[&probe.character], embedder, threshold).await?);
     }
     Ok(answers)
+}
+
+/// The option (A–D) whose "question + option" text is best supported by some vector of
+/// `pool`; the refusal option when no option's support reaches `threshold`.
+pub async fn best_supported(
+    probe: &Probe,
+    pool: &[Vec<f32>],
+    embedder: &dyn Embedder,
+    threshold: f32,
+) -> anyhow::Result<char> {
+    let candidates: Vec<(char, String)> = probe
+        .options
+        .iter()
+        .filter(|(letter, _)| **letter != REFUSAL)
+        .map(|(letter, text)| (*letter, format!("{} {}", probe.question, text)))
+        .collect();
+    let texts: Vec<String> = candidates.iter().map(|(_, t)| t.clone()).collect();
+    let vectors = embedder.embed(&texts).await?;
+    let best = candidates
+        .iter()
+        .zip(&vectors)
+        .map(|((letter, _), v)| {
+            let support = pool.iter().map(|p| cosine(v, p)).fold(f32::MIN, f32::max);
+            (*letter, support)
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+    Ok(match best {
+        Some((letter, support)) if support >= threshold => letter,
+        _ => REFUSAL,
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod ablate;
 mod ask;
 mod bench;
 mod bench_embed;
@@ -30,6 +31,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Worlds(args) => worlds::worlds(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
+        Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
         Command::Bench(BenchCommand::Retrieval) => {

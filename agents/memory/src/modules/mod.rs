@@ -394,22 +394,18 @@ impl Modules {
     }
 }
 
-/// Cosine similarity of two vectors (0 for empty or mismatched ones).
+/// Cosine similarity of two vectors (0 for empty or mismatched ones). The agent's
+/// embeddings are unit vectors, but module tests and fallbacks need not be.
 #[must_use]
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() || a.is_empty() {
         return 0.0;
     }
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
+    let (na, nb) = (crate::index::dot(a, a), crate::index::dot(b, b));
     if na == 0.0 || nb == 0.0 {
         0.0
     } else {
-        dot / (na.sqrt() * nb.sqrt())
+        crate::index::dot(a, b) / (na.sqrt() * nb.sqrt())
     }
 }
 
