@@ -359,3 +359,74 @@ async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
     assert!(!watch("holmes").await.contains(CANARY));
     let _ = server.kill().await;
 }
+
+/// The ablation table over two module sets and a short long run: with no module the
+/// planted facts are not recalled at all; with every module they all are, and BOOKMARKS
+/// reports its hits and the tokens syncing saved.
+#[tokio::test]
+async fn ablate_compares_module_sets_on_planted_facts() {
+    let (ok, out, err) = dramatis(&[
+        "eval",
+        "ablate",
+        "study-in-scarlet",
+        "scenarios/study-in-scarlet/probes.jsonl",
+        "--sets",
+        "none;all",
+        "--rounds",
+        "48",
+        "--json",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("json rows");
+    assert_eq!(rows.len(), 2);
+    let (none, all) = (&rows[0], &rows[1]);
+    assert_eq!(none["modules"], "none");
+    assert_eq!(all["modules"], "reverie,dualmem,moom,bookmarks");
+    assert_eq!(none["long_run_lines"], 48);
+    assert_eq!(none["recall_at_10"], 0.0, "{none}");
+    assert_eq!(none["probe_qa"], 0.0);
+    assert_eq!(all["recall_at_10"], 1.0, "{all}");
+    assert_eq!(all["probe_qa"], 1.0);
+    // With no module, only the profiles' starting memories and knowledge are kept
+    // (unread); every module keeps its stores on top.
+    let starting = none["items_kept"].as_u64().expect("count");
+    assert!(
+        all["items_kept"].as_u64().expect("count") > starting + 40,
+        "{none} {all}"
+    );
+    let none_stores: Vec<&String> = none["items_by_store"]
+        .as_object()
+        .expect("map")
+        .keys()
+        .collect();
+    assert_eq!(none_stores, ["episodic", "personality", "semantic"]);
+    for store in [
+        "episodic",
+        "semantic",
+        "dualmem.fact",
+        "moom.plot-1",
+        "bookmarks.bookmark",
+    ] {
+        assert!(
+            all["items_by_store"][store].as_u64().unwrap_or(0) > 0,
+            "{store}: {all}"
+        );
+    }
+    assert!(
+        all["bookmark_hit_rate"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0 && r <= 1.0),
+        "{all}"
+    );
+    assert!(
+        all["bookmark_tokens_saved"]
+            .as_f64()
+            .is_some_and(|t| t > 0.0),
+        "{all}"
+    );
+    assert!(none["bookmark_hit_rate"].is_null());
+    // The scripted model and digest writes: one call per turn, modules on or off.
+    assert_eq!(none["calls_per_turn"], 1.0);
+    assert_eq!(all["calls_per_turn"], 1.0);
+}

@@ -165,6 +165,7 @@ impl AgentApi for AgentGrpc {
             memory: shard.memory(),
             last_seq: shard.last_seq(),
             prompts: shard.prompts(),
+            module_stats: shard.modules().stats(),
         }))
     }
 

@@ -270,6 +270,13 @@ impl CharacterAgents {
             id: &id,
             name: &name,
         };
+        // With ReverieMem's layers off, scenes are not written to them (the profile's
+        // starting memories stay, unread).
+        let ended = if shard.module_set().reverie {
+            ended
+        } else {
+            Vec::new()
+        };
         for draft in ended {
             let written = write_scene(writer, &draft, self.options.embedder.as_ref()).await?;
             shard.commit(written);

@@ -25,8 +25,8 @@ use dramatis_embed::{Embedder, OnnxEmbedder};
 use dramatis_memory::modules::ModuleSet;
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CharacterRef, CreateWorldRequest, GetAuditRequest,
-    GetWorldRequest, SnapshotRequest, advance_request, create_world_request,
+    AdvanceRequest, AskRequest, CharacterRef, CreateWorldRequest, GetAuditRequest, GetWorldRequest,
+    SnapshotRequest, advance_request, create_world_request,
 };
 use dramatis_runtime::Shutdown;
 use dramatis_world::agents::AgentDirectory as _;
@@ -52,6 +52,11 @@ struct Row {
     items_kept: usize,
     items_by_store: BTreeMap<String, usize>,
     long_run_lines: u32,
+    long_run_items: Option<usize>,
+    /// BOOKMARKS over the long run: proposals matched to a bookmark, and storyline
+    /// tokens syncing did not re-read.
+    bookmark_hit_rate: Option<f64>,
+    bookmark_tokens_saved: Option<f64>,
     probe_qa: Option<f64>,
     recall_at_10: Option<f64>,
     seconds: f64,
@@ -62,6 +67,8 @@ struct Played {
     calls_per_turn: f64,
     tokens_per_turn: f64,
     items: BTreeMap<String, usize>,
+    /// Module counters summed over the characters.
+    stats: BTreeMap<String, f64>,
     turns: u32,
     /// Per probe: the answer letter and the texts recalled, in order.
     answers: Vec<(char, Vec<String>)>,
@@ -142,6 +149,7 @@ async fn play_and_probe(
     }
 
     let mut items: BTreeMap<String, usize> = BTreeMap::new();
+    let mut stats: BTreeMap<String, f64> = BTreeMap::new();
     for character in &scenario.characters {
         let endpoint = stack
             .agents
@@ -159,6 +167,9 @@ async fn play_and_probe(
             .await
             .map_err(|s| anyhow!("snapshot: {}", super::client::describe(&s)))?
             .into_inner();
+        for (name, value) in snapshot.module_stats {
+            *stats.entry(name).or_default() += value;
+        }
         for item in snapshot.memory {
             if item.source != "perceived" && item.source != "modules.storyline" {
                 *items.entry(item.source).or_default() += 1;
@@ -169,6 +180,7 @@ async fn play_and_probe(
         calls_per_turn: prompts.len() as f64 / f64::from(turns),
         tokens_per_turn: tokens as f64 / f64::from(turns),
         items,
+        stats,
         turns: info.total_turns,
         answers,
     })
@@ -180,27 +192,52 @@ const PLANTED: [(&str, &str, [&str; 4]); 5] = [
     (
         "Ada slips the brass key into the flour tin beside the stove.",
         "Where did Ada hide the brass key?",
-        ["In the flour tin beside the stove", "Under the loose floorboard", "Inside the clock case", "In the coal scuttle"],
+        [
+            "In the flour tin beside the stove",
+            "Under the loose floorboard",
+            "Inside the clock case",
+            "In the coal scuttle",
+        ],
     ),
     (
         "A letter arrives for Tom, sealed with green wax and signed by his sister Maud.",
         "Who wrote the letter sealed with green wax?",
-        ["Tom's sister Maud", "The landlord", "A solicitor from Leeds", "Ada's cousin"],
+        [
+            "Tom's sister Maud",
+            "The landlord",
+            "A solicitor from Leeds",
+            "Ada's cousin",
+        ],
     ),
     (
         "The baker's debt to the miller is settled: twelve shillings, paid in copper coins.",
         "How much was the debt to the miller?",
-        ["Twelve shillings", "Two guineas", "Five pounds", "Nine pence"],
+        [
+            "Twelve shillings",
+            "Two guineas",
+            "Five pounds",
+            "Nine pence",
+        ],
     ),
     (
         "A grey cat with one white ear takes up residence on the bakery windowsill.",
         "What does the cat on the windowsill look like?",
-        ["Grey with one white ear", "Black with a torn tail", "Ginger and very fat", "White with blue eyes"],
+        [
+            "Grey with one white ear",
+            "Black with a torn tail",
+            "Ginger and very fat",
+            "White with blue eyes",
+        ],
     ),
     (
         "The night watchman reports that the bakery's back gate was found unlocked at midnight.",
         "What did the night watchman report?",
-        ["The back gate was found unlocked at midnight", "A fire in the chimney", "A stranger asleep in the yard", "Nothing at all"],
+        [
+            "The back gate was found unlocked at midnight",
+            "A fire in the chimney",
+            "A stranger asleep in the yard",
+            "Nothing at all",
+        ],
     ),
 ];
 
@@ -217,7 +254,10 @@ fn long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Probe>)> {
         // Facts are told in scenes 2-6; every other scene opens on nothing in particular.
         let opening = match scene.checked_sub(1).and_then(|i| PLANTED.get(i as usize)) {
             Some((fact, _, _)) => (*fact).to_owned(),
-            None => format!("Evening {} at the bakery; the ovens tick as they cool.", scene + 1),
+            None => format!(
+                "Evening {} at the bakery; the ovens tick as they cool.",
+                scene + 1
+            ),
         };
         let _ = write!(
             toml,
@@ -235,9 +275,14 @@ fn long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Probe>)> {
             question: (*question).to_owned(),
             options: ['A', 'B', 'C', 'D', 'E']
                 .into_iter()
-                .zip(options.iter().map(|o| (*o).to_owned()).chain(std::iter::once(
-                    "I cannot answer this from my own knowledge".to_owned(),
-                )))
+                .zip(
+                    options
+                        .iter()
+                        .map(|o| (*o).to_owned())
+                        .chain(std::iter::once(
+                            "I cannot answer this from my own knowledge".to_owned(),
+                        )),
+                )
                 .collect(),
             gold: 'A',
             split: Split::Krf,
@@ -258,8 +303,12 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         .map(ModuleSet::parse)
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow!("--sets: {e}"))?;
-    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(args.model.embedder_dir.as_deref()))?;
-    let temp = tempfile::Builder::new().prefix("dramatis-ablate-").tempdir()?;
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
+        args.model.embedder_dir.as_deref(),
+    ))?;
+    let temp = tempfile::Builder::new()
+        .prefix("dramatis-ablate-")
+        .tempdir()?;
     let long = if args.rounds > 0 {
         Some(long_run(temp.path(), args.rounds)?)
     } else {
@@ -271,8 +320,10 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
     }
     let bar = indicatif::ProgressBar::new(sets.len() as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} sets, {elapsed}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} sets, {elapsed}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut rows = Vec::new();
     for set in &sets {
@@ -281,17 +332,33 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         let mut model = model.clone();
         model.memory_modules = Some(*set);
         let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
-        let played = play_and_probe(&stack, &scenario_path, &scenario, &probes, &embedder, args.threshold).await?;
+        let played = play_and_probe(
+            &stack,
+            &scenario_path,
+            &scenario,
+            &probes,
+            &embedder,
+            args.threshold,
+        )
+        .await?;
         let outcomes: Vec<(Split, bool)> = probes
             .iter()
             .zip(&played.answers)
             .map(|(p, (letter, _))| (p.split, *letter == p.gold))
             .collect();
         let kbf = score(&outcomes);
-        let (long_lines, probe_qa, recall_at_10) = match &long {
+        let (long_lines, long_items, long_stats, probe_qa, recall_at_10) = match &long {
             Some((path, long_probes)) => {
                 let long_scenario = Scenario::load(path)?;
-                let run = play_and_probe(&stack, path, &long_scenario, long_probes, &embedder, args.threshold).await?;
+                let run = play_and_probe(
+                    &stack,
+                    path,
+                    &long_scenario,
+                    long_probes,
+                    &embedder,
+                    args.threshold,
+                )
+                .await?;
                 let correct = run.answers.iter().filter(|(l, _)| *l == 'A').count();
                 let hits = PLANTED
                     .iter()
@@ -301,9 +368,15 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
                     })
                     .count();
                 let n = long_probes.len() as f64;
-                (run.turns, Some(correct as f64 / n), Some(hits as f64 / n))
+                (
+                    run.turns,
+                    Some(run.items.values().sum()),
+                    run.stats,
+                    Some(correct as f64 / n),
+                    Some(hits as f64 / n),
+                )
             }
-            None => (0, None, None),
+            None => (0, None, played.stats.clone(), None, None),
         };
         stack.stop(None).await;
         rows.push(Row {
@@ -316,6 +389,12 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
             items_kept: played.items.values().sum(),
             items_by_store: played.items,
             long_run_lines: long_lines,
+            long_run_items: long_items,
+            bookmark_hit_rate: long_stats
+                .get("bookmarks.proposals")
+                .filter(|p| **p > 0.0)
+                .map(|p| long_stats.get("bookmarks.hits").copied().unwrap_or(0.0) / p),
+            bookmark_tokens_saved: long_stats.get("bookmarks.tokens_saved").copied(),
             probe_qa,
             recall_at_10,
             seconds: started.elapsed().as_secs_f64(),
@@ -332,17 +411,31 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         scenario.name,
         probes.len(),
         long.as_ref()
-            .map(|_| format!(", long run of {} lines with {} planted facts", args.rounds, PLANTED.len()))
+            .map(|_| format!(
+                ", long run of {} lines with {} planted facts",
+                args.rounds,
+                PLANTED.len()
+            ))
             .unwrap_or_default()
     );
     println!(
-        "{:<34} {:>6} {:>6} {:>6} {:>10} {:>12} {:>6} {:>9} {:>9} {:>7}",
-        "modules", "KBF", "KRf", "KR", "calls/turn", "tokens/turn", "items", "probe QA", "Recall@10", "time s"
+        "{:<34} {:>6} {:>6} {:>6} {:>10} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}",
+        "modules",
+        "KBF",
+        "KRf",
+        "KR",
+        "calls/turn",
+        "tokens/turn",
+        "items",
+        "items@long",
+        "probe QA",
+        "Recall@10",
+        "time s"
     );
     let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"));
     for r in &rows {
         println!(
-            "{:<34} {:>6.3} {:>6.3} {:>6.3} {:>10.2} {:>12.0} {:>6} {:>9} {:>9} {:>7.1}",
+            "{:<34} {:>6.3} {:>6.3} {:>6.3} {:>10.2} {:>12.0} {:>6} {:>10} {:>9} {:>9} {:>7.1}",
             r.modules,
             r.kbf,
             r.krf_acc,
@@ -350,10 +443,20 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
             r.calls_per_turn,
             r.prompt_tokens_per_turn,
             r.items_kept,
+            r.long_run_items
+                .map_or_else(|| "—".to_owned(), |n| n.to_string()),
             opt(r.probe_qa),
             opt(r.recall_at_10),
             r.seconds
         );
+    }
+    for r in &rows {
+        if let (Some(rate), Some(saved)) = (r.bookmark_hit_rate, r.bookmark_tokens_saved) {
+            println!(
+                "{}: BOOKMARKS hit rate {:.2}, {:.0} storyline tokens not re-read by syncing",
+                r.modules, rate, saved
+            );
+        }
     }
     Ok(())
 }
@@ -378,6 +481,8 @@ fn resolve_scenario(scenario: &str) -> anyhow::Result<PathBuf> {
     if shipped.is_file() {
         Ok(shipped)
     } else {
-        Err(anyhow!("no scenario file or shipped scenario named {scenario:?}"))
+        Err(anyhow!(
+            "no scenario file or shipped scenario named {scenario:?}"
+        ))
     }
 }

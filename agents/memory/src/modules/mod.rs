@@ -384,6 +384,51 @@ impl Modules {
         out
     }
 
+    /// The modules' counters by name (`<module>.<counter>`).
+    #[must_use]
+    pub fn stats(&self) -> std::collections::HashMap<String, f64> {
+        let mut out = std::collections::HashMap::new();
+        if let Some(marks) = &self.bookmarks {
+            let s = marks.stats;
+            for (name, value) in [
+                ("proposals", s.proposals),
+                ("reused", s.reused),
+                ("derived", s.derived),
+                ("created", s.created),
+                ("hits", s.reused + s.derived),
+                ("lines_read", s.lines_read),
+                ("tokens_saved", s.tokens_saved),
+                ("calls", marks.calls),
+            ] {
+                out.insert(format!("bookmarks.{name}"), value as f64);
+            }
+            out.insert("bookmarks.hit_rate".into(), s.hit_rate());
+        }
+        if let Some(dual) = &self.dualmem {
+            for (name, value) in [
+                ("facts", dual.facts.len() as u64),
+                ("insights", dual.insights.len() as u64),
+                ("null_insights", dual.null_insights),
+                ("regenerated", dual.regenerated),
+                ("calls", dual.calls),
+            ] {
+                out.insert(format!("dualmem.{name}"), value as f64);
+            }
+        }
+        if let Some(moom) = &self.moom {
+            let made = moom.made();
+            for (name, value) in [
+                ("plot_made", made.iter().sum::<u64>()),
+                ("plot_kept", moom.plot.len() as u64),
+                ("personas", moom.personas.len() as u64),
+                ("calls", moom.calls),
+            ] {
+                out.insert(format!("moom.{name}"), value as f64);
+            }
+        }
+        out
+    }
+
     /// Items each module keeps (the storyline itself not counted).
     #[must_use]
     pub fn kept(&mut self) -> BTreeMap<&'static str, usize> {
