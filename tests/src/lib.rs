@@ -217,6 +217,24 @@ impl Cluster {
             .join("\n")
     }
 
+    /// The prompt audit of `character` (id, name or alias) in world `world`.
+    pub async fn audit(
+        &self,
+        world: &str,
+        character: &str,
+    ) -> Vec<dramatis_proto::v1::CharacterAudit> {
+        self.world()
+            .await
+            .get_audit(dramatis_proto::v1::GetAuditRequest {
+                world_id: world.into(),
+                character: character.into(),
+            })
+            .await
+            .expect("audit")
+            .into_inner()
+            .audits
+    }
+
     /// Creates a world of the shipped `scenario` with id `id`; returns its id.
     pub async fn create(&self, scenario: &str, id: &str) -> String {
         self.world()

@@ -293,17 +293,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
     );
 
     // The audit shows every prompt Lestrade's agent sent, built only from his shard.
-    let audit = cluster
-        .world()
-        .await
-        .get_audit(dramatis_proto::v1::GetAuditRequest {
-            world_id: id.clone(),
-            character: "the inspector".into(),
-        })
-        .await
-        .expect("audit")
-        .into_inner()
-        .audits;
+    let audit = cluster.audit(&id, "the inspector").await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].character, "lestrade");
     assert_eq!(
@@ -361,17 +351,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
 
     if modules {
         // The modules did contribute: Watson's turns carry items of all three.
-        let watson_audit = cluster
-            .world()
-            .await
-            .get_audit(dramatis_proto::v1::GetAuditRequest {
-                world_id: id.clone(),
-                character: "watson".into(),
-            })
-            .await
-            .expect("audit")
-            .into_inner()
-            .audits;
+        let watson_audit = cluster.audit(&id, "watson").await;
         let used: std::collections::BTreeSet<String> = watson_audit[0]
             .prompts
             .iter()

@@ -25,8 +25,8 @@ use dramatis_embed::{Embedder, OnnxEmbedder};
 use dramatis_memory::modules::ModuleSet;
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CharacterRef, CreateWorldRequest, GetAuditRequest, GetWorldRequest,
-    SnapshotRequest, advance_request, create_world_request,
+    AdvanceRequest, AskRequest, CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest,
+    advance_request,
 };
 use dramatis_runtime::Shutdown;
 use dramatis_world::agents::AgentDirectory as _;
@@ -83,18 +83,7 @@ async fn play_and_probe(
     threshold: f32,
 ) -> anyhow::Result<Played> {
     let mut client = super::client::world_client(&stack.server_url).await?;
-    let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
-    let world = client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioPath(
-                path.to_string_lossy().into_owned(),
-            )),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot create the world: {}", super::client::describe(&s)))?
-        .into_inner()
-        .world_id;
+    let world = super::client::create_world_from_file(&mut client, scenario_path).await?;
     client
         .advance(AdvanceRequest {
             world_id: world.clone(),
@@ -241,6 +230,22 @@ const PLANTED: [(&str, &str, [&str; 4]); 5] = [
     ),
 ];
 
+/// Openings of the other scenes: everyday events about the same kinds of things as the
+/// planted facts (keys, letters, debts, cats, gates), so a memory must find the one
+/// planted fact among many near misses.
+const DISTRACTORS: [&str; 10] = [
+    "Tom oils the iron key of the cellar door and hangs it on its nail.",
+    "A letter from the flour merchant asks when the next order will be paid.",
+    "The grocer still owes the bakery three shillings for last week's loaves.",
+    "A black cat prowls along the yard wall and is gone by morning.",
+    "The front gate creaks in the wind until Ada props it with a brick.",
+    "Ada counts the copper coins in the till twice and frowns.",
+    "A parcel tied with red string is left on the step for the landlord.",
+    "The miller's boy brings two sacks of flour and a complaint about the road.",
+    "Tom finds a silver button in the flour bin and pockets it.",
+    "The chimney sweep leaves soot on the windowsill and a bill on the counter.",
+];
+
 /// Writes the long-run scenario (`lines` turns in scenes of six) and its probes.
 fn long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Probe>)> {
     let scenes = lines.div_ceil(6).max(PLANTED.len() as u32 + 2);
@@ -251,12 +256,13 @@ fn long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Probe>)> {
          [[characters]]\nid = \"tom\"\nname = \"Tom\"\nprofile = \"Her apprentice, curious about everything.\"\nlocation = \"bakery\"\n",
     );
     for scene in 0..scenes {
-        // Facts are told in scenes 2-6; every other scene opens on nothing in particular.
+        // Facts are told in scenes 2-6; every other scene opens on a near miss.
         let opening = match scene.checked_sub(1).and_then(|i| PLANTED.get(i as usize)) {
             Some((fact, _, _)) => (*fact).to_owned(),
             None => format!(
-                "Evening {} at the bakery; the ovens tick as they cool.",
-                scene + 1
+                "Evening {}. {}",
+                scene + 1,
+                DISTRACTORS[scene as usize % DISTRACTORS.len()]
             ),
         };
         let _ = write!(

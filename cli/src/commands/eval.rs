@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_embed::OnnxEmbedder;
-use dramatis_proto::v1::{AskRequest, CreateWorldRequest, Usage, create_world_request};
+use dramatis_proto::v1::{AskRequest, Usage};
 use dramatis_runtime::Shutdown;
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
@@ -22,17 +22,7 @@ async fn agent_answers(
 ) -> anyhow::Result<(Vec<Option<char>>, Usage)> {
     let stack = LocalStack::start(args.model.clone(), None, true, None, Shutdown::new()).await?;
     let mut client = super::client::world_client(&stack.server_url).await?;
-    let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
-    let world = client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioPath(
-                path.to_string_lossy().into_owned(),
-            )),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot create the world: {}", super::client::describe(&s)))?
-        .into_inner();
+    let world_id = super::client::create_world_from_file(&mut client, scenario_path).await?;
     let mut letters = Vec::with_capacity(probes.len());
     let mut usage = Usage::default();
     for probe in probes {
@@ -43,7 +33,7 @@ async fn agent_answers(
         question.push_str("\nReply with the letter of your answer.");
         let answer = client
             .ask(AskRequest {
-                world_id: world.world_id.clone(),
+                world_id: world_id.clone(),
                 character: probe.character.clone(),
                 question,
                 recall_only: false,
@@ -58,7 +48,7 @@ async fn agent_answers(
         }
         letters.push(match_letter(&answer.answer, &probe.options));
     }
-    stack.stop(Some(&world.world_id)).await;
+    stack.stop(Some(&world_id)).await;
     Ok((letters, usage))
 }
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::text::{clip, estimate_tokens, keywords};
-use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery};
+use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, object_schema};
 
 /// Queries proposed per turn.
 const PROPOSALS: usize = 3;
@@ -175,20 +175,13 @@ impl Bookmarks {
             scene = recent.join("\n"),
             now = query.text,
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"queries": {"type": "array", "maxItems": PROPOSALS, "items": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 3},
-                    "kind": {"type": "string", "enum": ["concept", "state", "behaviour"]}
-                },
-                "required": ["query", "kind"],
-                "additionalProperties": false
-            }}},
-            "required": ["queries"],
-            "additionalProperties": false
-        });
+        let item = object_schema(json!({
+            "query": {"type": "string", "minLength": 3},
+            "kind": {"type": "string", "enum": ["concept", "state", "behaviour"]}
+        }));
+        let schema = object_schema(json!({
+            "queries": {"type": "array", "maxItems": PROPOSALS, "items": item}
+        }));
         self.calls += 1;
         let proposed: Option<Vec<Proposal>> = mind
             .json("bookmarks-propose", &prompt, &schema)
@@ -319,21 +312,14 @@ impl Bookmarks {
              a useful starting point for a new, more specific one, `none` otherwise.\n\n{}",
             listing.join("\n")
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"decisions": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "integer", "minimum": 0},
-                    "relation": {"type": "string", "enum": ["reuse", "derive", "none"]},
-                    "bookmark": {"type": "string", "enum": ids}
-                },
-                "required": ["query", "relation"],
-                "additionalProperties": false
-            }}},
-            "required": ["decisions"],
-            "additionalProperties": false
-        });
+        let mut decision = object_schema(json!({
+            "query": {"type": "integer", "minimum": 0},
+            "relation": {"type": "string", "enum": ["reuse", "derive", "none"]},
+            "bookmark": {"type": "string", "enum": ids}
+        }));
+        // `none` names no bookmark.
+        decision["required"] = json!(["query", "relation"]);
+        let schema = object_schema(json!({"decisions": {"type": "array", "items": decision}}));
         self.calls += 1;
         let answer = mind.json("bookmarks-match", &prompt, &schema).await;
         let mut out: Vec<Decision> = candidates.iter().map(|c| fallback(c)).collect();
@@ -472,20 +458,11 @@ impl Bookmarks {
             self.character,
             listing.join("\n\n")
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"answers": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "bookmark": {"type": "string", "enum": ids},
-                    "answer": {"type": "string", "minLength": 1}
-                },
-                "required": ["bookmark", "answer"],
-                "additionalProperties": false
-            }}},
-            "required": ["answers"],
-            "additionalProperties": false
-        });
+        let answer = object_schema(json!({
+            "bookmark": {"type": "string", "enum": ids},
+            "answer": {"type": "string", "minLength": 1}
+        }));
+        let schema = object_schema(json!({"answers": {"type": "array", "items": answer}}));
         self.calls += 1;
         let answered = mind.json("bookmarks-answer", &prompt, &schema).await;
         for (i, evidence) in updates {

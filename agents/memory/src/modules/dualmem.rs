@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::text::{clip, keywords};
-use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, cosine};
+use super::{
+    Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, ask_text, cosine, object_schema,
+};
 
 /// Facts and insights returned per read (before linked facts are added).
 const FACTS_PER_READ: usize = 5;
@@ -237,23 +239,14 @@ impl DualMem {
             },
         );
         let ids: Vec<String> = fresh.iter().chain(prior).map(|f| f.id.clone()).collect();
-        let schema = json!({
-            "type": "object",
-            "properties": {"insights": {"anyOf": [
-                {"type": "null"},
-                {"type": "array", "maxItems": 3, "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "minLength": 1},
-                        "facts": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ids}}
-                    },
-                    "required": ["text", "facts"],
-                    "additionalProperties": false
-                }}
-            ]}},
-            "required": ["insights"],
-            "additionalProperties": false
-        });
+        let insight = object_schema(json!({
+            "text": {"type": "string", "minLength": 1},
+            "facts": {"type": "array", "minItems": 1, "items": {"type": "string", "enum": ids}}
+        }));
+        let schema = object_schema(json!({"insights": {"anyOf": [
+            {"type": "null"},
+            {"type": "array", "maxItems": 3, "items": insight}
+        ]}}));
         self.calls += 1;
         let answer = mind.json("dualmem-insights", &prompt, &schema).await?;
         let insights = answer.get("insights")?;
@@ -300,18 +293,9 @@ impl DualMem {
                 .collect::<Vec<_>>()
                 .join("\n"),
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"text": {"type": "string", "minLength": 1}},
-            "required": ["text"],
-            "additionalProperties": false
-        });
         self.calls += 1;
-        let text = mind
-            .json("dualmem-regenerate", &prompt, &schema)
+        let text = ask_text(mind, "dualmem-regenerate", &prompt, "text")
             .await
-            .and_then(|v| v["text"].as_str().map(str::to_owned))
-            .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| {
                 let evidence: Vec<String> = facts.iter().map(|f| clip(&f.text, 12)).collect();
                 format!(

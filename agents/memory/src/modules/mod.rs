@@ -439,6 +439,35 @@ impl Modules {
     }
 }
 
+/// A JSON schema for an object with exactly `properties`, every one required.
+pub(crate) fn object_schema(properties: serde_json::Value) -> serde_json::Value {
+    let required: Vec<serde_json::Value> = properties
+        .as_object()
+        .map(|o| o.keys().map(|k| k.as_str().into()).collect())
+        .unwrap_or_default();
+    let mut schema = serde_json::Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), properties);
+    schema.insert("required".into(), required.into());
+    schema.insert("additionalProperties".into(), false.into());
+    schema.into()
+}
+
+/// Asks the model for one non-empty text field; `None` when it gave none (the caller
+/// takes its fallback).
+pub(crate) async fn ask_text(
+    mind: &dyn Mind,
+    purpose: &str,
+    prompt: &str,
+    field: &str,
+) -> Option<String> {
+    let schema = object_schema(serde_json::json!({ field: {"type": "string", "minLength": 1} }));
+    mind.json(purpose, prompt, &schema)
+        .await
+        .and_then(|v| v[field].as_str().map(|t| t.trim().to_owned()))
+        .filter(|t| !t.is_empty())
+}
+
 /// Cosine similarity of two vectors (0 for empty or mismatched ones). The agent's
 /// embeddings are unit vectors, but module tests and fallbacks need not be.
 #[must_use]

@@ -22,7 +22,9 @@ use serde_json::json;
 
 use super::forgetting::{self, ForgettingParams, Trace};
 use super::text::clip;
-use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, cosine};
+use super::{
+    Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, ask_text, cosine, object_schema,
+};
 
 /// MOOM's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -226,20 +228,11 @@ impl Moom {
             self.character,
             parts.join("\n\n")
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"summary": {"type": "string", "minLength": 1}},
-            "required": ["summary"],
-            "additionalProperties": false
-        });
         self.calls += 1;
-        if let Some(summary) = mind
-            .json(&format!("moom-summary-{level}"), &prompt, &schema)
-            .await
-            .and_then(|v| v["summary"].as_str().map(str::to_owned))
-            .filter(|s| !s.trim().is_empty())
+        if let Some(summary) =
+            ask_text(mind, &format!("moom-summary-{level}"), &prompt, "summary").await
         {
-            return summary.trim().to_owned();
+            return summary;
         }
         // Fallback: the longest sentence of each part, clipped.
         children
@@ -281,21 +274,14 @@ impl Moom {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"values": {"type": "array", "maxItems": 12, "items": {
-                "type": "object",
-                "properties": {
-                    "person": {"type": "string", "enum": people},
-                    "key": {"type": "string", "enum": keys},
-                    "value": {"type": "string", "minLength": 1}
-                },
-                "required": ["person", "key", "value"],
-                "additionalProperties": false
-            }}},
-            "required": ["values"],
-            "additionalProperties": false
-        });
+        let value = object_schema(json!({
+            "person": {"type": "string", "enum": people},
+            "key": {"type": "string", "enum": keys},
+            "value": {"type": "string", "minLength": 1}
+        }));
+        let schema = object_schema(json!({
+            "values": {"type": "array", "maxItems": 12, "items": value}
+        }));
         self.calls += 1;
         if let Some(values) = mind
             .json("moom-persona-snapshot", &prompt, &schema)
@@ -397,17 +383,9 @@ impl Moom {
              now, in at most 25 words, keeping what still holds.",
             self.character
         );
-        let schema = json!({
-            "type": "object",
-            "properties": {"merged": {"type": "string", "minLength": 1}},
-            "required": ["merged"],
-            "additionalProperties": false
-        });
         self.calls += 1;
-        mind.json("moom-persona-merge", &prompt, &schema)
+        ask_text(mind, "moom-persona-merge", &prompt, "merged")
             .await
-            .and_then(|v| v["merged"].as_str().map(str::to_owned))
-            .filter(|s| !s.trim().is_empty())
             .unwrap_or_else(|| format!("{new} (before: {old})"))
     }
 
