@@ -274,7 +274,8 @@ function renderInfo() {
 
 // ------------------------------------------------------------------------ map --
 
-const SVG = "http://www.w3.org/2000/svg";
+// The map's own namespace (the HTML parser gives the <svg> element the SVG one).
+const SVG = $("map").namespaceURI;
 
 function svg(tag, attributes, text) {
   const node = document.createElementNS(SVG, tag);
