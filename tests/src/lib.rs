@@ -217,6 +217,27 @@ impl Cluster {
             .join("\n")
     }
 
+    /// Asks `character` in `world`; with `recall_only`, only what comes to mind.
+    pub async fn ask(
+        &self,
+        world: &str,
+        character: &str,
+        question: &str,
+        recall_only: bool,
+    ) -> dramatis_proto::v1::AskResponse {
+        self.world()
+            .await
+            .ask(dramatis_proto::v1::AskRequest {
+                world_id: world.into(),
+                character: character.into(),
+                question: question.into(),
+                recall_only,
+            })
+            .await
+            .expect("ask")
+            .into_inner()
+    }
+
     /// The prompt audit of `character` (id, name or alias) in world `world`.
     pub async fn audit(
         &self,

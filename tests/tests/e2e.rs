@@ -373,18 +373,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
         // Recall only: what the lab question brings to mind, by module, without an answer.
         let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
         for (who, knows) in [("watson", true), ("lestrade", false)] {
-            let view = cluster
-                .world()
-                .await
-                .ask(AskRequest {
-                    world_id: id.clone(),
-                    character: who.into(),
-                    question: question.into(),
-                    recall_only: true,
-                })
-                .await
-                .expect("recall")
-                .into_inner();
+            let view = cluster.ask(&id, who, question, true).await;
             assert!(view.answer.is_empty());
             let hits: Vec<&str> = view
                 .recalled
@@ -469,18 +458,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
     // cannot surface it however relevant it would be.
     let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
     for (who, knows) in [("watson", true), ("lestrade", false)] {
-        let answer = cluster
-            .world()
-            .await
-            .ask(AskRequest {
-                world_id: id.clone(),
-                character: who.into(),
-                question: question.into(),
-                ..AskRequest::default()
-            })
-            .await
-            .expect("ask")
-            .into_inner();
+        let answer = cluster.ask(&id, who, question, false).await;
         let prompts = cluster.agent(who).model.prompts();
         let sent: String = prompts
             .iter()
