@@ -14,6 +14,26 @@ use tokio_stream::StreamExt as _;
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 const PLAYER_CANARY: &str = "PLAYER-CANARY-8817";
 
+/// Runs the current scene of `world_id` on a task; resolves to its events.
+fn scene_in_background(
+    world: &dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    world_id: &str,
+) -> tokio::task::JoinHandle<Vec<dramatis_proto::v1::Event>> {
+    let mut driver = world.clone();
+    let world_id = world_id.to_owned();
+    tokio::spawn(async move {
+        driver
+            .advance(AdvanceRequest {
+                world_id,
+                until: Some(advance_request::Until::SceneEnd(true)),
+            })
+            .await
+            .expect("advance")
+            .into_inner()
+            .events
+    })
+}
+
 fn claim(world: &str, character: &str, timeout_ms: u32) -> PlayRequest {
     PlayRequest {
         item: Some(play_request::Item::Claim(PlayClaim {
@@ -60,18 +80,7 @@ async fn a_person_plays_watson_and_only_those_present_hear_him() {
     assert_eq!(taken.code(), tonic::Code::AlreadyExists);
 
     // Run the first scene (Watson and Stamford at the Criterion) while playing.
-    let mut driver = world.clone();
-    let advancing = tokio::spawn(async move {
-        driver
-            .advance(AdvanceRequest {
-                world_id: "played".into(),
-                until: Some(advance_request::Until::SceneEnd(true)),
-            })
-            .await
-            .expect("advance")
-            .into_inner()
-            .events
-    });
+    let advancing = scene_in_background(&world, "played");
     let mut received = Vec::new();
     let mut turns = 0;
     while let Some(message) = stream.next().await {
@@ -272,18 +281,7 @@ async fn a_seat_claimed_without_a_request_stream_plays_through_play_act() {
         tonic::Code::InvalidArgument
     );
 
-    let mut driver = world.clone();
-    let advancing = tokio::spawn(async move {
-        driver
-            .advance(AdvanceRequest {
-                world_id: "seated".into(),
-                until: Some(advance_request::Until::SceneEnd(true)),
-            })
-            .await
-            .expect("advance")
-            .into_inner()
-            .events
-    });
+    let advancing = scene_in_background(&world, "seated");
     let mut turns = 0;
     let mut received = Vec::new();
     while let Some(message) = stream.next().await {
