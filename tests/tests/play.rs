@@ -14,6 +14,25 @@ use tokio_stream::StreamExt as _;
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 const PLAYER_CANARY: &str = "PLAYER-CANARY-8817";
 
+/// Opens a Play stream with `claim` as its first message; returns where to send the
+/// person's actions and the stream to them.
+async fn open_play(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    claim: PlayRequest,
+) -> (
+    tokio::sync::mpsc::Sender<PlayRequest>,
+    tonic::Streaming<dramatis_proto::v1::PlayResponse>,
+) {
+    let (requests, inbound) = tokio::sync::mpsc::channel(8);
+    requests.send(claim).await.expect("send");
+    let stream = world
+        .play(tokio_stream::wrappers::ReceiverStream::new(inbound))
+        .await
+        .expect("play")
+        .into_inner();
+    (requests, stream)
+}
+
 /// Runs the current scene of `world_id` on a task; resolves to its events.
 fn scene_in_background(
     world: &dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
@@ -51,16 +70,7 @@ async fn a_person_plays_watson_and_only_those_present_hear_him() {
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "played").await;
 
-    let (requests, inbound) = tokio::sync::mpsc::channel(8);
-    requests
-        .send(claim(&id, "watson", 5_000))
-        .await
-        .expect("send");
-    let mut stream = world
-        .play(tokio_stream::wrappers::ReceiverStream::new(inbound))
-        .await
-        .expect("play")
-        .into_inner();
+    let (requests, mut stream) = open_play(&mut world, claim(&id, "watson", 5_000)).await;
     let first = stream.next().await.expect("a reply").expect("ok");
     assert_eq!(
         first.item,
@@ -173,16 +183,7 @@ async fn a_silent_player_hands_the_turn_back_to_the_agent() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
     cluster.create("study-in-scarlet", "late").await;
-    let (requests, inbound) = tokio::sync::mpsc::channel(8);
-    requests
-        .send(claim("late", "stamford", 200))
-        .await
-        .expect("send");
-    let mut stream = world
-        .play(tokio_stream::wrappers::ReceiverStream::new(inbound))
-        .await
-        .expect("play")
-        .into_inner();
+    let (requests, mut stream) = open_play(&mut world, claim("late", "stamford", 200)).await;
     let events = world
         .advance(AdvanceRequest {
             world_id: "late".into(),

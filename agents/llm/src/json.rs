@@ -25,35 +25,48 @@ pub fn parse_json<T: DeserializeOwned>(
         .map(|value| (value, true))
 }
 
-/// The first `{...}` with balanced braces, respecting JSON strings.
-fn balanced_object(text: &str) -> Option<&str> {
-    let start = text.find('{')?;
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text[start..].char_indices() {
-        if in_string {
+/// Where a scan through JSON text stands: inside a string (and after a backslash), and
+/// how many objects are open.
+#[derive(Debug, Default)]
+struct Scanner {
+    depth: i32,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Scanner {
+    /// Takes the next character; true when it closed the outermost object.
+    fn feed(&mut self, c: char) -> bool {
+        if self.in_string {
             match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                '"' => self.in_string = false,
                 _ => {}
             }
-            continue;
+            return false;
         }
         match c {
-            '"' => in_string = true,
-            '{' => depth += 1,
+            '"' => self.in_string = true,
+            '{' => self.depth += 1,
             '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&text[start..=start + i]);
-                }
+                self.depth -= 1;
+                return self.depth == 0;
             }
             _ => {}
         }
+        false
     }
-    None
+}
+
+/// The first `{...}` with balanced braces, respecting JSON strings.
+fn balanced_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let mut scanner = Scanner::default();
+    text[start..]
+        .char_indices()
+        .find(|&(_, c)| scanner.feed(c))
+        .map(|(i, _)| &text[start..=start + i])
 }
 
 /// Closes an object cut off mid-way (the model ran out of tokens): ends an open string,
@@ -61,26 +74,15 @@ fn balanced_object(text: &str) -> Option<&str> {
 fn close_truncated(text: &str) -> Option<String> {
     let start = text.find('{')?;
     let mut body = text[start..].to_owned();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut depth = 0i32;
+    let mut scanner = Scanner::default();
     for c in body.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match c {
-                '"' => in_string = true,
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                _ => {}
-            }
-        }
+        scanner.feed(c);
     }
+    let Scanner {
+        depth,
+        in_string,
+        escaped,
+    } = scanner;
     if escaped {
         body.pop();
     }
