@@ -29,6 +29,7 @@ impl Cli {
                 | Command::Ask(_)
                 | Command::Create(_)
                 | Command::Worlds(_)
+                | Command::Advance(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
                 | Command::Bench(_),
@@ -77,6 +78,12 @@ pub enum Command {
     Create(CreateArgs),
     /// List the worlds of a running world service.
     Worlds(ServerArg),
+    /// Run a world on a running world service: some turns, to the end of the current
+    /// scene (the default), or to the end of the story.
+    ///
+    /// Prints one line per scene as it ends: its place, lines per speaker, LLM calls,
+    /// tokens, time and how it ended. `dramatis watch` shows the words themselves.
+    Advance(AdvanceArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
     /// Evaluate characters (knowledge-boundary fidelity).
@@ -307,6 +314,24 @@ pub struct AskArgs {
     /// module and layer) instead of an answer; no answer call is made.
     #[arg(long)]
     pub recall: bool,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("until").args(["turns", "scene", "to_end"])))]
+pub struct AdvanceArgs {
+    /// World id.
+    pub world: String,
+    /// Run this many turns (scene markers and narration are not turns).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub turns: Option<u32>,
+    /// Run to the end of the current scene (the default).
+    #[arg(long)]
+    pub scene: bool,
+    /// Run to the end of the story.
+    #[arg(long)]
+    pub to_end: bool,
     #[command(flatten)]
     pub server: ServerArg,
 }

@@ -122,6 +122,16 @@ impl Printer {
                         println!("{to}");
                         return;
                     }
+                    // The settled line only adds to the words (a closing full stop).
+                    Some((seq, text))
+                        if seq == event.seq
+                            && !text.trim().is_empty()
+                            && event.text.trim().starts_with(text.trim()) =>
+                    {
+                        let rest = &event.text.trim()[text.trim().len()..];
+                        println!("{rest}{to}");
+                        return;
+                    }
                     Some(_) => {
                         println!();
                         format!("{name}{to}: {body}")

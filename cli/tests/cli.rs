@@ -92,8 +92,26 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
             "{value}"
         );
         assert!(["", "baker-street"].contains(&value["destination"].as_str().unwrap_or("?")));
+        // The grammar lets a line start only with a letter, a digit or an opening mark.
+        let first = value["text"].as_str().and_then(|t| t.chars().next());
+        assert!(
+            first.is_some_and(|c| c.is_alphanumeric() || "'(*‘“".contains(c)),
+            "{value}"
+        );
         assert!(parse_action(&output.text).is_some(), "{}", output.text);
     }
+}
+
+/// The action schema's `pattern` reaches the llama.cpp grammar (an unsupported pattern
+/// would silently become "any string").
+#[test]
+fn the_action_grammar_carries_the_text_pattern() {
+    let schema = action_schema(&["watson".to_owned()], &[]).to_string();
+    let grammar = dramatis_llm::local::grammar_for_schema(&schema).expect("grammar");
+    assert!(
+        grammar.contains(r#"[A-Za-z0-9'(*\u00C0-\u024F\u2018\u201C]"#),
+        "{grammar}"
+    );
 }
 
 /// Plays a shipped story with `dramatis COMMAND NAME` on the scripted model; returns
@@ -270,19 +288,7 @@ async fn line_with(
 async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
     const CANARY: &str = "TERMINAL-CANARY-5150";
     let data = tempfile::tempdir().expect("temp dir");
-    let data_dir = data.path().to_string_lossy().into_owned();
-    let mut server = tokio::process::Command::new(EXE)
-        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
-        .args(["--data-dir", &data_dir, "--no-viewer"])
-        .current_dir(repo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve started");
-    let mut server_out = BufReader::new(server.stdout.take().expect("stdout")).lines();
-    let ready = line_with(&mut server_out, "DRAMATIS_READY", &mut String::new()).await;
-    let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
+    let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
 
     let (ok, id, err) = dramatis(&[
         "create",
@@ -357,6 +363,115 @@ async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
     };
     assert!(watch("stamford").await.contains(CANARY));
     assert!(!watch("holmes").await.contains(CANARY));
+    let _ = server.kill().await;
+}
+
+/// A `dramatis serve` on the scripted model; returns it and its URL.
+async fn serve_scripted(data_dir: &str) -> (tokio::process::Child, String) {
+    let mut server = tokio::process::Command::new(EXE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
+        .args(["--data-dir", data_dir, "--no-viewer"])
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve started");
+    let mut server_out = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let ready = line_with(&mut server_out, "DRAMATIS_READY", &mut String::new()).await;
+    let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
+    (server, url)
+}
+
+/// The line count in a summary line of `dramatis advance` ("… · 5 lines (…) · …").
+fn lines_in(summary: &str) -> u32 {
+    let counted = summary.split(" · ").nth(1).expect("a line count");
+    counted
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {summary:?}"))
+}
+
+/// `dramatis advance` drives a served world a few turns, to the scene's end, then to the
+/// story's end, with one summary line per scene in order, and counts that add up.
+#[tokio::test]
+async fn advance_runs_a_served_world_and_prints_a_line_per_scene() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
+    let (ok, _, err) = dramatis(&[
+        "create",
+        "study-in-scarlet",
+        "--id",
+        "desk",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+
+    let (ok, out, err) = dramatis(&["advance", "desk", "--turns", "2", "--server", &url]).await;
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("scene 1/4 — the Criterion Bar · "),
+        "{out}"
+    );
+    assert!(lines[0].ends_with("still going"), "{out}");
+    assert_eq!(lines_in(lines[0]), 2);
+    assert!(err.contains("next: scene 1 of 4 (2 turns in)"), "{err}");
+    let mut spoken = 2;
+
+    let (ok, out, err) = dramatis(&["advance", "desk", "--server", &url]).await;
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].starts_with("scene 1/4 at the Criterion Bar (continued) · "),
+        "{out}"
+    );
+    assert!(!lines[0].ends_with("still going"), "{out}");
+    spoken += lines_in(lines[0]);
+    assert!(err.contains("next: scene 2 of 4\n"), "{err}");
+
+    let (ok, out, err) = dramatis(&["advance", "desk", "--to-end", "--server", &url]).await;
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let heads: Vec<&str> = lines.iter().map(|l| &l[..9]).collect();
+    assert_eq!(heads, ["scene 2/4", "scene 3/4", "scene 4/4"], "{out}");
+    for line in &lines {
+        assert!(
+            lines_in(line) > 0 && !line.ends_with("still going"),
+            "{line}"
+        );
+        spoken += lines_in(line);
+    }
+    let total: u32 = err
+        .split("finished after ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no total in {err}"));
+    assert_eq!(
+        spoken, total,
+        "every turn was a line of some scene's summary"
+    );
+
+    let (ok, out, err) = dramatis(&["advance", "desk", "--server", &url]).await;
+    assert!(
+        ok && out.is_empty() && err.contains("already finished"),
+        "{out}{err}"
+    );
+    let (ok, _, err) = dramatis(&["advance", "nowhere", "--server", &url]).await;
+    assert!(!ok && err.contains("NotFound"), "{err}");
+    let (ok, _, err) = dramatis(&["advance", "desk", "--turns", "0", "--server", &url]).await;
+    assert!(!ok && err.contains("--turns"), "{err}");
+    let (ok, _, err) = dramatis(&[
+        "advance", "desk", "--turns", "1", "--to-end", "--server", &url,
+    ])
+    .await;
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
     let _ = server.kill().await;
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod ablate;
+mod advance;
 mod ask;
 mod bench;
 mod bench_embed;
@@ -29,6 +30,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Play(args) => play::play(args).await,
         Command::Create(args) => worlds::create(args).await,
         Command::Worlds(args) => worlds::worlds(args).await,
+        Command::Advance(args) => advance::advance(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,

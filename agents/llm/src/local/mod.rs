@@ -6,4 +6,4 @@ mod engine;
 mod server;
 
 pub use engine::{EngineConfig, GenerationEvent, GenerationJob, LocalEngine};
-pub use server::{LocalServerConfig, serve};
+pub use server::{LocalServerConfig, grammar_for_schema, serve};

@@ -99,6 +99,12 @@ fn schema_of(format: Option<&Value>) -> Result<Option<String>, String> {
     }
 }
 
+/// The llama.cpp grammar (GBNF) that makes the engine produce only JSON valid under
+/// `schema` (a JSON Schema, as text). A string's `pattern` becomes part of the grammar.
+pub fn grammar_for_schema(schema: &str) -> Result<String, String> {
+    llama_cpp_2::json_schema_to_grammar(schema).map_err(|e| format!("schema: {e}"))
+}
+
 async fn chat_completions(
     State(state): State<AppState>,
     body: Result<Json<ChatRequest>, axum::extract::rejection::JsonRejection>,
@@ -111,9 +117,9 @@ async fn chat_completions(
         return error(StatusCode::BAD_REQUEST, "messages must not be empty");
     }
     let grammar = match schema_of(request.response_format.as_ref()) {
-        Ok(Some(schema)) => match llama_cpp_2::json_schema_to_grammar(&schema) {
+        Ok(Some(schema)) => match grammar_for_schema(&schema) {
             Ok(grammar) => Some(grammar),
-            Err(e) => return error(StatusCode::BAD_REQUEST, format!("schema: {e}")),
+            Err(e) => return error(StatusCode::BAD_REQUEST, e),
         },
         Ok(None) => None,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
