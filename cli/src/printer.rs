@@ -20,6 +20,8 @@ const PALETTE: [AnsiColor; 6] = [
 #[derive(Debug)]
 pub struct Printer {
     color: bool,
+    /// stdout is a terminal, where a streamed line can be rewritten in place.
+    tty: bool,
     colors: HashMap<String, AnsiColor>,
     /// The seq whose tokens are on the current line, and what was printed of it.
     streaming: Option<(u64, String)>,
@@ -29,8 +31,10 @@ pub struct Printer {
 
 impl Printer {
     pub fn new(no_color: bool) -> Self {
+        let tty = std::io::stdout().is_terminal();
         Self {
-            color: !no_color && std::io::stdout().is_terminal(),
+            color: !no_color && tty,
+            tty,
             colors: HashMap::new(),
             streaming: None,
             last_seq: 0,
@@ -116,15 +120,15 @@ impl Printer {
                 } else {
                     event.text.clone()
                 };
-                match streamed {
+                match &streamed {
                     // The words are already on screen: settle the line.
-                    Some((seq, text)) if seq == event.seq && text.trim() == event.text.trim() => {
+                    Some((seq, text)) if *seq == event.seq && text.trim() == event.text.trim() => {
                         println!("{to}");
                         return;
                     }
                     // The settled line only adds to the words (a closing full stop).
                     Some((seq, text))
-                        if seq == event.seq
+                        if *seq == event.seq
                             && !text.trim().is_empty()
                             && event.text.trim().starts_with(text.trim()) =>
                     {
@@ -132,8 +136,15 @@ impl Printer {
                         println!("{rest}{to}");
                         return;
                     }
-                    Some(_) => {
-                        println!();
+                    Some((_, text)) => {
+                        if self.tty {
+                            // The settled line differs from the words (a cut-off tail
+                            // dropped): replace the streamed line on screen.
+                            let shown = format!("{}: {text}", event.speaker_name);
+                            erase_rows(console::measure_text_width(&shown));
+                        } else {
+                            println!();
+                        }
                         format!("{name}{to}: {body}")
                     }
                     None => format!("{name}{to}: {body}"),
@@ -145,4 +156,17 @@ impl Printer {
         }
         println!("{line}");
     }
+}
+
+/// Moves the cursor to the start of a line of `width` columns that ends at the cursor,
+/// and clears from there down.
+fn erase_rows(width: usize) {
+    let columns = usize::from(console::Term::stdout().size().1).max(1);
+    let up = width.max(1).div_ceil(columns) - 1;
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "\r");
+    if up > 0 {
+        let _ = write!(out, "\x1b[{up}A");
+    }
+    let _ = write!(out, "\x1b[J");
 }
