@@ -107,7 +107,7 @@ async fn builtin_model_serves_text_and_schema_valid_json() {
 #[test]
 fn the_action_grammar_carries_the_text_pattern() {
     let schema = action_schema(&["watson".to_owned()], &[]).to_string();
-    let grammar = dramatis_llm::local::grammar_for_schema(&schema).expect("grammar");
+    let grammar = dramatis_llm_local::grammar_for_schema(&schema).expect("grammar");
     assert!(
         grammar.contains(r#"[A-Za-z0-9'(*\u00C0-\u024F\u2018\u201C]"#),
         "{grammar}"

@@ -1,5 +1,5 @@
 use anyhow::Context as _;
-use dramatis_llm::local::{EngineConfig, LocalEngine, LocalServerConfig, serve};
+use dramatis_llm_local::{EngineConfig, LocalEngine, LocalServerConfig, serve};
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::models::{DEFAULT_LLM_FILE, missing_message, model_path};
 

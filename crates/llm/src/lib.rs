@@ -1,14 +1,14 @@
 //! `dramatis-llm` owns the language-model seam: the [`LanguageModel`] trait, an
-//! OpenAI-compatible chat-completions client (streaming, timeouts, retries), the
-//! built-in llama.cpp model and its OpenAI-compatible HTTP server, and a scripted
-//! model for tests that records every prompt it receives.
+//! OpenAI-compatible chat-completions client (streaming, timeouts, retries), JSON
+//! repair, model roles, and a scripted model for tests that records every prompt it
+//! receives. The built-in llama.cpp model is `dramatis-llm-local`, which only the CLI
+//! links.
 //!
 //! It knows nothing of worlds, characters or gRPC: callers hand it messages and get
 //! text back.
 
 mod error;
 mod json;
-pub mod local;
 mod openai;
 mod roles;
 mod scripted;

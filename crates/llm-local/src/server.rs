@@ -18,8 +18,9 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use super::engine::{GenerationEvent, GenerationJob, LocalEngine};
-use crate::ChatMessage;
+use dramatis_llm::ChatMessage;
+
+use crate::engine::{GenerationEvent, GenerationJob, LocalEngine};
 
 /// Settings of the HTTP front.
 #[derive(Debug, Clone)]

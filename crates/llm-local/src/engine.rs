@@ -14,7 +14,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use tokio::sync::mpsc;
 
-use crate::{ChatMessage, ChatRole, LlmError};
+use dramatis_llm::{ChatMessage, ChatRole, LlmError};
 
 /// How to load and run the model.
 #[derive(Debug, Clone)]
