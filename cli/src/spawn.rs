@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use dramatis_world::WorldError;
-use dramatis_world::agents::AgentDirectory;
+use dramatis_world::agent_clients::AgentDirectory;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
-use dramatis_world::agents::AgentDirectory;
+use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
 
 use crate::args::{MemoryWritesArg, ModelArgs};

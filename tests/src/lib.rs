@@ -13,7 +13,7 @@ use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_runtime::Shutdown;
-use dramatis_world::agents::AgentDirectory;
+use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::{WorldError, WorldServiceOptions};
 use tonic::transport::Channel;
 

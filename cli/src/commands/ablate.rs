@@ -29,7 +29,7 @@ use dramatis_proto::v1::{
     advance_request,
 };
 use dramatis_runtime::Shutdown;
-use dramatis_world::agents::AgentDirectory as _;
+use dramatis_world::agent_clients::AgentDirectory as _;
 use dramatis_world::scenario::Scenario;
 use serde::Serialize;
 

@@ -17,7 +17,7 @@ use dramatis_proto::v1::{
 };
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
-use dramatis_world::agents::StaticAgents;
+use dramatis_world::agent_clients::StaticAgents;
 
 use super::client::{describe, world_client};
 use crate::args::{BenchArgs, MemoryWritesArg};

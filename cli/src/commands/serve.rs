@@ -5,7 +5,7 @@ use dramatis_character::CharacterAgents;
 use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
-use dramatis_world::agents::{AgentDirectory, StaticAgents};
+use dramatis_world::agent_clients::{AgentDirectory, StaticAgents};
 
 use crate::args::MemoryWritesArg;
 use crate::args::{AgentArgs, ServeArgs};

@@ -12,8 +12,8 @@ use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::router::PerceptionRouter;
-use crate::service::{ScenarioSource, Worlds};
+use crate::registry::{ScenarioSource, Worlds};
+use crate::story::perception::PerceptionRouter;
 use crate::world::Until;
 
 /// The gRPC face of a [`Worlds`] registry.

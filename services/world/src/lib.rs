@@ -6,24 +6,21 @@
 //! It reaches character agents only through `agent.proto` and never links their memory:
 //! the world knows the truth, agents know what their characters perceived.
 
-pub mod agents;
+pub mod agent_clients;
 mod error;
 pub mod grpc;
 pub mod hub;
 pub mod log;
-pub mod narrator;
-pub mod router;
+pub mod registry;
 pub mod scenario;
-pub mod scheduler;
-pub mod service;
-pub mod state;
+pub mod story;
 pub mod viewer;
 pub mod world;
 
 use dramatis_proto::v1::world_server::WorldServer;
 use dramatis_runtime::Shutdown;
 pub use error::WorldError;
-pub use service::{ScenarioSource, WorldServiceOptions, Worlds};
+pub use registry::{ScenarioSource, WorldServiceOptions, Worlds};
 use tokio::net::TcpListener;
 
 /// Why the world service stopped abnormally.

@@ -15,14 +15,17 @@ use futures::future::try_join_all;
 use tracing::{Instrument, info_span};
 
 use crate::WorldError;
-use crate::agents::AgentRpc;
+use crate::agent_clients::AgentRpc;
 use crate::hub::TranscriptHub;
 use crate::log::EventLog;
-use crate::narrator::{self, Judgement};
-use crate::router::PerceptionRouter;
 use crate::scenario::Scenario;
-use crate::scheduler::{Step, next_step};
-use crate::state::WorldState;
+use crate::story::perception::PerceptionRouter;
+
+mod narration;
+
+use crate::story::scheduler::{Step, next_step};
+use crate::story::state::WorldState;
+use narration::Judgement;
 
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -529,7 +532,7 @@ impl World {
             .into_iter()
             .filter(|e| e.scene_id == state.scene_id)
             .collect();
-        narrator::judge(model.as_ref(), &self.scenario, open, state, &scene).await
+        narration::judge(model.as_ref(), &self.scenario, open, state, &scene).await
     }
 
     fn name_of<'a>(&'a self, id: &'a str) -> &'a str {

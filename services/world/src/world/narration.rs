@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::scenario::{OpenStory, Scenario};
-use crate::state::WorldState;
+use crate::story::state::WorldState;
 
 /// Name of the narrator's schema.
 pub const NARRATOR_SCHEMA: &str = "narrator_judgement";

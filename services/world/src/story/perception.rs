@@ -4,7 +4,7 @@
 
 use dramatis_proto::v1::{Event, EventKind};
 
-use crate::state::WorldState;
+use crate::story::state::WorldState;
 
 /// Who perceives an event.
 #[derive(Debug, Clone, Copy, Default)]

@@ -3,7 +3,7 @@
 //! script; open stories run rounds, one scene each, where the characters are.
 
 use crate::scenario::{OpenStory, Scenario};
-use crate::state::WorldState;
+use crate::story::state::WorldState;
 
 /// The next step of a story.
 #[derive(Debug, Clone, PartialEq, Eq)]

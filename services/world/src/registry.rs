@@ -9,7 +9,7 @@ use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 
 use crate::WorldError;
-use crate::agents::{AgentDirectory, AgentPool};
+use crate::agent_clients::{AgentDirectory, AgentPool};
 use crate::log::{EventLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::world::World;
