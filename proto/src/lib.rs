@@ -3,6 +3,7 @@
 //! errors to `tonic::Status`. It holds no service logic.
 
 pub mod status;
+mod usage;
 
 /// Generated types, clients and servers of the `dramatis.v1` package.
 #[allow(clippy::all, clippy::pedantic, missing_docs)]

@@ -42,9 +42,7 @@ async fn agent_answers(
             .map_err(|s| anyhow!("ask failed: {}", super::client::describe(&s)))?
             .into_inner();
         if let Some(u) = answer.usage {
-            usage.llm_calls += u.llm_calls;
-            usage.prompt_tokens += u.prompt_tokens;
-            usage.completion_tokens += u.completion_tokens;
+            usage.add_calls_and_tokens(&u);
         }
         letters.push(match_letter(&answer.answer, &probe.options));
     }

@@ -5,6 +5,8 @@
 pub mod grpc;
 pub mod models;
 pub mod shutdown;
+mod small;
 pub mod telemetry;
 
 pub use shutdown::Shutdown;
+pub use small::{lock, now_ms, saturating_u32};

@@ -10,8 +10,9 @@ use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema
 use dramatis_memory::modules::Mind;
 use dramatis_proto::v1::Usage;
 
-use crate::recall::{count_call, now_ms};
+use crate::recall::count_call;
 use crate::shard::AuditEntry;
+use dramatis_runtime::now_ms;
 
 /// Tokens a module step may generate.
 const MODULE_MAX_TOKENS: u32 = 320;

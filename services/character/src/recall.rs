@@ -175,7 +175,7 @@ pub async fn recall(
             purpose: "self_probe".into(),
             prompt: request.prompt_text(),
             items,
-            timestamp_ms: now_ms(),
+            timestamp_ms: dramatis_runtime::now_ms(),
         });
         let completion = model.complete(&request, None).await?;
         count_call(&mut usage, &completion);
@@ -376,13 +376,5 @@ fn self_probe_request(
 
 /// Adds one model call and its tokens to `usage`.
 pub(crate) fn count_call(usage: &mut Usage, completion: &dramatis_llm::Completion) {
-    usage.llm_calls += 1;
-    usage.prompt_tokens += completion.prompt_tokens;
-    usage.completion_tokens += completion.completion_tokens;
-}
-
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    usage.count_call(completion.prompt_tokens, completion.completion_tokens);
 }

@@ -21,11 +21,12 @@ use crate::action::{ParsedKind, action_schema, parse_action};
 use crate::emotion::is_refusal;
 use crate::mind::AgentMind;
 use crate::prompt::{self, BuiltPrompt};
-use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, count_call, now_ms, recall};
+use crate::recall::{EmotionVectors, Query, RecallSettings, Recalled, count_call, recall};
 use crate::shard::{Annotation, AuditEntry, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
 use crate::writer::{Writer, rewrite_scenes, write_scene};
 use crate::{ACTION_SCHEMA_NAME, AgentError};
+use dramatis_runtime::now_ms;
 
 /// How a scene's episodic memory is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -367,9 +368,7 @@ impl CharacterAgents {
             )
             .await;
         let (spent, audit) = mind.finish();
-        usage.llm_calls += spent.llm_calls;
-        usage.prompt_tokens += spent.prompt_tokens;
-        usage.completion_tokens += spent.completion_tokens;
+        usage.add_calls_and_tokens(&spent);
         for entry in audit {
             shard.record_prompt(entry);
         }

@@ -27,6 +27,14 @@ pub enum WorldError {
     Log(String),
     #[error("world {0:?} was deleted")]
     Deleted(String),
+    #[error("{0} is already played by someone")]
+    SeatTaken(String),
+}
+
+impl From<WorldError> for tonic::Status {
+    fn from(error: WorldError) -> Self {
+        dramatis_proto::status::to_status(&error)
+    }
 }
 
 impl DomainError for WorldError {
@@ -35,7 +43,7 @@ impl DomainError for WorldError {
             Self::WorldNotFound(_) | Self::ScenarioNotFound(_) | Self::CharacterNotFound { .. } => {
                 ErrorKind::NotFound
             }
-            Self::WorldExists(_) => ErrorKind::AlreadyExists,
+            Self::WorldExists(_) | Self::SeatTaken(_) => ErrorKind::AlreadyExists,
             Self::Scenario(_) | Self::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Self::Agent { kind, .. } => match kind {
                 ErrorKind::InvalidArgument | ErrorKind::NotFound => ErrorKind::Internal,

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::pin::Pin;
 
-use dramatis_proto::status::to_status;
 use dramatis_proto::v1::world_server::World as WorldApi;
 use dramatis_proto::v1::{self as pb, advance_request, create_world_request};
 use futures::Stream;
@@ -13,8 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::registry::{ScenarioSource, Worlds};
-use crate::story::perception::PerceptionRouter;
-use crate::world::Until;
+use crate::world::{OpenSeat, PlayInput, Until};
 
 /// The gRPC face of a [`Worlds`] registry.
 #[derive(Debug, Clone)]
@@ -36,7 +34,7 @@ impl WorldGrpc {
     /// The world a request names: `world_id` must be given and must exist.
     fn world(&self, world_id: &str) -> Result<std::sync::Arc<crate::world::World>, Status> {
         required(world_id, "world_id")?;
-        self.worlds.get(world_id).map_err(|e| to_status(&e))
+        self.worlds.get(world_id).map_err(Status::from)
     }
 }
 
@@ -51,52 +49,15 @@ fn required(value: &str, field: &str) -> Result<(), Status> {
 type WatchStream = Pin<Box<dyn Stream<Item = Result<pb::WatchResponse, Status>> + Send>>;
 type PlayStream = Pin<Box<dyn Stream<Item = Result<pb::PlayResponse, Status>> + Send>>;
 
-/// Forwards what `pov` perceives of `world` (events as its agent got them; words of
-/// lines spoken where it is) into `out`, wrapped by `wrap`.
-fn follow_as<T: Send + 'static>(
-    world: &crate::world::World,
-    pov: &str,
-    from_seq: u64,
-    follow: bool,
-    out: tokio::sync::mpsc::Sender<T>,
-    wrap: impl Fn(pb::watch_response::Item) -> T + Send + 'static,
-) -> tokio::task::JoinHandle<()> {
-    let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
-    world.hub().watch(from_seq, follow, all_tx);
-    let pov = pov.to_owned();
-    tokio::spawn(async move {
-        loop {
-            let message = tokio::select! {
-                () = out.closed() => break,
-                message = all_rx.recv() => match message {
-                    Some(message) => message,
-                    None => break,
-                },
-            };
-            let seen = match message.item {
-                Some(pb::watch_response::Item::Event(event)) => {
-                    PerceptionRouter::view_for(&event, &pov).map(pb::watch_response::Item::Event)
-                }
-                Some(pb::watch_response::Item::Token(token)) => token
-                    .perceivers
-                    .contains(&pov)
-                    .then_some(pb::watch_response::Item::Token(token)),
-                None => None,
-            };
-            if let Some(item) = seen
-                && out.send(wrap(item)).await.is_err()
-            {
-                break;
-            }
-        }
-    })
-}
-
-/// The longest a world waits for a person's action (10 minutes).
-const MAX_TURN_WAIT_MS: u64 = 600_000;
-
-fn play_item(item: pb::play_response::Item) -> Result<pb::PlayResponse, Status> {
-    Ok(pb::PlayResponse { item: Some(item) })
+/// Opens a seat for `claim` and runs it with `inputs`; the person's stream as gRPC
+/// items.
+fn run_seat(
+    seat: OpenSeat,
+    inputs: impl Stream<Item = PlayInput> + Send + Unpin + 'static,
+    closed: impl FnOnce() + Send + 'static,
+) -> PlayStream {
+    let rx = seat.start(inputs, closed);
+    Box::pin(futures::StreamExt::map(ReceiverStream::new(rx), Ok))
 }
 
 #[tonic::async_trait]
@@ -157,7 +118,7 @@ impl WorldApi for WorldGrpc {
             .worlds
             .create(source, world_id)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(world.info()))
     }
 
@@ -187,7 +148,7 @@ impl WorldApi for WorldGrpc {
         self.worlds
             .delete(&request.world_id)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::DeleteWorldResponse {}))
     }
 
@@ -211,7 +172,7 @@ impl WorldApi for WorldGrpc {
             }
         };
         let world = self.world(&request.world_id)?;
-        let events = world.advance(until).await.map_err(|e| to_status(&e))?;
+        let events = world.advance(until).await.map_err(Status::from)?;
         Ok(Response::new(pb::AdvanceResponse {
             events,
             world: Some(world.info()),
@@ -229,11 +190,7 @@ impl WorldApi for WorldGrpc {
         let pov = if request.pov.trim().is_empty() {
             None
         } else {
-            Some(
-                world
-                    .character_id(&request.pov)
-                    .map_err(|e| to_status(&e))?,
-            )
+            Some(world.character_id(&request.pov).map_err(Status::from)?)
         };
         let (tx, rx) = tokio::sync::mpsc::channel(256);
         let Some(pov) = pov else {
@@ -243,14 +200,11 @@ impl WorldApi for WorldGrpc {
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
         // (The follower ends by itself when the watcher goes away; it is not joined.)
-        drop(follow_as(
-            &world,
-            &pov,
-            request.from_seq,
-            !request.no_follow,
-            tx,
-            |item| pb::WatchResponse { item: Some(item) },
-        ));
+        drop(
+            world.follow_as(&pov, request.from_seq, !request.no_follow, tx, |item| {
+                pb::WatchResponse { item: Some(item) }
+            }),
+        );
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
         Ok(Response::new(Box::pin(stream)))
     }
@@ -267,7 +221,7 @@ impl WorldApi for WorldGrpc {
         let answer = world
             .ask(&request.character, &request.question, request.recall_only)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(answer))
     }
 
@@ -280,7 +234,7 @@ impl WorldApi for WorldGrpc {
         let audits = world
             .audit(Some(request.character.as_str()))
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::GetAuditResponse { audits }))
     }
 
@@ -299,7 +253,8 @@ impl WorldApi for WorldGrpc {
                 "the first message must be a claim (world_id, character)",
             ));
         };
-        let seat = self.open_seat(&claim)?;
+        required(&claim.character, "claim.character")?;
+        let seat = OpenSeat::open(self.world(&claim.world_id)?, &claim)?;
         let inputs = inbound.map_while(|message| match message {
             Ok(pb::PlayRequest {
                 item: Some(pb::play_request::Item::Action(action)),
@@ -307,8 +262,7 @@ impl WorldApi for WorldGrpc {
             Ok(_) => Some(PlayInput::NotAnAction),
             Err(_) => None,
         });
-        let stream = ReceiverStream::new(seat.start(inputs, || {}));
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(run_seat(seat, inputs, || {})))
     }
 
     type ClaimSeatStream = PlayStream;
@@ -318,20 +272,19 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::PlayClaim>,
     ) -> Result<Response<PlayStream>, Status> {
         let claim = request.into_inner();
-        let seat = self.open_seat(&claim)?;
+        required(&claim.character, "claim.character")?;
+        let seat = OpenSeat::open(self.world(&claim.world_id)?, &claim)?;
         let token = uuid::Uuid::new_v4().to_string();
         let (inputs_tx, inputs_rx) = tokio::sync::mpsc::channel(8);
         self.seats
-            .insert(token.clone(), (seat.world.id().to_owned(), inputs_tx));
-        let _ = seat
-            .out
-            .send(play_item(pb::play_response::Item::Seat(token.clone())))
+            .insert(token.clone(), (seat.world_id().to_owned(), inputs_tx));
+        seat.tell(pb::play_response::Item::Seat(token.clone()))
             .await;
         let seats = std::sync::Arc::clone(&self.seats);
-        let rx = seat.start(ReceiverStream::new(inputs_rx), move || {
+        let stream = run_seat(seat, ReceiverStream::new(inputs_rx), move || {
             seats.remove(&token);
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(stream))
     }
 
     async fn play_act(
@@ -367,157 +320,5 @@ impl WorldApi for WorldGrpc {
                 request.seat
             ))),
         }
-    }
-}
-
-/// What a player sends once the claim is made.
-enum PlayInput {
-    /// An action, and (for `PlayAct`) where to say whether it was taken.
-    Action(
-        pb::PlayAction,
-        Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
-    ),
-    NotAnAction,
-}
-
-/// A claimed character: the world, the character's id, the turns the world offers it
-/// and the stream to the person.
-struct OpenSeat {
-    world: std::sync::Arc<crate::world::World>,
-    id: String,
-    turns: tokio::sync::mpsc::Receiver<crate::world::TurnRequest>,
-    out: tokio::sync::mpsc::Sender<Result<pb::PlayResponse, Status>>,
-    rx: tokio::sync::mpsc::Receiver<Result<pb::PlayResponse, Status>>,
-    /// Forwards what the character perceives; stopped when the seat closes, so the
-    /// person's stream ends with it.
-    follower: tokio::task::JoinHandle<()>,
-}
-
-impl WorldGrpc {
-    /// Claims the character for a person and starts forwarding what it perceives.
-    fn open_seat(&self, claim: &pb::PlayClaim) -> Result<OpenSeat, Status> {
-        required(&claim.character, "claim.character")?;
-        let world = self.world(&claim.world_id)?;
-        // The story waits for the person while holding the world, so the wait is capped.
-        let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
-            60_000
-        } else {
-            u64::from(claim.timeout_ms).min(MAX_TURN_WAIT_MS)
-        });
-        let (id, turns) = world
-            .claim(&claim.character, timeout)
-            .map_err(|e| match e {
-                crate::WorldError::InvalidArgument(message) => Status::already_exists(message),
-                other => to_status(&other),
-            })?;
-        let (out, rx) = tokio::sync::mpsc::channel(256);
-        // Room for these two was just made; nothing can fill the channel first.
-        let _ = out.try_send(play_item(pb::play_response::Item::Claimed(id.clone())));
-        let from = if claim.from_seq == 0 {
-            world.hub().next_seq()
-        } else {
-            claim.from_seq
-        };
-        let follower = follow_as(&world, &id, from, true, out.clone(), |item| {
-            play_item(match item {
-                pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
-                pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
-            })
-        });
-        Ok(OpenSeat {
-            world,
-            id,
-            turns,
-            out,
-            rx,
-            follower,
-        })
-    }
-}
-
-impl OpenSeat {
-    /// Runs the seat until the person leaves (`inputs` ends or the stream to them
-    /// closes): offers each turn, passes the person's action on, tells them when the
-    /// agent took a turn back. Then gives the character back and calls `closed`.
-    fn start(
-        self,
-        inputs: impl Stream<Item = PlayInput> + Send + Unpin + 'static,
-        closed: impl FnOnce() + Send + 'static,
-    ) -> tokio::sync::mpsc::Receiver<Result<pb::PlayResponse, Status>> {
-        let Self {
-            world,
-            id,
-            mut turns,
-            out,
-            rx,
-            follower,
-        } = self;
-        let mut inputs = inputs;
-        tokio::spawn(async move {
-            let notice = |text: &str| play_item(pb::play_response::Item::Notice(text.to_owned()));
-            let mut pending: Option<tokio::sync::oneshot::Sender<pb::Action>> = None;
-            loop {
-                let handed_back = async {
-                    match pending.as_mut() {
-                        Some(reply) => reply.closed().await,
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    offer = turns.recv() => {
-                        let Some(offer) = offer else {
-                            // The world closed the seat: it was deleted.
-                            let _ = out.send(notice("This world was deleted; your seat is closed.")).await;
-                            break;
-                        };
-                        pending = Some(offer.reply);
-                        let turn = pb::YourTurn {
-                            frame: Some(offer.frame),
-                            timeout_ms: u32::try_from(offer.timeout.as_millis()).unwrap_or(u32::MAX),
-                        };
-                        if out.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
-                            break;
-                        }
-                    }
-                    () = handed_back => {
-                        pending = None;
-                        let _ = out.send(notice("Too late: your character's agent took this turn.")).await;
-                    }
-                    () = out.closed() => break,
-                    input = inputs.next() => match input {
-                        Some(PlayInput::Action(a, accepted)) => {
-                            let taken = match pending.take() {
-                                Some(reply) => reply
-                                    .send(pb::Action {
-                                        kind: a.kind,
-                                        text: a.text,
-                                        target: a.target,
-                                        destination: a.destination,
-                                        thought: a.thought,
-                                        usage: None,
-                                        fallback: false,
-                                    })
-                                    .map_err(|_| "Too late: your character's agent took this turn.".to_owned()),
-                                None => Err("It is not your turn yet.".to_owned()),
-                            };
-                            if let Err(text) = &taken {
-                                let _ = out.send(notice(text)).await;
-                            }
-                            if let Some(accepted) = accepted {
-                                let _ = accepted.send(taken);
-                            }
-                        }
-                        Some(PlayInput::NotAnAction) => {
-                            let _ = out.send(notice("Send actions only; the claim is made.")).await;
-                        }
-                        None => break,
-                    },
-                }
-            }
-            world.release(&id);
-            follower.abort();
-            closed();
-        });
-        rx
     }
 }

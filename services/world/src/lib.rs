@@ -7,6 +7,7 @@
 //! the world knows the truth, agents know what their characters perceived.
 
 pub mod agent_clients;
+pub mod convert;
 mod error;
 pub mod grpc;
 pub mod hub;

@@ -201,7 +201,7 @@ impl Worlds {
             .put_world(WorldRecord {
                 world_id: id.clone(),
                 scenario_path: source_path.to_string_lossy().into_owned(),
-                created_ms: crate::world::now_ms(),
+                created_ms: dramatis_runtime::now_ms(),
             })
             .await?;
         tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");

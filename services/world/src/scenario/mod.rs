@@ -221,6 +221,18 @@ impl Scenario {
         self.characters.iter().find(|c| c.id == id)
     }
 
+    /// A character's name, or the id itself for someone the scenario does not name.
+    #[must_use]
+    pub fn name_of<'a>(&'a self, id: &'a str) -> &'a str {
+        self.character(id).map_or(id, |c| c.name.as_str())
+    }
+
+    /// A place's name, or the id itself for a place the scenario does not have.
+    #[must_use]
+    pub fn place_name<'a>(&'a self, id: &'a str) -> &'a str {
+        self.location(id).map_or(id, |l| l.name.as_str())
+    }
+
     /// Finds a character by id, name or alias (case-insensitive).
     #[must_use]
     pub fn find_character(&self, needle: &str) -> Option<&Character> {

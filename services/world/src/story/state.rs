@@ -83,9 +83,7 @@ impl WorldState {
     /// Folds one event into the state.
     pub fn apply(&mut self, scenario: &Scenario, event: &Event) {
         if let Some(usage) = &event.usage {
-            self.usage.llm_calls += usage.llm_calls;
-            self.usage.prompt_tokens += usage.prompt_tokens;
-            self.usage.completion_tokens += usage.completion_tokens;
+            self.usage.add_calls_and_tokens(usage);
             self.usage.latency_ms += usage.latency_ms;
         }
         match event.kind() {

@@ -13,6 +13,7 @@ use dramatis_proto::v1::{Event, EventKind, Usage};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::World;
 use crate::scenario::{OpenStory, Scenario};
 use crate::story::state::WorldState;
 
@@ -66,9 +67,9 @@ pub async fn judge(
                 return judgement;
             }
         };
-        judgement.usage.llm_calls += 1;
-        judgement.usage.prompt_tokens += completion.prompt_tokens;
-        judgement.usage.completion_tokens += completion.completion_tokens;
+        judgement
+            .usage
+            .count_call(completion.prompt_tokens, completion.completion_tokens);
         let known = |id: &str| scenario.location(id).is_some();
         if let Some((reply, _)) = parse_json::<Reply>(&completion.text, |r| {
             known(&r.event.location) && !r.event.text.trim().is_empty()
@@ -162,4 +163,88 @@ fn request(
         name: NARRATOR_SCHEMA.into(),
         schema,
     })
+}
+
+/// What the narrator decided that no event records yet. Kept in the log beside the
+/// events (written at each judgement), so a restart neither loses the proposed event
+/// nor tells it twice.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct NarratorNotes {
+    /// The round whose scene was judged.
+    pub judged: Option<usize>,
+    /// The event proposed for the next round: location and text.
+    pub proposal: Option<(String, String)>,
+    /// Narrator usage not yet attached to an event.
+    #[serde(with = "usage_figures")]
+    pub usage: Option<Usage>,
+    /// The sequence number the next event had when these notes were made.
+    pub at_seq: u64,
+}
+
+impl NarratorNotes {
+    /// The notes as they stand after `history` (the world's logged events): a proposal
+    /// already told, or usage already attached to a later event, is spent.
+    pub(super) fn after(mut self, history: &[Event]) -> Self {
+        let later: Vec<&Event> = history.iter().filter(|e| e.seq >= self.at_seq).collect();
+        if !later.is_empty() {
+            self.usage = None;
+        }
+        if let Some((at, text)) = &self.proposal
+            && later
+                .iter()
+                .any(|e| e.kind() == EventKind::Narration && e.location == *at && e.text == *text)
+        {
+            self.proposal = None;
+        }
+        self
+    }
+}
+
+/// `Usage` (a wire type) in the notes: calls and tokens only.
+mod usage_figures {
+    use dramatis_proto::v1::Usage;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(usage: &Option<Usage>, out: S) -> Result<S::Ok, S::Error> {
+        usage
+            .as_ref()
+            .map(|u| (u.llm_calls, u.prompt_tokens, u.completion_tokens))
+            .serialize(out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(input: D) -> Result<Option<Usage>, D::Error> {
+        Ok(
+            Option::<(u32, u32, u32)>::deserialize(input)?.map(|(calls, prompt, completion)| {
+                Usage {
+                    llm_calls: calls,
+                    prompt_tokens: prompt,
+                    completion_tokens: completion,
+                    latency_ms: 0,
+                }
+            }),
+        )
+    }
+}
+
+impl World {
+    pub(super) fn notes(&self) -> std::sync::MutexGuard<'_, NarratorNotes> {
+        dramatis_runtime::lock(&self.notes)
+    }
+
+    /// The narrator's judgement of the scene running, with the next round's event.
+    pub(super) async fn judge_scene(&self, state: &WorldState) -> Judgement {
+        let Some(model) = &self.narrator else {
+            return Judgement::default();
+        };
+        let Some(open) = &self.scenario.open else {
+            return Judgement::default();
+        };
+        let scene: Vec<Event> = self
+            .hub
+            .events_from(1)
+            .into_iter()
+            .filter(|e| e.scene_id == state.scene_id)
+            .collect();
+        judge(model.as_ref(), &self.scenario, open, state, &scene).await
+    }
 }

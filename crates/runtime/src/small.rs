@@ -1,0 +1,47 @@
+//! Small helpers every service needs the same way.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `n` as a `u32`, or `u32::MAX` when it does not fit (counts shown on the wire).
+#[must_use]
+pub fn saturating_u32<T: TryInto<u32>>(n: T) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+#[must_use]
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Locks `mutex`, going on with the data a panicking holder left: every mutex this is
+/// used for guards plain data that stays consistent between statements.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_saturate_and_a_poisoned_lock_still_opens() {
+        assert_eq!(saturating_u32(7_usize), 7);
+        assert_eq!(saturating_u32(u64::MAX), u32::MAX);
+        assert_eq!(saturating_u32(-1_i64), u32::MAX);
+        let shared = std::sync::Arc::new(Mutex::new(1));
+        let held = std::sync::Arc::clone(&shared);
+        let _ = std::thread::spawn(move || {
+            let _guard = held.lock().expect("first lock");
+            panic!("poison it");
+        })
+        .join();
+        assert!(shared.is_poisoned());
+        *lock(&shared) += 1;
+        assert_eq!(*lock(&shared), 2);
+        assert!(now_ms() > 1_700_000_000_000);
+    }
+}

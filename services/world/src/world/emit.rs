@@ -1,0 +1,88 @@
+//! Emitting an event: number it, decide who perceives it, log it, publish it to
+//! watchers, and deliver it to the agents of exactly those who perceived it.
+
+use dramatis_proto::v1::{self as pb, Event, Usage};
+use futures::future::try_join_all;
+
+use super::World;
+use crate::WorldError;
+use crate::story::drafts::{Draft, Stamp};
+use crate::story::perception::PerceptionRouter;
+use crate::story::state::WorldState;
+
+impl World {
+    /// Numbers, logs, publishes and delivers one event.
+    pub(super) async fn emit(
+        &self,
+        state: &mut WorldState,
+        draft: Draft,
+    ) -> Result<Event, WorldError> {
+        // Movement is seen by those at the destination and, since the actor is still at
+        // the origin, by everyone who saw the actor leave (the actor included).
+        let perceivers = PerceptionRouter::perceivers(
+            state,
+            &draft.location,
+            draft.origin.as_deref(),
+            &draft.told,
+        );
+        let mut draft = draft;
+        if let Some(narrated) = self.notes().usage.take() {
+            draft
+                .usage
+                .get_or_insert_with(Usage::default)
+                .add_calls_and_tokens(&narrated);
+        }
+        let event = draft.into_event(
+            &self.scenario,
+            state,
+            Stamp {
+                world_id: &self.id,
+                seq: self.hub.next_seq(),
+                perceivers,
+                timestamp_ms: dramatis_runtime::now_ms(),
+            },
+        );
+        self.log.append(vec![event.clone()]).await?;
+        state.apply(&self.scenario, &event);
+        *dramatis_runtime::lock(&self.snapshot) = state.clone();
+        self.hub.publish(event.clone());
+        try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c))).await?;
+        Ok(event)
+    }
+
+    /// Sends `character` every logged event it perceived and has not been sent yet.
+    pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
+        let Some(slot) = self.slots.get(character) else {
+            return Ok(());
+        };
+        let mut delivered = slot.delivered.lock().await;
+        let fresh = self.hub.events_from(*delivered + 1);
+        let Some(last) = fresh.last().map(|e| e.seq) else {
+            return Ok(());
+        };
+        let views: Vec<Event> = fresh
+            .iter()
+            .filter_map(|e| PerceptionRouter::view_for(e, character))
+            .collect();
+        if !views.is_empty() {
+            let request = pb::PerceiveRequest {
+                character: Some(self.character_ref(character)),
+                events: views,
+            };
+            slot.client
+                .clone()
+                .perceive(request)
+                .await
+                .map_err(|s| WorldError::agent(character, &s))?;
+        }
+        *delivered = last;
+        Ok(())
+    }
+
+    pub(super) fn character_ref(&self, character: &str) -> pb::CharacterRef {
+        pb::CharacterRef {
+            world_id: self.id.clone(),
+            character_id: character.to_owned(),
+        }
+    }
+}

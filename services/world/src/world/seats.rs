@@ -1,0 +1,236 @@
+//! People playing characters: a seat per played character, the turns offered to it,
+//! and the wait for the person's action.
+
+use dramatis_proto::v1::{self as pb, Action};
+use futures::{Stream, StreamExt as _};
+
+use super::World;
+use crate::WorldError;
+use crate::story::frame::frame_for;
+use crate::story::state::WorldState;
+
+/// A person's claim on a character.
+#[derive(Debug, Clone)]
+pub(super) struct Seat {
+    turns: tokio::sync::mpsc::Sender<TurnRequest>,
+    timeout: std::time::Duration,
+}
+
+/// A turn offered to a person: what the character sees, and where to put the action.
+#[derive(Debug)]
+pub struct TurnRequest {
+    pub frame: pb::SceneFrame,
+    pub timeout: std::time::Duration,
+    pub reply: tokio::sync::oneshot::Sender<Action>,
+}
+
+impl World {
+    /// Claims `character` (id, name or alias) for a person; returns its id and the
+    /// turns offered. A character has one player at a time.
+    pub fn claim(
+        &self,
+        character: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
+        let id = self.character_id(character)?;
+        let mut seats = dramatis_runtime::lock(&self.seats);
+        if seats.get(&id).is_some_and(|s| !s.turns.is_closed()) {
+            return Err(WorldError::SeatTaken(id));
+        }
+        let (turns, offered) = tokio::sync::mpsc::channel(1);
+        seats.insert(id.clone(), Seat { turns, timeout });
+        Ok((id, offered))
+    }
+
+    /// Gives `character` back to its agent.
+    pub fn release(&self, character: &str) {
+        dramatis_runtime::lock(&self.seats).remove(character);
+    }
+
+    /// The person's action for `actor`'s turn, if someone plays it and answers in time.
+    pub(super) async fn ask_player(&self, state: &WorldState, actor: &str) -> Option<Action> {
+        let seat = dramatis_runtime::lock(&self.seats).get(actor).cloned()?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let offer = TurnRequest {
+            frame: frame_for(&self.scenario, state, actor),
+            timeout: seat.timeout,
+            reply,
+        };
+        seat.turns.send(offer).await.ok()?;
+        match tokio::time::timeout(seat.timeout, answer).await {
+            Ok(Ok(action)) => Some(action),
+            _ => {
+                tracing::info!(world_id = %self.id, character = actor, "no action from the player in time; the agent acts");
+                None
+            }
+        }
+    }
+
+    /// Ends every seat (their turn channels close), as the world is deleted.
+    pub(super) fn close_seats(&self) {
+        dramatis_runtime::lock(&self.seats).clear();
+    }
+}
+
+/// What a player sends once the claim is made.
+pub enum PlayInput {
+    /// An action, and (for `PlayAct`) where to say whether it was taken.
+    Action(
+        pb::PlayAction,
+        Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
+    ),
+    NotAnAction,
+}
+
+/// A claimed character: the world, the character's id, the turns the world offers it
+/// and the stream to the person.
+pub struct OpenSeat {
+    world: std::sync::Arc<World>,
+    id: String,
+    turns: tokio::sync::mpsc::Receiver<TurnRequest>,
+    out: tokio::sync::mpsc::Sender<pb::PlayResponse>,
+    rx: tokio::sync::mpsc::Receiver<pb::PlayResponse>,
+    /// Forwards what the character perceives; stopped when the seat closes, so the
+    /// person's stream ends with it.
+    follower: tokio::task::JoinHandle<()>,
+}
+
+/// A play item as the person's stream carries it.
+fn play_item(item: pb::play_response::Item) -> pb::PlayResponse {
+    pb::PlayResponse { item: Some(item) }
+}
+
+/// The longest a world waits for a person's action (10 minutes).
+const MAX_TURN_WAIT_MS: u64 = 600_000;
+
+impl OpenSeat {
+    /// Claims `claim.character` of `world` for a person and starts forwarding what it
+    /// perceives; the first item on the stream says which character was claimed.
+    pub fn open(world: std::sync::Arc<World>, claim: &pb::PlayClaim) -> Result<Self, WorldError> {
+        // The story waits for the person while holding the world, so the wait is capped.
+        let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
+            60_000
+        } else {
+            u64::from(claim.timeout_ms).min(MAX_TURN_WAIT_MS)
+        });
+        let (id, turns) = world.claim(&claim.character, timeout)?;
+        let (out, rx) = tokio::sync::mpsc::channel(256);
+        // Room for this was just made; nothing can fill the channel first.
+        let _ = out.try_send(play_item(pb::play_response::Item::Claimed(id.clone())));
+        let from = if claim.from_seq == 0 {
+            world.hub().next_seq()
+        } else {
+            claim.from_seq
+        };
+        let follower = world.follow_as(&id, from, true, out.clone(), |item| {
+            play_item(match item {
+                pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
+                pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
+            })
+        });
+        Ok(Self {
+            world,
+            id,
+            turns,
+            out,
+            rx,
+            follower,
+        })
+    }
+
+    /// The world the seat is in.
+    #[must_use]
+    pub fn world_id(&self) -> &str {
+        self.world.id()
+    }
+
+    /// Sends the person an item before the seat starts (a seat token).
+    pub async fn tell(&self, item: pb::play_response::Item) {
+        let _ = self.out.send(play_item(item)).await;
+    }
+
+    /// Runs the seat until the person leaves (`inputs` ends or the stream to them
+    /// closes): offers each turn, passes the person's action on, tells them when the
+    /// agent took a turn back. Then gives the character back and calls `closed`.
+    pub fn start(
+        self,
+        inputs: impl Stream<Item = PlayInput> + Send + Unpin + 'static,
+        closed: impl FnOnce() + Send + 'static,
+    ) -> tokio::sync::mpsc::Receiver<pb::PlayResponse> {
+        let Self {
+            world,
+            id,
+            mut turns,
+            out,
+            rx,
+            follower,
+        } = self;
+        let mut inputs = inputs;
+        tokio::spawn(async move {
+            let notice = |text: &str| play_item(pb::play_response::Item::Notice(text.to_owned()));
+            let mut pending: Option<tokio::sync::oneshot::Sender<pb::Action>> = None;
+            loop {
+                let handed_back = async {
+                    match pending.as_mut() {
+                        Some(reply) => reply.closed().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    offer = turns.recv() => {
+                        let Some(offer) = offer else {
+                            // The world closed the seat: it was deleted.
+                            let _ = out.send(notice("This world was deleted; your seat is closed.")).await;
+                            break;
+                        };
+                        pending = Some(offer.reply);
+                        let turn = pb::YourTurn {
+                            frame: Some(offer.frame),
+                            timeout_ms: dramatis_runtime::saturating_u32(offer.timeout.as_millis()),
+                        };
+                        if out.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
+                            break;
+                        }
+                    }
+                    () = handed_back => {
+                        pending = None;
+                        let _ = out.send(notice("Too late: your character's agent took this turn.")).await;
+                    }
+                    () = out.closed() => break,
+                    input = inputs.next() => match input {
+                        Some(PlayInput::Action(a, accepted)) => {
+                            let taken = match pending.take() {
+                                Some(reply) => reply
+                                    .send(pb::Action {
+                                        kind: a.kind,
+                                        text: a.text,
+                                        target: a.target,
+                                        destination: a.destination,
+                                        thought: a.thought,
+                                        usage: None,
+                                        fallback: false,
+                                    })
+                                    .map_err(|_| "Too late: your character's agent took this turn.".to_owned()),
+                                None => Err("It is not your turn yet.".to_owned()),
+                            };
+                            if let Err(text) = &taken {
+                                let _ = out.send(notice(text)).await;
+                            }
+                            if let Some(accepted) = accepted {
+                                let _ = accepted.send(taken);
+                            }
+                        }
+                        Some(PlayInput::NotAnAction) => {
+                            let _ = out.send(notice("Send actions only; the claim is made.")).await;
+                        }
+                        None => break,
+                    },
+                }
+            }
+            world.release(&id);
+            follower.abort();
+            closed();
+        });
+        rx
+    }
+}

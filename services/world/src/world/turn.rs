@@ -1,0 +1,165 @@
+//! A character's turn (its agent's action, streamed to watchers, or a person's), an
+//! interview, and the prompt audit: the world's calls to agents for one character.
+
+use std::time::Instant;
+
+use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
+
+use super::World;
+use crate::WorldError;
+use crate::story::drafts::{Draft, resolve};
+use crate::story::frame::frame_for;
+use crate::story::state::WorldState;
+
+impl World {
+    /// Asks the actor's agent for its action, streaming its tokens to watchers.
+    pub(super) async fn run_turn(
+        &self,
+        state: &WorldState,
+        actor: &str,
+    ) -> Result<Draft, WorldError> {
+        let slot = self
+            .slots
+            .get(actor)
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: actor.to_owned(),
+            })?;
+        self.deliver_pending(actor).await?;
+        if let Some(action) = self.ask_player(state, actor).await {
+            return Ok(resolve(&self.scenario, state, actor, &action));
+        }
+        let started = Instant::now();
+        let request = pb::ActRequest {
+            character: Some(self.character_ref(actor)),
+            frame: Some(frame_for(&self.scenario, state, actor)),
+        };
+        let mut stream = slot
+            .client
+            .clone()
+            .act(request)
+            .await
+            .map_err(|s| WorldError::agent(actor, &s))?
+            .into_inner();
+        let seq = self.hub.next_seq();
+        let hearers = state.present_at(
+            state
+                .locations
+                .get(actor)
+                .map_or(state.scene_location.as_str(), String::as_str),
+        );
+        let mut action = None;
+        while let Some(message) = stream
+            .message()
+            .await
+            .map_err(|s| WorldError::agent(actor, &s))?
+        {
+            match message.item {
+                Some(act_response::Item::Token(text)) => self.hub.publish_token(TokenChunk {
+                    seq,
+                    speaker: actor.to_owned(),
+                    text,
+                    speaker_name: self.scenario.name_of(actor).to_owned(),
+                    perceivers: hearers.clone(),
+                }),
+                Some(act_response::Item::Action(a)) => action = Some(a),
+                None => {}
+            }
+        }
+        let action = action.ok_or_else(|| WorldError::Agent {
+            character: actor.to_owned(),
+            kind: dramatis_proto::ErrorKind::Internal,
+            message: "act stream ended without an action".into(),
+        })?;
+        let mut draft = resolve(&self.scenario, state, actor, &action);
+        if let Some(usage) = &mut draft.usage {
+            usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        }
+        Ok(draft)
+    }
+
+    /// The id of a character given by id, name or alias.
+    pub fn character_id(&self, character: &str) -> Result<String, WorldError> {
+        self.scenario
+            .find_character(character)
+            .map(|c| c.id.clone())
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })
+    }
+
+    /// Puts a question to one character; its agent answers from its own shard.
+    pub async fn ask(
+        &self,
+        character: &str,
+        question: &str,
+        recall_only: bool,
+    ) -> Result<pb::AskResponse, WorldError> {
+        let id = self.character_id(character)?;
+        if question.trim().is_empty() {
+            return Err(WorldError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
+        }
+        self.deliver_pending(&id).await?;
+        let slot = &self.slots[&id];
+        let answer = slot
+            .client
+            .clone()
+            .answer(pb::AnswerRequest {
+                character: Some(self.character_ref(&id)),
+                question: question.to_owned(),
+                recall_only,
+            })
+            .await
+            .map_err(|s| WorldError::agent(&id, &s))?
+            .into_inner();
+        Ok(pb::AskResponse {
+            character: id,
+            answer: answer.answer,
+            usage: answer.usage,
+            abstained: answer.abstained,
+            recalled: answer.recalled,
+        })
+    }
+
+    /// The prompt records of one character (id, name or alias) or of all, in id order,
+    /// read from each character's own agent.
+    pub async fn audit(
+        &self,
+        character: Option<&str>,
+    ) -> Result<Vec<pb::CharacterAudit>, WorldError> {
+        let wanted: Vec<&String> = match character.filter(|c| !c.trim().is_empty()) {
+            Some(needle) => {
+                let id = self
+                    .scenario
+                    .find_character(needle)
+                    .map(|c| &c.id)
+                    .ok_or_else(|| WorldError::CharacterNotFound {
+                        world: self.id.clone(),
+                        character: needle.to_owned(),
+                    })?;
+                vec![id]
+            }
+            None => self.slots.keys().collect(),
+        };
+        let mut audits = Vec::with_capacity(wanted.len());
+        for id in wanted {
+            let snapshot = self.slots[id.as_str()]
+                .client
+                .clone()
+                .snapshot(pb::SnapshotRequest {
+                    character: Some(self.character_ref(id)),
+                })
+                .await
+                .map_err(|s| WorldError::agent(id, &s))?
+                .into_inner();
+            audits.push(pb::CharacterAudit {
+                character: id.clone(),
+                prompts: snapshot.prompts,
+            });
+        }
+        Ok(audits)
+    }
+}
