@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
-use dramatis_embed::{Embedder, cosine};
+use dramatis_embed::Embedder;
+use dramatis_memory::vector::dot as cosine;
 use dramatis_world::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 

@@ -126,9 +126,7 @@ impl SpawnedAgents {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Spawned>>> {
-        self.running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        dramatis_runtime::lock(&self.running)
     }
 }
 

@@ -54,10 +54,7 @@ impl LanguageModel for StampedModel {
             sent.push_str(&piece);
             if !stamped && sent.contains("\"text\":\"") {
                 stamped = true;
-                self.first_visible
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(Instant::now());
+                dramatis_runtime::lock(&self.first_visible).push(Instant::now());
             }
             let _ = sink.send(piece);
         }
@@ -172,12 +169,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             .await
             .map_err(|s| anyhow!("delete: {}", describe(&s)))?;
         let received = watcher.await.unwrap_or_default();
-        let sent: Vec<Instant> = std::mem::take(
-            &mut *model
-                .first_visible
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let sent: Vec<Instant> = std::mem::take(&mut *dramatis_runtime::lock(&model.first_visible));
         token_latency_us.extend(
             sent.iter()
                 .zip(&received)

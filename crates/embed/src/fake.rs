@@ -70,7 +70,7 @@ impl Embedder for FakeEmbedder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cosine;
+    use dramatis_memory::vector::dot as cosine;
 
     #[tokio::test]
     async fn shared_words_are_close_and_pins_win() {

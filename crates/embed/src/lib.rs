@@ -24,12 +24,6 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
-/// Cosine similarity of two L2-normalised vectors (their dot product).
-#[must_use]
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 /// Scales a vector to unit length in place (a zero vector stays zero).
 pub fn normalise(vector: &mut [f32]) {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();

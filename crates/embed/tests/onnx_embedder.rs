@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use dramatis_embed::{Embedder, OnnxEmbedder, OnnxEmbedderConfig, cosine};
+use dramatis_embed::{Embedder, OnnxEmbedder, OnnxEmbedderConfig};
+use dramatis_memory::vector::dot as cosine;
 
 fn config() -> Option<OnnxEmbedderConfig> {
     let models = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../models");

@@ -59,7 +59,7 @@ pub trait Vectors {
 }
 
 fn distance(a: &[f32], b: &[f32]) -> f32 {
-    1.0 - crate::index::dot(a, b)
+    1.0 - crate::vector::dot(a, b)
 }
 
 /// The neighbour-selection heuristic (the paper's Algorithm 4): from candidates sorted

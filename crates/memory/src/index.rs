@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::hnsw::{Graph, Vectors};
+use crate::vector::dot;
 
 /// Vectors from which searches go through the HNSW graph.
 pub const ANN_THRESHOLD: usize = 8192;
@@ -19,24 +20,6 @@ const ANN_EF: usize = 96;
 pub struct Hit {
     pub position: usize,
     pub score: f32,
-}
-
-/// Dot product with eight independent sums, which the compiler vectorises.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut sums = [0.0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for lane in 0..8 {
-            sums[lane] += x[lane] * y[lane];
-        }
-    }
-    sums.iter().sum::<f32>() + tail
 }
 
 /// Rows of a flat vector buffer.

@@ -15,6 +15,7 @@ pub mod modules;
 mod personality;
 mod semantic;
 mod shard;
+pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::index::Indexed;
+use crate::vector::dot;
 
 /// A way the character behaves in a kind of situation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,8 +73,4 @@ impl PersonalityLayer {
     pub fn nearest_pattern(&self, query: &[f32]) -> Option<(&PersonalityPattern, f32)> {
         self.patterns.search(query, 1, |_| true).into_iter().next()
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

@@ -184,7 +184,7 @@ impl CharacterAgents {
         let key = (world.to_owned(), character.to_owned());
         if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {
             let items = existing.lock().await.memory().len();
-            return Ok((u32::try_from(items).unwrap_or(u32::MAX), true));
+            return Ok((dramatis_runtime::saturating_u32(items), true));
         }
         let saved = self.shard_path(world, character).filter(|p| p.is_file());
         let (mut shard, resumed) = match &saved {
@@ -210,7 +210,7 @@ impl CharacterAgents {
             items,
             "character attached"
         );
-        Ok((u32::try_from(items).unwrap_or(u32::MAX), resumed))
+        Ok((dramatis_runtime::saturating_u32(items), resumed))
     }
 
     /// Drops the character's shard, and its file.

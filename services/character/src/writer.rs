@@ -353,7 +353,7 @@ fn rewrite_request<'e>(
         },
         "required": ["memories", "facts"]
     });
-    let max_tokens = u32::try_from(160 * drafts.len()).unwrap_or(u32::MAX);
+    let max_tokens = dramatis_runtime::saturating_u32(160 * drafts.len());
     let request =
         CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(text)])
             .with_max_tokens(max_tokens)

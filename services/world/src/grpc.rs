@@ -78,7 +78,7 @@ impl WorldApi for WorldGrpc {
                     title: s.title,
                     description: s.description,
                     characters: s.characters,
-                    scenes: u32::try_from(s.scenes).unwrap_or(u32::MAX),
+                    scenes: dramatis_runtime::saturating_u32(s.scenes),
                     path: s.path.to_string_lossy().into_owned(),
                 }),
                 Err(error) => {

@@ -468,20 +468,7 @@ pub(crate) async fn ask_text(
         .filter(|t| !t.is_empty())
 }
 
-/// Cosine similarity of two vectors (0 for empty or mismatched ones). The agent's
-/// embeddings are unit vectors, but module tests and fallbacks need not be.
-#[must_use]
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() || a.is_empty() {
-        return 0.0;
-    }
-    let (na, nb) = (crate::index::dot(a, a), crate::index::dot(b, b));
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        crate::index::dot(a, b) / (na.sqrt() * nb.sqrt())
-    }
-}
+pub use crate::vector::cosine;
 
 #[cfg(test)]
 pub(crate) mod test_mind {
