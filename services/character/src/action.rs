@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use dramatis_llm::parse_json;
 
-use crate::emotion::EMOTIONS;
+use crate::reverie::emotion::EMOTIONS;
 
 /// Name of the action schema in `response_format`.
 pub const ACTION_SCHEMA_NAME: &str = "character_action";
@@ -148,8 +148,10 @@ fn from_wire(wire: &Wire, repaired: bool) -> Option<ParsedAction> {
             String::new()
         },
         thought: clean(wire.thought.as_deref().unwrap_or_default()),
-        emotion: crate::emotion::normalise_emotion(wire.emotion.as_deref().unwrap_or_default())
-            .to_owned(),
+        emotion: crate::reverie::emotion::normalise_emotion(
+            wire.emotion.as_deref().unwrap_or_default(),
+        )
+        .to_owned(),
         // 1–3 on the wire; 0–1 in the record.
         intensity: (wire.intensity.unwrap_or(1.0).clamp(1.0, 3.0) / 3.0),
         intent: clean(wire.intent.as_deref().unwrap_or_default()),

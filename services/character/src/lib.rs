@@ -8,24 +8,25 @@
 //! It must never call the world service, read another character's shard, or accept an
 //! event its character did not perceive.
 
+mod act;
 mod action;
-pub mod emotion;
+mod answer;
 mod error;
 pub mod grpc;
+pub mod host;
 mod mind;
+mod perceive;
 mod prompt;
-pub mod recall;
-pub mod service;
+pub mod reverie;
 pub mod shard;
 mod stream_text;
-pub mod writer;
 
 pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
-pub use emotion::is_refusal;
 pub use error::AgentError;
+pub use host::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};
 pub use prompt::ABSTAIN_INSTRUCTION;
-pub use recall::RecallSettings;
-pub use service::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};
+pub use reverie::emotion::is_refusal;
+pub use reverie::recall::RecallSettings;
 pub use shard::Shard;
 
 use dramatis_proto::v1::agent_server::AgentServer;

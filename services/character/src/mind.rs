@@ -10,7 +10,6 @@ use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema
 use dramatis_memory::modules::Mind;
 use dramatis_proto::v1::Usage;
 
-use crate::recall::count_call;
 use crate::shard::AuditEntry;
 use dramatis_runtime::now_ms;
 
@@ -95,7 +94,7 @@ impl Mind for AgentMind<'_> {
                 }
             };
             if let Ok(mut usage) = self.usage.lock() {
-                count_call(&mut usage, &completion);
+                usage.count_call(completion.prompt_tokens, completion.completion_tokens);
             }
             if let Some((value, _)) =
                 parse_json::<serde_json::Value>(&completion.text, serde_json::Value::is_object)

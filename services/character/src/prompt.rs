@@ -13,7 +13,7 @@ use dramatis_llm::ChatMessage;
 use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
 
-use crate::recall::{Recalled, refs};
+use crate::reverie::recall::{Recalled, refs};
 use crate::shard::{PERCEIVED, PERSONALITY, Shard};
 
 /// A prompt and the memory items (id, layer) it was built from.

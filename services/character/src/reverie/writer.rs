@@ -15,13 +15,11 @@ use std::fmt::Write as _;
 use dramatis_embed::Embedder;
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
 use dramatis_memory::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
-use dramatis_proto::v1::Usage;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::recall::count_call;
-use crate::shard::{Perceived, PerceivedKind, SceneDraft, WrittenScene};
+use crate::shard::{Perceived, PerceivedKind, Rewritten, SceneDraft, WrittenScene};
 use dramatis_llm::parse_json;
 
 /// Name of the scene-memory schema.
@@ -118,18 +116,6 @@ pub fn episode_id(scene_id: &str) -> String {
     format!("episode:{scene_id}")
 }
 
-/// What one batched model rewrite produced.
-#[derive(Debug, Clone, Default)]
-pub struct Rewritten {
-    /// New text and vector of each rewritten episodic memory.
-    pub episodes: Vec<(EpisodicMemory, Vec<f32>)>,
-    /// Extra facts the model found, each tied to a line the character perceived.
-    pub facts: Vec<(Fact, Vec<f32>)>,
-    /// The prompt sent (for the audit) and the usage.
-    pub prompt: String,
-    pub usage: Usage,
-}
-
 /// One model call rewrites the memories of `drafts` in the character's voice and adds
 /// facts with causes. Output it cannot use leaves the digests in place.
 pub async fn rewrite_scenes(
@@ -144,7 +130,8 @@ pub async fn rewrite_scenes(
         ..Rewritten::default()
     };
     let completion = model.complete(&request, None).await?;
-    count_call(&mut out.usage, &completion);
+    out.usage
+        .count_call(completion.prompt_tokens, completion.completion_tokens);
     let Some((reply, _)) = parse_json::<ModelMemories>(&completion.text, |_| true) else {
         tracing::warn!(
             character = writer.id,

@@ -12,12 +12,13 @@ use dramatis_memory::{
     EmotionTransition, EpisodicMemory, Fact, MemoryShard, PersonalityPattern, ShardError,
     VisibilityRoute,
 };
-use dramatis_proto::v1::{CharacterProfile, Event, EventKind, MemoryItem, MemoryRef, PromptRecord};
+use dramatis_proto::v1::{
+    CharacterProfile, Event, EventKind, MemoryItem, MemoryRef, PromptRecord, Usage,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::AgentError;
-use crate::emotion::Mood;
-use crate::writer::Rewritten;
+use crate::reverie::emotion::Mood;
 
 /// Format of a saved shard file.
 const FORMAT: u32 = 1;
@@ -189,6 +190,18 @@ pub struct WrittenScene {
     pub episode: (EpisodicMemory, Vec<f32>),
     pub facts: Vec<(Fact, Vec<f32>)>,
     pub transitions: Vec<EmotionTransition>,
+}
+
+/// What one batched model rewrite produced.
+#[derive(Debug, Clone, Default)]
+pub struct Rewritten {
+    /// New text and vector of each rewritten episodic memory.
+    pub episodes: Vec<(EpisodicMemory, Vec<f32>)>,
+    /// Extra facts the model found, each tied to a line the character perceived.
+    pub facts: Vec<(Fact, Vec<f32>)>,
+    /// The prompt sent (for the audit) and the usage.
+    pub prompt: String,
+    pub usage: Usage,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

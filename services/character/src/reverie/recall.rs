@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::emotion::{Mood, gate_fires, transition};
+use crate::reverie::emotion::{Mood, gate_fires, transition};
 use crate::shard::{AuditEntry, EPISODIC, SEMANTIC, Shard};
 use dramatis_llm::parse_json;
 
@@ -178,7 +178,7 @@ pub async fn recall(
             timestamp_ms: dramatis_runtime::now_ms(),
         });
         let completion = model.complete(&request, None).await?;
-        count_call(&mut usage, &completion);
+        usage.count_call(completion.prompt_tokens, completion.completion_tokens);
         let Some((reply, _)) = parse_json::<ProbeReply>(&completion.text, |_| true) else {
             tracing::warn!(character = me, output = %completion.text, "unusable self-probe output");
             break;
@@ -372,9 +372,4 @@ fn self_probe_request(
             name: SELF_PROBE_SCHEMA.into(),
             schema,
         })
-}
-
-/// Adds one model call and its tokens to `usage`.
-pub(crate) fn count_call(usage: &mut Usage, completion: &dramatis_llm::Completion) {
-    usage.count_call(completion.prompt_tokens, completion.completion_tokens);
 }

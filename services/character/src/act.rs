@@ -1,0 +1,236 @@
+//! Act: a character's turn. Recall from its own shard, ground the prompt in its memory
+//! modules, ask the model for a structured action (retried once when unusable, then an
+//! in-character fallback), and stream the words of the line as they are generated.
+
+use std::time::Instant;
+
+use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
+use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
+use tokio::sync::mpsc;
+
+use crate::action::{ParsedKind, action_schema, parse_action};
+use crate::host::{ActOutcome, CharacterAgents};
+use crate::prompt::{self};
+use crate::reverie::recall::{Query, Recalled, recall};
+use crate::shard::{Annotation, PerceivedKind};
+use crate::stream_text::TextFieldStreamer;
+use crate::{ACTION_SCHEMA_NAME, AgentError};
+
+impl CharacterAgents {
+    /// The character's next action. Visible words stream to `tokens` as generated.
+    /// Unusable model output is retried, then replaced by a plain in-character line.
+    pub async fn act(
+        &self,
+        world: &str,
+        character: &str,
+        frame: &SceneFrame,
+        tokens: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<ActOutcome, AgentError> {
+        let shard = self.shard(world, character)?;
+        let mut shard = shard.lock().await;
+        let started = Instant::now();
+        let model = self.options.models.get(ModelRole::Character);
+        let me = shard.id().to_owned();
+        // The moment: the latest lines of the scene, and the last one someone else said.
+        let lines: Vec<String> = shard
+            .current_scene()
+            .iter()
+            .filter_map(|p| p.line(&me))
+            .collect();
+        let last_other = shard
+            .current_scene()
+            .iter()
+            .rev()
+            .find(|p| p.speaker != me && p.kind != PerceivedKind::SceneStart);
+        // Only a question put to the character is worth a Self-Probe call in a turn;
+        // otherwise the scene's own lines are the probes.
+        let questioned = last_other.is_some_and(|p| {
+            p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
+        });
+        let trigger = last_other
+            .and_then(|p| p.line(&me))
+            .unwrap_or_else(|| frame.direction.clone());
+        let mut moment = lines[lines.len().saturating_sub(3)..].join("\n");
+        if !frame.direction.trim().is_empty() {
+            moment.push('\n');
+            moment.push_str(frame.direction.trim());
+        }
+        let mut recalled = if shard.module_set().reverie {
+            recall(
+                &mut shard,
+                &Query {
+                    text: &moment,
+                    trigger: &trigger,
+                    scene_id: &frame.scene_id,
+                    rounds: if questioned {
+                        self.options.recall.act_rounds
+                    } else {
+                        0
+                    },
+                },
+                &self.options.recall,
+                self.options.embedder.as_ref(),
+                &self.emotion_vectors,
+                model.as_ref(),
+            )
+            .await?
+        } else {
+            Recalled::nothing(shard.mood().clone())
+        };
+        shard.set_mood(recalled.mood.clone());
+        let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
+        let grounding = self
+            .module_grounding(
+                &mut shard,
+                model.as_ref(),
+                &moment,
+                false,
+                &present,
+                &mut recalled.usage,
+            )
+            .await?;
+        let built = prompt::act(&shard, &recalled, &grounding, frame);
+        let name = shard.profile.name.clone();
+        let mut usage = recalled.usage;
+        let mut parsed = None;
+        let schema = action_schema(&present, &frame.exits);
+        for attempt in 0..=self.options.act_retries {
+            // Every call is audited, retries included: each one sends the prompt again.
+            Self::audit(&mut shard, &built, "act");
+            let temperature = if attempt == 0 {
+                self.options.temperature
+            } else {
+                0.2
+            };
+            let request = CompletionRequest::new(built.messages.clone())
+                .with_max_tokens(self.options.act_max_tokens)
+                .with_temperature(temperature)
+                .with_schema(ResponseSchema {
+                    name: ACTION_SCHEMA_NAME.into(),
+                    schema: schema.clone(),
+                });
+            // Only the first attempt streams: a retry's words would run into the first's.
+            let sink = if attempt == 0 { tokens.as_ref() } else { None };
+            let completion = stream_completion(model.as_ref(), &request, sink).await?;
+            usage.count_call(completion.prompt_tokens, completion.completion_tokens);
+            if let Some(action) = parse_action(&completion.text) {
+                parsed = Some(action);
+                break;
+            }
+            tracing::warn!(character, attempt, output = %completion.text, "unusable action output");
+        }
+        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let action = match parsed {
+            Some(p) => {
+                shard.revise_goal(&p.goal);
+                shard.expect_own(Annotation {
+                    emotion: p.emotion.clone(),
+                    intensity: p.intensity,
+                    intent: p.intent.clone(),
+                    trigger: trigger.clone(),
+                });
+                Action {
+                    kind: match p.kind {
+                        ParsedKind::Speech => ActionKind::Speech,
+                        ParsedKind::Action => ActionKind::Action,
+                        ParsedKind::Move => ActionKind::Movement,
+                    } as i32,
+                    text: p.text,
+                    target: p.target,
+                    destination: p.destination,
+                    thought: p.thought,
+                    usage: Some(usage),
+                    fallback: false,
+                }
+            }
+            None => Action {
+                kind: ActionKind::Action as i32,
+                text: format!("{name} pauses, weighing what to say."),
+                usage: Some(usage),
+                fallback: true,
+                ..Action::default()
+            },
+        };
+        self.save(&shard, world)?;
+        Ok(ActOutcome { action })
+    }
+}
+
+/// Runs a completion, forwarding only the visible words of the action to `tokens`.
+async fn stream_completion(
+    model: &dyn LanguageModel,
+    request: &CompletionRequest,
+    tokens: Option<&mpsc::UnboundedSender<String>>,
+) -> Result<dramatis_llm::Completion, AgentError> {
+    let Some(visible) = tokens else {
+        return Ok(model.complete(request, None).await?);
+    };
+    let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<String>();
+    let visible = visible.clone();
+    let forward = tokio::spawn(async move {
+        let mut streamer = TextFieldStreamer::default();
+        while let Some(piece) = raw_rx.recv().await {
+            let text = streamer.push(&piece);
+            if !text.is_empty() && visible.send(text).is_err() {
+                break;
+            }
+        }
+    });
+    let result = model.complete(request, Some(&raw_tx)).await;
+    drop(raw_tx);
+    let _ = forward.await;
+    Ok(result?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
+    use dramatis_proto::v1::{CharacterProfile, SceneFrame};
+
+    use super::*;
+    use crate::AgentOptions;
+
+    #[tokio::test]
+    async fn unusable_output_is_retried_audited_each_time_then_replaced_in_character() {
+        let model = ScriptedModel::new(vec![ScriptRule {
+            when: vec!["Character: Holmes".into()],
+            reply: "I think, therefore I am.".into(),
+        }]);
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(model.clone())),
+            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
+        ));
+        let profile = CharacterProfile {
+            id: "holmes".into(),
+            name: "Holmes".into(),
+            profile: "A detective.".into(),
+            ..CharacterProfile::default()
+        };
+        agents
+            .attach("w", "holmes", profile)
+            .await
+            .expect("attached");
+        let outcome = agents
+            .act("w", "holmes", &SceneFrame::default(), None)
+            .await
+            .expect("a turn, not an error");
+        assert!(outcome.action.fallback);
+        assert_eq!(outcome.action.text, "Holmes pauses, weighing what to say.");
+        assert_eq!(
+            outcome.action.usage.map(|u| u.llm_calls),
+            Some(2),
+            "one retry"
+        );
+        assert_eq!(model.calls(), 2);
+        let shard = agents.snapshot("w", "holmes").await.expect("shard");
+        assert_eq!(shard.prompts().len(), 2, "both calls are in the audit");
+        assert!(
+            shard
+                .prompts()
+                .iter()
+                .all(|p| p.character_id == "holmes" && p.purpose == "act")
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! Answer: an interview question put to a character, answered from what its own
+//! memory brings to mind, or refused when nothing it remembers bears on it; and the
+//! recall-only view of the same question.
+
+use std::time::Instant;
+
+use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole};
+use dramatis_proto::v1::{RecalledItem, Usage};
+
+use dramatis_memory::modules::Grounding;
+
+use crate::AgentError;
+use crate::host::{AnswerOutcome, CharacterAgents};
+use crate::prompt::{self};
+use crate::reverie::emotion::is_refusal;
+use crate::reverie::recall::{Query, Recalled, recall};
+use crate::shard::Shard;
+
+impl CharacterAgents {
+    /// What an interview question brings to mind: ReverieMem's recall (when on) and
+    /// the modules' grounding, with whether the character must abstain. The usage is
+    /// that of Self-Probe and module steps.
+    async fn recall_for_question(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        question: &str,
+    ) -> Result<(Recalled, Vec<Grounding>), AgentError> {
+        let scene_id = shard
+            .perceived()
+            .last()
+            .map(|p| p.scene_id.clone())
+            .unwrap_or_default();
+        let mut recalled: Recalled = if shard.module_set().reverie {
+            recall(
+                shard,
+                &Query {
+                    text: question,
+                    trigger: question,
+                    scene_id: &scene_id,
+                    rounds: self.options.recall.answer_rounds,
+                },
+                &self.options.recall,
+                self.options.embedder.as_ref(),
+                &self.emotion_vectors,
+                model,
+            )
+            .await?
+        } else {
+            Recalled::nothing(shard.mood().clone())
+        };
+        let grounding = self
+            .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
+            .await?;
+        // With ReverieMem off, the modules alone decide whether anything bears on it.
+        if !shard.module_set().reverie {
+            recalled.abstain = grounding.is_empty();
+        } else if !grounding.is_empty() && recalled.abstain {
+            recalled.abstain = false;
+        }
+        Ok((recalled, grounding))
+    }
+
+    /// Answers a question from the character's own shard. When nothing the character
+    /// remembers bears on it, the answer is an in-character refusal.
+    pub async fn answer(
+        &self,
+        world: &str,
+        character: &str,
+        question: &str,
+    ) -> Result<AnswerOutcome, AgentError> {
+        if question.trim().is_empty() {
+            return Err(AgentError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
+        }
+        let shard = self.shard(world, character)?;
+        let mut shard = shard.lock().await;
+        let started = Instant::now();
+        let model = self.options.models.get(ModelRole::Character);
+        let (recalled, grounding) = self
+            .recall_for_question(&mut shard, model.as_ref(), question)
+            .await?;
+        // An interview does not change the character's mood in the story.
+        let built = prompt::answer(&shard, &recalled, &grounding, question);
+        Self::audit(&mut shard, &built, "answer");
+        let request = CompletionRequest::new(built.messages)
+            .with_max_tokens(self.options.answer_max_tokens)
+            .with_temperature(self.options.temperature);
+        let completion = model.complete(&request, None).await?;
+        let mut usage = recalled.usage;
+        usage.count_call(completion.prompt_tokens, completion.completion_tokens);
+        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut answer = completion.text.trim().to_owned();
+        if recalled.abstain && !is_refusal(&answer) {
+            // The model claimed something its character cannot know: keep the boundary.
+            tracing::info!(character, said = %answer, "replaced an unsupported answer with a refusal");
+            answer = "I cannot answer that from my own knowledge.".to_owned();
+        }
+        self.save(&shard, world)?;
+        Ok(AnswerOutcome {
+            answer,
+            usage,
+            abstained: recalled.abstain,
+        })
+    }
+
+    /// What `question` brings to the character's mind — the items an answer prompt would
+    /// hold, with their module and text — without the answer call. For evaluating memory.
+    pub async fn recall_view(
+        &self,
+        world: &str,
+        character: &str,
+        question: &str,
+    ) -> Result<(Vec<RecalledItem>, Usage, bool), AgentError> {
+        if question.trim().is_empty() {
+            return Err(AgentError::InvalidArgument(
+                "question must not be empty".into(),
+            ));
+        }
+        let shard = self.shard(world, character)?;
+        let mut shard = shard.lock().await;
+        let model = self.options.models.get(ModelRole::Character);
+        let (recalled, grounding) = self
+            .recall_for_question(&mut shard, model.as_ref(), question)
+            .await?;
+        let built = prompt::answer(&shard, &recalled, &grounding, question);
+        let texts = prompt::item_texts(&shard, &recalled, &grounding);
+        let items = built
+            .items
+            .iter()
+            .map(|(id, layer)| RecalledItem {
+                id: id.clone(),
+                module: crate::shard::module_of(layer).to_owned(),
+                layer: layer.clone(),
+                text: texts.get(id).cloned().unwrap_or_default(),
+            })
+            .collect();
+        self.save(&shard, world)?;
+        Ok((items, recalled.usage, recalled.abstain))
+    }
+}

@@ -1,0 +1,304 @@
+//! The characters hosted by one agent process and what they do: attach, perceive, act,
+//! answer. Each character's shard sits behind its own lock; nothing crosses shards.
+//! Shards are saved to the agent's data directory (when it has one) after every change
+//! and read back when the character is attached again.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use dramatis_embed::Embedder;
+use dramatis_llm::{LanguageModel, RoleModels};
+use dramatis_proto::v1::{Action, CharacterProfile, Usage};
+use tokio::sync::Mutex;
+
+use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
+
+use crate::AgentError;
+use crate::mind::AgentMind;
+use crate::prompt::BuiltPrompt;
+use crate::reverie::recall::{EmotionVectors, RecallSettings};
+use crate::shard::{AuditEntry, Shard};
+use dramatis_runtime::now_ms;
+
+/// How a scene's episodic memory is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryWrites {
+    /// A deterministic first-person digest of what the character perceived (no call).
+    #[default]
+    Digest,
+    /// The digest at once, then the character model rewrites the memories of every
+    /// `write_batch` scenes in one call, with extra facts and their causes: for capable
+    /// models.
+    Model,
+}
+
+/// Settings of an agent process.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub models: RoleModels,
+    /// The agent's own embedder.
+    pub embedder: Arc<dyn Embedder>,
+    pub recall: RecallSettings,
+    pub memory_writes: MemoryWrites,
+    /// Scenes per model rewrite (with [`MemoryWrites::Model`]).
+    pub write_batch: usize,
+    /// Where shards are saved; in memory only when `None`.
+    pub data_dir: Option<PathBuf>,
+    /// Tokens a turn may generate.
+    pub act_max_tokens: u32,
+    pub answer_max_tokens: u32,
+    pub temperature: f32,
+    /// Attempts after the first when the model's output cannot be used.
+    pub act_retries: u32,
+    /// Memory modules for every character, overriding what the scenario asks for.
+    pub memory_modules: Option<ModuleSet>,
+    /// Tokens the memory modules (other than ReverieMem) may add to one prompt.
+    pub module_budget_tokens: usize,
+}
+
+impl AgentOptions {
+    #[must_use]
+    pub fn new(models: RoleModels, embedder: Arc<dyn Embedder>) -> Self {
+        Self {
+            models,
+            embedder,
+            recall: RecallSettings::default(),
+            memory_writes: MemoryWrites::Digest,
+            write_batch: 3,
+            data_dir: None,
+            act_max_tokens: 160,
+            answer_max_tokens: 80,
+            temperature: 0.7,
+            act_retries: 1,
+            memory_modules: None,
+            module_budget_tokens: 240,
+        }
+    }
+}
+
+type Key = (String, String);
+
+/// The characters of this agent. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct CharacterAgents {
+    pub(crate) shards: Arc<DashMap<Key, Arc<Mutex<Shard>>>>,
+    pub(crate) options: Arc<AgentOptions>,
+    pub(crate) emotion_vectors: Arc<EmotionVectors>,
+}
+
+/// What an Act produced.
+#[derive(Debug, Clone)]
+pub struct ActOutcome {
+    pub action: Action,
+}
+
+/// What an Answer produced.
+#[derive(Debug, Clone)]
+pub struct AnswerOutcome {
+    pub answer: String,
+    pub usage: Usage,
+    /// Nothing the character remembers bears on the question; the answer says so.
+    pub abstained: bool,
+}
+
+/// A file-name-safe rendering of an id.
+fn file_safe(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c.to_string()
+            } else {
+                format!("%{:02X}", u32::from(c))
+            }
+        })
+        .collect::<String>()
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+impl CharacterAgents {
+    #[must_use]
+    pub fn new(options: AgentOptions) -> Self {
+        Self {
+            shards: Arc::default(),
+            options: Arc::new(options),
+            emotion_vectors: Arc::default(),
+        }
+    }
+
+    pub(crate) fn shard(
+        &self,
+        world: &str,
+        character: &str,
+    ) -> Result<Arc<Mutex<Shard>>, AgentError> {
+        self.shards
+            .get(&(world.to_owned(), character.to_owned()))
+            .map(|s| Arc::clone(s.value()))
+            .ok_or_else(|| AgentError::NotAttached {
+                world: world.to_owned(),
+                character: character.to_owned(),
+            })
+    }
+
+    /// Where the shard of `character` in `world` is saved.
+    #[must_use]
+    pub fn shard_path(&self, world: &str, character: &str) -> Option<PathBuf> {
+        self.options.data_dir.as_ref().map(|dir| {
+            dir.join(file_safe(world))
+                .join(format!("{}.json", file_safe(character)))
+        })
+    }
+
+    pub(crate) fn save(&self, shard: &Shard, world: &str) -> Result<(), AgentError> {
+        if let Some(path) = self.shard_path(world, shard.id()) {
+            shard.save(&path)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the character's shard, or keeps the one in memory, or reads the one
+    /// saved on disk. Returns the number of memory items and whether a shard was
+    /// resumed.
+    pub async fn attach(
+        &self,
+        world: &str,
+        character: &str,
+        profile: CharacterProfile,
+    ) -> Result<(u32, bool), AgentError> {
+        if profile.id != character {
+            return Err(AgentError::InvalidArgument(format!(
+                "profile.id {:?} does not match character_id {character:?}",
+                profile.id
+            )));
+        }
+        let modules = match &self.options.memory_modules {
+            Some(set) => *set,
+            None if profile.memory_modules.trim().is_empty() => ModuleSet::default(),
+            None => ModuleSet::parse(&profile.memory_modules)
+                .map_err(|e| AgentError::InvalidArgument(format!("profile.memory_modules: {e}")))?,
+        };
+        let key = (world.to_owned(), character.to_owned());
+        if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {
+            let items = existing.lock().await.memory().len();
+            return Ok((dramatis_runtime::saturating_u32(items), true));
+        }
+        let saved = self.shard_path(world, character).filter(|p| p.is_file());
+        let (mut shard, resumed) = match &saved {
+            Some(path) => (Shard::load(profile, path)?, true),
+            None => (
+                Shard::new(profile, self.options.embedder.as_ref()).await?,
+                false,
+            ),
+        };
+        shard.use_modules(modules);
+        if !resumed {
+            self.save(&shard, world)?;
+        }
+        let items = shard.memory().len();
+        // A concurrent attach of the same character may have won; keep the first.
+        self.shards
+            .entry(key)
+            .or_insert_with(|| Arc::new(Mutex::new(shard)));
+        tracing::info!(
+            world_id = world,
+            character,
+            resumed,
+            items,
+            "character attached"
+        );
+        Ok((dramatis_runtime::saturating_u32(items), resumed))
+    }
+
+    /// Drops the character's shard, and its file.
+    pub fn detach(&self, world: &str, character: &str) -> Result<(), AgentError> {
+        self.shards
+            .remove(&(world.to_owned(), character.to_owned()))
+            .ok_or_else(|| AgentError::NotAttached {
+                world: world.to_owned(),
+                character: character.to_owned(),
+            })?;
+        if let Some(path) = self.shard_path(world, character)
+            && let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot remove shard file");
+        }
+        Ok(())
+    }
+
+    /// Whether the character is attached (without copying its shard).
+    pub fn ensure_attached(&self, world: &str, character: &str) -> Result<(), AgentError> {
+        self.shard(world, character).map(|_| ())
+    }
+
+    /// The shard's contents and prompt record.
+    pub async fn snapshot(&self, world: &str, character: &str) -> Result<Shard, AgentError> {
+        Ok(self.shard(world, character)?.lock().await.clone())
+    }
+
+    /// The modules' mind for one operation: the agent's embedder, and the character
+    /// model when module steps may call it (with model-written memory).
+    pub(crate) fn mind<'a>(&'a self, model: &'a dyn LanguageModel) -> AgentMind<'a> {
+        let calls = self.options.memory_writes == MemoryWrites::Model;
+        AgentMind::new(self.options.embedder.as_ref(), calls.then_some(model))
+    }
+
+    /// Grounding from the memory modules for `text` (none when no module is on); their
+    /// model calls are added to `usage` and audited.
+    pub(crate) async fn module_grounding(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        text: &str,
+        answering: bool,
+        present: &[String],
+        usage: &mut Usage,
+    ) -> Result<Vec<Grounding>, AgentError> {
+        if !shard.modules().any() {
+            return Ok(Vec::new());
+        }
+        let vector = self
+            .options
+            .embedder
+            .embed(&[text.to_owned()])
+            .await?
+            .pop()
+            .unwrap_or_default();
+        let mind = self.mind(model);
+        let grounding = shard
+            .modules_mut()
+            .ground(
+                &mind,
+                &ReadQuery {
+                    text,
+                    vector: &vector,
+                    answering,
+                    present,
+                },
+                self.options.module_budget_tokens,
+            )
+            .await;
+        let (spent, audit) = mind.finish();
+        usage.add_calls_and_tokens(&spent);
+        for entry in audit {
+            shard.record_prompt(entry);
+        }
+        Ok(grounding)
+    }
+
+    pub(crate) fn audit(shard: &mut Shard, built: &BuiltPrompt, purpose: &str) {
+        let prompt = built
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        shard.record_prompt(AuditEntry {
+            purpose: purpose.to_owned(),
+            prompt,
+            items: built.items.clone(),
+            timestamp_ms: now_ms(),
+        });
+    }
+}

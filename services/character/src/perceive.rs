@@ -1,0 +1,98 @@
+//! Perceive: the events a character perceived go into its shard, its memory modules
+//! observe them, and every scene that ended is written to its long-term memory.
+
+use dramatis_llm::ModelRole;
+use dramatis_proto::v1::Event;
+
+use crate::AgentError;
+use crate::host::{CharacterAgents, MemoryWrites};
+use crate::reverie::writer::{Writer, rewrite_scenes, write_scene};
+use crate::shard::{AuditEntry, PerceivedKind};
+use dramatis_runtime::now_ms;
+
+impl CharacterAgents {
+    /// Stores events the character perceived; writes every scene that ended to
+    /// long-term memory.
+    pub async fn perceive(
+        &self,
+        world: &str,
+        character: &str,
+        events: &[Event],
+    ) -> Result<(u32, u64), AgentError> {
+        if let Some(foreign) = events.iter().find(|e| e.world_id != world) {
+            return Err(AgentError::InvalidArgument(format!(
+                "event {} belongs to world {:?}, not {world:?}",
+                foreign.seq, foreign.world_id
+            )));
+        }
+        let shard = self.shard(world, character)?;
+        let mut shard = shard.lock().await;
+        let before = shard.perceived().len();
+        let (accepted, ended) = shard.perceive(events)?;
+        if shard.modules().any() {
+            let lines: Vec<_> = shard.perceived()[before..]
+                .iter()
+                .filter_map(crate::shard::Perceived::storyline_line)
+                .collect();
+            let model = self.options.models.get(ModelRole::Character);
+            let mind = self.mind(model.as_ref());
+            for line in lines {
+                shard.modules_mut().observe(&mind, line).await;
+            }
+            for draft in &ended {
+                shard.modules_mut().scene_end(&mind, &draft.scene_id).await;
+            }
+            let (_, audit) = mind.finish();
+            for entry in audit {
+                shard.record_prompt(entry);
+            }
+        }
+        let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
+        let writer = Writer {
+            id: &id,
+            name: &name,
+        };
+        // With ReverieMem's layers off, scenes are not written to them (the profile's
+        // starting memories stay, unread).
+        let ended = if shard.module_set().reverie {
+            ended
+        } else {
+            Vec::new()
+        };
+        for draft in ended {
+            let written = write_scene(writer, &draft, self.options.embedder.as_ref()).await?;
+            shard.commit(written);
+            if self.options.memory_writes != MemoryWrites::Model {
+                continue;
+            }
+            let Some(batch) = shard.queue_rewrite(draft, self.options.write_batch) else {
+                continue;
+            };
+            let model = self.options.models.get(ModelRole::Character);
+            let rewritten = rewrite_scenes(
+                writer,
+                &batch,
+                model.as_ref(),
+                self.options.embedder.as_ref(),
+            )
+            .await?;
+            let items = batch
+                .iter()
+                .flat_map(|d| d.events.iter())
+                .filter(|e| e.kind != PerceivedKind::SceneEnd)
+                .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
+                .collect();
+            shard.record_prompt(AuditEntry {
+                purpose: "scene_memory".into(),
+                prompt: rewritten.prompt.clone(),
+                items,
+                timestamp_ms: now_ms(),
+            });
+            shard.commit_rewrite(rewritten);
+        }
+        if accepted > 0 {
+            self.save(&shard, world)?;
+        }
+        Ok((accepted, shard.last_seq()))
+    }
+}
