@@ -31,3 +31,9 @@ impl DomainError for AgentError {
         }
     }
 }
+
+impl From<AgentError> for tonic::Status {
+    fn from(error: AgentError) -> Self {
+        dramatis_proto::status::to_status(&error)
+    }
+}

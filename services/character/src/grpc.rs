@@ -3,7 +3,6 @@
 
 use std::pin::Pin;
 
-use dramatis_proto::status::to_status;
 use dramatis_proto::v1::agent_server::Agent as AgentApi;
 use dramatis_proto::v1::{self as pb, act_response};
 use futures::Stream;
@@ -55,7 +54,7 @@ impl AgentApi for AgentGrpc {
             .agents
             .attach(&world, &character, profile)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::AttachResponse {
             memory_items,
             resumed,
@@ -72,7 +71,7 @@ impl AgentApi for AgentGrpc {
             .agents
             .perceive(&world, &character, &request.events)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::PerceiveResponse { accepted, last_seq }))
     }
 
@@ -87,7 +86,7 @@ impl AgentApi for AgentGrpc {
         // Fail fast on an unknown character, before the stream opens.
         self.agents
             .ensure_attached(&world, &character)
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         let (out, rx) = tokio::sync::mpsc::channel(64);
         let agents = self.agents.clone();
         tokio::spawn(async move {
@@ -111,7 +110,7 @@ impl AgentApi for AgentGrpc {
                 .map(|o| pb::ActResponse {
                     item: Some(act_response::Item::Action(o.action)),
                 })
-                .map_err(|e| to_status(&e));
+                .map_err(Status::from);
             let _ = out.send(last).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
@@ -128,7 +127,7 @@ impl AgentApi for AgentGrpc {
                 .agents
                 .recall_view(&world, &character, &request.question)
                 .await
-                .map_err(|e| to_status(&e))?;
+                .map_err(Status::from)?;
             return Ok(Response::new(pb::AnswerResponse {
                 answer: String::new(),
                 usage: Some(usage),
@@ -140,7 +139,7 @@ impl AgentApi for AgentGrpc {
             .agents
             .answer(&world, &character, &request.question)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::AnswerResponse {
             answer: outcome.answer,
             usage: Some(outcome.usage),
@@ -159,7 +158,7 @@ impl AgentApi for AgentGrpc {
             .agents
             .snapshot(&world, &character)
             .await
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::SnapshotResponse {
             profile: Some(shard.profile.clone()),
             memory: shard.memory(),
@@ -177,7 +176,7 @@ impl AgentApi for AgentGrpc {
         let (world, character) = character_ref(request.character.as_ref())?;
         self.agents
             .detach(&world, &character)
-            .map_err(|e| to_status(&e))?;
+            .map_err(Status::from)?;
         Ok(Response::new(pb::DetachResponse {}))
     }
 }
