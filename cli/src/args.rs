@@ -1,10 +1,16 @@
-//! Command-line arguments. Every option with an environment variable can also be set
-//! as `DRAMATIS_*` in the environment; flags win over the environment.
+//! The command line's shape: the subcommands, and the arguments several commands share
+//! (model, server, memory writes). Each command declares its own arguments beside its
+//! code in `commands/`. Every option with an environment variable can also be set as
+//! `DRAMATIS_*` in the environment; flags win over the environment.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use crate::commands::{
+    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, CreateArgs, EmbedBenchArgs, KbfArgs,
+    LlmServeArgs, PlayArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+};
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
 /// character agents; each agent holds only what its character perceived.
@@ -169,191 +175,10 @@ pub struct ModelArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
-    /// A shipped scenario name (see `dramatis scenarios`) or a scenario file path.
-    pub scenario: String,
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Host every character in one agent process instead of one process each.
-    #[arg(long)]
-    pub shared_agent: bool,
-    /// Where the event log and process logs go (default: a temporary directory).
-    #[arg(long, env = "DRAMATIS_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
-    /// Directory of shipped scenarios.
-    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
-    pub scenarios_dir: Option<PathBuf>,
-    /// Write every prompt each character's agent sent to its language model, with the
-    /// memory items (and layers) it contained, to DIR/<character>.jsonl.
-    #[arg(long)]
-    pub audit_dir: Option<PathBuf>,
-    /// Plain output without colours.
-    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
-    pub no_color: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "DRAMATIS_LISTEN", default_value = "127.0.0.1:7070")]
-    pub listen: SocketAddr,
-    /// Agent service endpoints (http://host:port) to place characters on, in turn.
-    /// When none is given, agent processes are started as worlds need them.
-    #[arg(
-        long = "agent-endpoint",
-        env = "DRAMATIS_AGENT_ENDPOINTS",
-        value_delimiter = ','
-    )]
-    pub agent_endpoints: Vec<String>,
-    /// When starting agents: one process per world instead of one per character.
-    #[arg(long)]
-    pub shared_agent: bool,
-    #[command(flatten)]
-    pub model: ModelArgs,
-    /// Where the event log (and process logs) live.
-    #[arg(long, env = "DRAMATIS_DATA_DIR", default_value = "dramatis-data")]
-    pub data_dir: PathBuf,
-    /// Directory of shipped scenarios.
-    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
-    pub scenarios_dir: Option<PathBuf>,
-    /// The web viewer's files (the repository's web/ directory, set up by
-    /// scripts/setup.sh); the page is served at http://<listen>/viewer/.
-    #[arg(long, env = "DRAMATIS_VIEWER_DIR")]
-    pub viewer_dir: Option<PathBuf>,
-    /// Serve no web viewer (gRPC and gRPC-Web only).
-    #[arg(long, conflicts_with = "viewer_dir")]
-    pub no_viewer: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct AgentArgs {
-    /// Address to listen on; port 0 picks a free one (printed on stdout).
-    #[arg(long, env = "DRAMATIS_AGENT_LISTEN", default_value = "127.0.0.1:7071")]
-    pub listen: SocketAddr,
-    /// Where character shards are saved (one JSON file per character per world) and read
-    /// back when a character is attached again after a restart.
-    #[arg(
-        long,
-        env = "DRAMATIS_AGENT_DATA_DIR",
-        default_value = "dramatis-data/shards"
-    )]
-    pub data_dir: PathBuf,
-    #[command(flatten)]
-    pub model: ModelArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct LlmServeArgs {
-    /// Address to listen on; port 0 picks a free one (printed on stdout).
-    #[arg(long, env = "DRAMATIS_LLM_LISTEN", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
-    /// GGUF model file (default: the SmolLM2-135M-Instruct file fetched by set-up).
-    #[arg(long, env = "DRAMATIS_LLM_FILE")]
-    pub model_file: Option<PathBuf>,
-    /// Context window in tokens.
-    #[arg(long, default_value_t = 2048)]
-    pub context: u32,
-    /// CPU threads for decoding (default: all cores).
-    #[arg(long)]
-    pub threads: Option<i32>,
-}
-
-#[derive(Debug, Args)]
 pub struct ServerArg {
     /// World service address.
     #[arg(long, env = "DRAMATIS_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
-}
-
-#[derive(Debug, Args)]
-pub struct WatchArgs {
-    /// World id.
-    pub world: String,
-    /// First sequence number to show.
-    #[arg(long, default_value_t = 1)]
-    pub from: u64,
-    /// Print what is logged so far and exit instead of following.
-    #[arg(long)]
-    pub no_follow: bool,
-    /// Only what this character perceived (id, name or alias), as its agent received it.
-    #[arg(long)]
-    pub pov: Option<String>,
-    #[command(flatten)]
-    pub server: ServerArg,
-    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
-    pub no_color: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct PlayArgs {
-    /// World id.
-    pub world: String,
-    /// Character id, name or alias.
-    pub character: String,
-    /// Seconds the world waits for your line before the agent acts.
-    #[arg(long, default_value_t = 120)]
-    pub timeout: u32,
-    /// Do not advance the world (someone else drives it).
-    #[arg(long)]
-    pub no_advance: bool,
-    #[command(flatten)]
-    pub server: ServerArg,
-    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
-    pub no_color: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct AskArgs {
-    /// World id.
-    pub world: String,
-    /// Character id, name or alias.
-    pub character: String,
-    /// The question.
-    pub question: String,
-    /// Show what the question brings to the character's mind (each item with its memory
-    /// module and layer) instead of an answer; no answer call is made.
-    #[arg(long)]
-    pub recall: bool,
-    #[command(flatten)]
-    pub server: ServerArg,
-}
-
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("until").args(["turns", "scene", "to_end"])))]
-pub struct AdvanceArgs {
-    /// World id.
-    pub world: String,
-    /// Run this many turns (scene markers and narration are not turns).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    pub turns: Option<u32>,
-    /// Run to the end of the current scene (the default).
-    #[arg(long)]
-    pub scene: bool,
-    /// Run to the end of the story.
-    #[arg(long)]
-    pub to_end: bool,
-    #[command(flatten)]
-    pub server: ServerArg,
-}
-
-#[derive(Debug, Args)]
-pub struct CreateArgs {
-    /// Shipped scenario name, scenario file, or sandbox spec file.
-    pub scenario: String,
-    /// Id for the new world (default: generated).
-    #[arg(long)]
-    pub id: Option<String>,
-    #[command(flatten)]
-    pub server: ServerArg,
-}
-
-#[derive(Debug, Args)]
-pub struct ScenariosArgs {
-    /// Scenario files to validate (default: list the shipped scenarios).
-    pub files: Vec<PathBuf>,
-    /// Directory of shipped scenarios.
-    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
-    pub scenarios_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -370,69 +195,6 @@ pub enum EvalCommand {
     Ablate(AblateArgs),
 }
 
-#[derive(Debug, Args)]
-pub struct AblateArgs {
-    /// Scenario file or shipped scenario name.
-    pub scenario: String,
-    /// KBF probe file (JSONL) for the scenario.
-    pub probes: PathBuf,
-    /// Module sets to compare, separated by `;` (each a comma list as --memory-modules).
-    #[arg(
-        long,
-        default_value = "none;reverie;dualmem;moom;bookmarks;reverie,dualmem;reverie,moom;reverie,bookmarks;all"
-    )]
-    pub sets: String,
-    /// Lines of the long generated run (0: skip it).
-    #[arg(long, default_value_t = 600)]
-    pub rounds: u32,
-    /// Support (cosine) an option needs from what was recalled.
-    #[arg(long, default_value_t = 0.5)]
-    pub threshold: f32,
-    /// Print JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Run on the built-in model instead of the scripted one (slow: minutes per set).
-    #[arg(long)]
-    pub builtin_model: bool,
-    /// The language model (default: the scripted model, so every module step takes its
-    /// deterministic fallback unless --memory-writes model).
-    #[command(flatten)]
-    pub model: ModelArgs,
-}
-
-/// Who answers the probes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Answerer {
-    /// The full character agent, asked through `World.Ask` (its shard, its model).
-    Agent,
-    /// Retrieval over the character's own visible facts; no language model.
-    Retrieval,
-    /// Baseline: retrieval over the character's profile only.
-    Direct,
-    /// Baseline: one index over every character's facts (the leak).
-    NaiveRag,
-}
-
-#[derive(Debug, Args)]
-pub struct KbfArgs {
-    /// Probe file (JSONL; see scenarios/README.md).
-    pub probes: PathBuf,
-    /// Scenario the probes belong to (default: scenario.toml beside the probe file).
-    #[arg(long)]
-    pub scenario: Option<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Answerer::Retrieval)]
-    pub answerer: Answerer,
-    /// Support (cosine) an option needs before a retrieval answerer commits to it.
-    #[arg(long, default_value_t = 0.5)]
-    pub threshold: f32,
-    /// Print one JSON object instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// The language model of the agent answerer (the built-in one when none is given).
-    #[command(flatten)]
-    pub model: ModelArgs,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Orchestration overhead per turn: world and agent services over loopback gRPC with
@@ -443,33 +205,6 @@ pub enum BenchCommand {
     Embed(EmbedBenchArgs),
     /// Semantic-layer retrieval latency (Vis-Retrieve, top 8) at 1k, 10k and 100k facts.
     Retrieval,
-}
-
-#[derive(Debug, Args)]
-pub struct EmbedBenchArgs {
-    /// How many sentences to embed per batch size.
-    #[arg(long, default_value_t = 512)]
-    pub sentences: usize,
-    /// Intra-op threads.
-    #[arg(long, default_value_t = 2)]
-    pub threads: usize,
-}
-
-#[derive(Debug, Args)]
-pub struct BenchArgs {
-    /// Scenario to play (shipped name or path).
-    #[arg(default_value = "study-in-scarlet")]
-    pub scenario: String,
-    /// How many times to play it.
-    #[arg(long, default_value_t = 5)]
-    pub runs: u32,
-    /// Directory of shipped scenarios.
-    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
-    pub scenarios_dir: Option<PathBuf>,
-    /// Who writes scene memories during the benchmark (the scripted model answers
-    /// instantly, so `model` measures the calls and prompt tokens a capable model costs).
-    #[arg(long, value_enum, default_value_t = MemoryWritesArg::Digest)]
-    pub memory_writes: MemoryWritesArg,
 }
 
 fn parse_modules(text: &str) -> Result<dramatis_memory::modules::ModuleSet, String> {

@@ -290,15 +290,7 @@ async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
     let data = tempfile::tempdir().expect("temp dir");
     let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
 
-    let (ok, id, err) = dramatis(&[
-        "create",
-        "study-in-scarlet",
-        "--id",
-        "desk",
-        "--server",
-        &url,
-    ])
-    .await;
+    let (ok, id, err) = create_desk(&url).await;
     assert!(ok, "{err}");
     assert_eq!(id.trim(), "desk");
     assert!(err.contains("dramatis play desk <character>"), "{err}");
@@ -383,6 +375,19 @@ async fn serve_scripted(data_dir: &str) -> (tokio::process::Child, String) {
     (server, url)
 }
 
+/// `dramatis create study-in-scarlet --id desk` on the service at `url`.
+async fn create_desk(url: &str) -> (bool, String, String) {
+    dramatis(&[
+        "create",
+        "study-in-scarlet",
+        "--id",
+        "desk",
+        "--server",
+        url,
+    ])
+    .await
+}
+
 /// The line count in a summary line of `dramatis advance` ("… · 5 lines (…) · …").
 fn lines_in(summary: &str) -> u32 {
     let counted = summary.split(" · ").nth(1).expect("a line count");
@@ -399,15 +404,7 @@ fn lines_in(summary: &str) -> u32 {
 async fn advance_runs_a_served_world_and_prints_a_line_per_scene() {
     let data = tempfile::tempdir().expect("temp dir");
     let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
-    let (ok, _, err) = dramatis(&[
-        "create",
-        "study-in-scarlet",
-        "--id",
-        "desk",
-        "--server",
-        &url,
-    ])
-    .await;
+    let (ok, _, err) = create_desk(&url).await;
     assert!(ok, "{err}");
 
     let (ok, out, err) = dramatis(&["advance", "desk", "--turns", "2", "--server", &url]).await;

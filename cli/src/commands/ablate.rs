@@ -15,6 +15,8 @@
 //!    QA (four options) and RoleMemo-style Recall@10 (is the planted fact among the first
 //!    ten items recalled).
 
+use crate::args::ModelArgs;
+use clap::Args;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,9 +35,38 @@ use dramatis_world::agent_clients::AgentDirectory as _;
 use dramatis_world::scenario::Scenario;
 use serde::Serialize;
 
-use crate::args::AblateArgs;
 use crate::kbf::{Probe, Split, best_supported, load_probes, score};
 use crate::stack::LocalStack;
+
+#[derive(Debug, Args)]
+pub struct AblateArgs {
+    /// Scenario file or shipped scenario name.
+    pub scenario: String,
+    /// KBF probe file (JSONL) for the scenario.
+    pub probes: PathBuf,
+    /// Module sets to compare, separated by `;` (each a comma list as --memory-modules).
+    #[arg(
+        long,
+        default_value = "none;reverie;dualmem;moom;bookmarks;reverie,dualmem;reverie,moom;reverie,bookmarks;all"
+    )]
+    pub sets: String,
+    /// Lines of the long generated run (0: skip it).
+    #[arg(long, default_value_t = 600)]
+    pub rounds: u32,
+    /// Support (cosine) an option needs from what was recalled.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f32,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Run on the built-in model instead of the scripted one (slow: minutes per set).
+    #[arg(long)]
+    pub builtin_model: bool,
+    /// The language model (default: the scripted model, so every module step takes its
+    /// deterministic fallback unless --memory-writes model).
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
 
 /// Items recalled that count for Recall@10.
 const RECALL_AT: usize = 10;

@@ -2,13 +2,32 @@
 //! end of the scene, or to the end of the story, printing one summary line per scene as
 //! each scene ends.
 
+use crate::args::ServerArg;
 use anyhow::{Context as _, anyhow};
+use clap::Args;
 use dramatis_proto::v1::{
     AdvanceRequest, Event, EventKind, GetWorldRequest, WorldInfo, WorldStatus, advance_request,
 };
 
 use super::client::{describe, world_client};
-use crate::args::AdvanceArgs;
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("until").args(["turns", "scene", "to_end"])))]
+pub struct AdvanceArgs {
+    /// World id.
+    pub world: String,
+    /// Run this many turns (scene markers and narration are not turns).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub turns: Option<u32>,
+    /// Run to the end of the current scene (the default).
+    #[arg(long)]
+    pub scene: bool,
+    /// Run to the end of the story.
+    #[arg(long)]
+    pub to_end: bool,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
 
 /// How far to go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,25 @@
+use crate::args::ServerArg;
 use anyhow::anyhow;
+use clap::Args;
 use dramatis_proto::v1::AskRequest;
 
 use super::client::{describe, world_client};
-use crate::args::AskArgs;
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// World id.
+    pub world: String,
+    /// Character id, name or alias.
+    pub character: String,
+    /// The question.
+    pub question: String,
+    /// Show what the question brings to the character's mind (each item with its memory
+    /// module and layer) instead of an answer; no answer call is made.
+    #[arg(long)]
+    pub recall: bool,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
 
 pub async fn ask(args: AskArgs) -> anyhow::Result<()> {
     let mut client = world_client(&args.server.server).await?;

@@ -2,6 +2,8 @@
 //! in-process world service and an in-process agent service, with the scripted model
 //! (zero model latency), so what is measured is everything except the model.
 
+use clap::Args;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,7 +22,24 @@ use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::StaticAgents;
 
 use super::client::{describe, world_client};
-use crate::args::{BenchArgs, MemoryWritesArg};
+use crate::args::MemoryWritesArg;
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Scenario to play (shipped name or path).
+    #[arg(default_value = "study-in-scarlet")]
+    pub scenario: String,
+    /// How many times to play it.
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+    /// Who writes scene memories during the benchmark (the scripted model answers
+    /// instantly, so `model` measures the calls and prompt tokens a capable model costs).
+    #[arg(long, value_enum, default_value_t = MemoryWritesArg::Digest)]
+    pub memory_writes: MemoryWritesArg,
+}
 
 /// The scripted model, passing its streamed pieces on and noting when it hands over the
 /// first piece of each action's visible line: the start of the model → watcher token

@@ -1,12 +1,21 @@
 //! `dramatis bench embed`: sentences per second through the ONNX embedder at batch 1 and
 //! 32, and the same through Python onnxruntime when it is available.
 
+use clap::Args;
 use std::time::Instant;
 
 use anyhow::Context as _;
 use dramatis_embed::{Embedder, OnnxEmbedder, OnnxEmbedderConfig};
 
-use crate::args::EmbedBenchArgs;
+#[derive(Debug, Args)]
+pub struct EmbedBenchArgs {
+    /// How many sentences to embed per batch size.
+    #[arg(long, default_value_t = 512)]
+    pub sentences: usize,
+    /// Intra-op threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+}
 
 const BATCHES: [usize; 2] = [1, 32];
 

@@ -1,6 +1,9 @@
 //! `dramatis eval kbf`: scores an answerer on a probe file, per character and overall.
 
+use crate::args::ModelArgs;
+use clap::Args;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_embed::OnnxEmbedder;
@@ -9,9 +12,41 @@ use dramatis_runtime::Shutdown;
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
 
-use crate::args::{Answerer, KbfArgs};
 use crate::kbf::{Pool, Probe, Score, Split, load_probes, match_letter, retrieval_answers, score};
 use crate::stack::LocalStack;
+
+#[derive(Debug, Args)]
+pub struct KbfArgs {
+    /// Probe file (JSONL; see scenarios/README.md).
+    pub probes: PathBuf,
+    /// Scenario the probes belong to (default: scenario.toml beside the probe file).
+    #[arg(long)]
+    pub scenario: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Answerer::Retrieval)]
+    pub answerer: Answerer,
+    /// Support (cosine) an option needs before a retrieval answerer commits to it.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f32,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The language model of the agent answerer (the built-in one when none is given).
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// Who answers the probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Answerer {
+    /// The full character agent, asked through `World.Ask` (its shard, its model).
+    Agent,
+    /// Retrieval over the character's own visible facts; no language model.
+    Retrieval,
+    /// Baseline: retrieval over the character's profile only.
+    Direct,
+    /// Baseline: one index over every character's facts (the leak).
+    NaiveRag,
+}
 
 /// Asks every probe through the world service; returns the matched letters (None when
 /// an answer matched no option) and the language-model usage.

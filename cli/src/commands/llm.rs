@@ -1,9 +1,26 @@
 use anyhow::Context as _;
+use clap::Args;
 use dramatis_llm_local::{EngineConfig, LocalEngine, LocalServerConfig, serve};
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::models::{DEFAULT_LLM_FILE, missing_message, model_path};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
-use crate::args::LlmServeArgs;
+#[derive(Debug, Args)]
+pub struct LlmServeArgs {
+    /// Address to listen on; port 0 picks a free one (printed on stdout).
+    #[arg(long, env = "DRAMATIS_LLM_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// GGUF model file (default: the SmolLM2-135M-Instruct file fetched by set-up).
+    #[arg(long, env = "DRAMATIS_LLM_FILE")]
+    pub model_file: Option<PathBuf>,
+    /// Context window in tokens.
+    #[arg(long, default_value_t = 2048)]
+    pub context: u32,
+    /// CPU threads for decoding (default: all cores).
+    #[arg(long)]
+    pub threads: Option<i32>,
+}
 
 pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {
     let model_file = args

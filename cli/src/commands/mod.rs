@@ -18,6 +18,20 @@ mod worlds;
 
 use crate::args::{BenchCommand, Cli, Command, EvalCommand};
 
+pub use ablate::AblateArgs;
+pub use advance::AdvanceArgs;
+pub use ask::AskArgs;
+pub use bench::BenchArgs;
+pub use bench_embed::EmbedBenchArgs;
+pub use eval::KbfArgs;
+pub use llm::LlmServeArgs;
+pub use play::PlayArgs;
+pub use run::RunArgs;
+pub use scenarios::ScenariosArgs;
+pub use serve::{AgentArgs, ServeArgs};
+pub use watch::WatchArgs;
+pub use worlds::CreateArgs;
+
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args).await,

@@ -1,6 +1,8 @@
 //! `dramatis play`: a terminal client for `World.Play`.
 
+use crate::args::ServerArg;
 use anyhow::anyhow;
+use clap::Args;
 use dramatis_proto::v1::{
     ActionKind, AdvanceRequest, PlayAction, PlayClaim, PlayRequest, WatchResponse, advance_request,
     play_request, play_response, watch_response,
@@ -8,8 +10,25 @@ use dramatis_proto::v1::{
 use tokio::io::AsyncBufReadExt as _;
 
 use super::client::{describe, world_client};
-use crate::args::PlayArgs;
 use crate::printer::Printer;
+
+#[derive(Debug, Args)]
+pub struct PlayArgs {
+    /// World id.
+    pub world: String,
+    /// Character id, name or alias.
+    pub character: String,
+    /// Seconds the world waits for your line before the agent acts.
+    #[arg(long, default_value_t = 120)]
+    pub timeout: u32,
+    /// Do not advance the world (someone else drives it).
+    #[arg(long)]
+    pub no_advance: bool,
+    #[command(flatten)]
+    pub server: ServerArg,
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
 
 /// A typed line as an action: `/do …`, `/go place`, `@id …`, or plain speech.
 #[must_use]

@@ -1,6 +1,8 @@
 //! `dramatis run`: everything in one command — model, world service, agents — then the
 //! story, printed live.
 
+use crate::args::ModelArgs;
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -15,9 +17,32 @@ use serde_json::json;
 use tonic::transport::Channel;
 
 use super::client::{describe, world_client};
-use crate::args::RunArgs;
 use crate::printer::Printer;
 use crate::stack::LocalStack;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A shipped scenario name (see `dramatis scenarios`) or a scenario file path.
+    pub scenario: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Host every character in one agent process instead of one process each.
+    #[arg(long)]
+    pub shared_agent: bool,
+    /// Where the event log and process logs go (default: a temporary directory).
+    #[arg(long, env = "DRAMATIS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+    /// Write every prompt each character's agent sent to its language model, with the
+    /// memory items (and layers) it contained, to DIR/<character>.jsonl.
+    #[arg(long)]
+    pub audit_dir: Option<PathBuf>,
+    /// Plain output without colours.
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
     let source = scenario_source(&args.scenario);

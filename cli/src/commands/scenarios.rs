@@ -1,7 +1,16 @@
 use anyhow::bail;
+use clap::Args;
 use dramatis_world::scenario::{Scenario, ScenarioCatalog};
+use std::path::PathBuf;
 
-use crate::args::ScenariosArgs;
+#[derive(Debug, Args)]
+pub struct ScenariosArgs {
+    /// Scenario files to validate (default: list the shipped scenarios).
+    pub files: Vec<PathBuf>,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+}
 
 pub fn scenarios(args: &ScenariosArgs) -> anyhow::Result<()> {
     if !args.files.is_empty() {

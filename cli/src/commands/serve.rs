@@ -1,16 +1,69 @@
 use std::sync::Arc;
 
+use crate::args::ModelArgs;
 use anyhow::Context as _;
+use clap::Args;
 use dramatis_character::CharacterAgents;
 use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::{AgentDirectory, StaticAgents};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::args::MemoryWritesArg;
-use crate::args::{AgentArgs, ServeArgs};
 use crate::models::{agent_options, role_models};
 use crate::spawn::{SpawnedAgents, start_builtin_llm};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "DRAMATIS_LISTEN", default_value = "127.0.0.1:7070")]
+    pub listen: SocketAddr,
+    /// Agent service endpoints (http://host:port) to place characters on, in turn.
+    /// When none is given, agent processes are started as worlds need them.
+    #[arg(
+        long = "agent-endpoint",
+        env = "DRAMATIS_AGENT_ENDPOINTS",
+        value_delimiter = ','
+    )]
+    pub agent_endpoints: Vec<String>,
+    /// When starting agents: one process per world instead of one per character.
+    #[arg(long)]
+    pub shared_agent: bool,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Where the event log (and process logs) live.
+    #[arg(long, env = "DRAMATIS_DATA_DIR", default_value = "dramatis-data")]
+    pub data_dir: PathBuf,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+    /// The web viewer's files (the repository's web/ directory, set up by
+    /// scripts/setup.sh); the page is served at http://<listen>/viewer/.
+    #[arg(long, env = "DRAMATIS_VIEWER_DIR")]
+    pub viewer_dir: Option<PathBuf>,
+    /// Serve no web viewer (gRPC and gRPC-Web only).
+    #[arg(long, conflicts_with = "viewer_dir")]
+    pub no_viewer: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// Address to listen on; port 0 picks a free one (printed on stdout).
+    #[arg(long, env = "DRAMATIS_AGENT_LISTEN", default_value = "127.0.0.1:7071")]
+    pub listen: SocketAddr,
+    /// Where character shards are saved (one JSON file per character per world) and read
+    /// back when a character is attached again after a restart.
+    #[arg(
+        long,
+        env = "DRAMATIS_AGENT_DATA_DIR",
+        default_value = "dramatis-data/shards"
+    )]
+    pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();

@@ -1,9 +1,29 @@
+use crate::args::ServerArg;
 use anyhow::anyhow;
+use clap::Args;
 use dramatis_proto::v1::WatchRequest;
 
 use super::client::{describe, world_client};
-use crate::args::WatchArgs;
 use crate::printer::Printer;
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// World id.
+    pub world: String,
+    /// First sequence number to show.
+    #[arg(long, default_value_t = 1)]
+    pub from: u64,
+    /// Print what is logged so far and exit instead of following.
+    #[arg(long)]
+    pub no_follow: bool,
+    /// Only what this character perceived (id, name or alias), as its agent received it.
+    #[arg(long)]
+    pub pov: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+    #[arg(long, env = "NO_COLOR", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_color: bool,
+}
 
 pub async fn watch(args: WatchArgs) -> anyhow::Result<()> {
     let mut client = world_client(&args.server.server).await?;

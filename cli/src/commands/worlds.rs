@@ -1,6 +1,7 @@
 //! `dramatis create` and `dramatis worlds`: making and listing worlds on a running
 //! world service.
 
+use clap::Args;
 use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
@@ -10,7 +11,18 @@ use dramatis_proto::v1::{
 
 use super::client::{describe, world_client};
 use super::run::scenario_source;
-use crate::args::{CreateArgs, ServerArg};
+use crate::args::ServerArg;
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Shipped scenario name, scenario file, or sandbox spec file.
+    pub scenario: String,
+    /// Id for the new world (default: generated).
+    #[arg(long)]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
 
 /// The CreateWorld source for `scenario`: a shipped name, a scenario file (checked here
 /// first, so a mistake names the local file and line), or a sandbox spec file, which is
