@@ -195,10 +195,7 @@ fn end_of_sentence(text: &str, cut: bool) -> String {
         return text.to_owned();
     }
     if !cut {
-        return format!(
-            "{}.",
-            text.trim_end_matches(|c: char| c == ',' || c == ';' || c == ':' || c == '-')
-        );
+        return format!("{}.", text.trim_end_matches([',', ';', ':', '-']));
     }
     if let Some(end) = last_sentence_end(text) {
         return text[..end].to_owned();

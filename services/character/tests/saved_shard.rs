@@ -165,7 +165,6 @@ async fn a_shard_saved_by_the_earlier_build_loads_whole_and_goes_on() {
                 present: vec![PresentCharacter {
                     id: "stamford".into(),
                     name: "Stamford".into(),
-                    ..PresentCharacter::default()
                 }],
                 ..SceneFrame::default()
             }),
