@@ -10,6 +10,7 @@ use dramatis_proto::v1::{
 };
 
 use super::client::{describe, world_client};
+use super::worlds::progress;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("until").args(["turns", "scene", "to_end"])))]
@@ -115,16 +116,12 @@ fn position(info: &WorldInfo, mid_scene: bool) -> String {
     if info.status() == WorldStatus::Finished {
         return format!("finished after {} turns", info.total_turns);
     }
-    let unit = if info.open { "round" } else { "scene" };
     let within = if mid_scene {
         format!(" ({} turns in)", info.scene_turn)
     } else {
         String::new()
     };
-    format!(
-        "next: {unit} {} of {}{within}",
-        info.current_scene, info.total_scenes
-    )
+    format!("next: {}{within}", progress(info))
 }
 
 /// A scene marker's text without its "Scene 2: " or "Round 3: " lead.

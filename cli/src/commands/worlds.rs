@@ -87,7 +87,7 @@ pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
 }
 
 /// "scene 2 of 4", "round 3 of 6", "finished".
-fn progress(info: &WorldInfo) -> String {
+pub(super) fn progress(info: &WorldInfo) -> String {
     if info.status() == WorldStatus::Finished {
         return "finished".into();
     }

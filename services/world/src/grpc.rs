@@ -36,6 +36,12 @@ impl WorldGrpc {
         required(world_id, "world_id")?;
         self.worlds.get(world_id).map_err(Status::from)
     }
+
+    /// Claims the character a person asked for (`Play`, `ClaimSeat`).
+    fn open_seat(&self, claim: &pb::PlayClaim) -> Result<OpenSeat, Status> {
+        required(&claim.character, "claim.character")?;
+        Ok(OpenSeat::open(self.world(&claim.world_id)?, claim)?)
+    }
 }
 
 fn required(value: &str, field: &str) -> Result<(), Status> {
@@ -253,8 +259,7 @@ impl WorldApi for WorldGrpc {
                 "the first message must be a claim (world_id, character)",
             ));
         };
-        required(&claim.character, "claim.character")?;
-        let seat = OpenSeat::open(self.world(&claim.world_id)?, &claim)?;
+        let seat = self.open_seat(&claim)?;
         let inputs = inbound.map_while(|message| match message {
             Ok(pb::PlayRequest {
                 item: Some(pb::play_request::Item::Action(action)),
@@ -272,8 +277,7 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::PlayClaim>,
     ) -> Result<Response<PlayStream>, Status> {
         let claim = request.into_inner();
-        required(&claim.character, "claim.character")?;
-        let seat = OpenSeat::open(self.world(&claim.world_id)?, &claim)?;
+        let seat = self.open_seat(&claim)?;
         let token = uuid::Uuid::new_v4().to_string();
         let (inputs_tx, inputs_rx) = tokio::sync::mpsc::channel(8);
         self.seats

@@ -205,20 +205,24 @@ impl World {
                 Step::Finished => true,
                 Step::OpenScene => {
                     let opening = drafts::scene_opening(&self.scenario, state);
-                    self.emit_all(state, opening, &mut run).await?
+                    self.emit_all(state, opening, &mut run).await?;
+                    false
                 }
                 Step::OpenAt { location } => {
                     let proposal = self.notes().proposal.take();
                     let opening = drafts::round_opening(&self.scenario, state, &location, proposal);
-                    self.emit_all(state, opening, &mut run).await?
+                    self.emit_all(state, opening, &mut run).await?;
+                    false
                 }
                 Step::Arrive { who, location } => {
                     let arrival = drafts::arrival(&self.scenario, &who, &location);
-                    self.emit_all(state, vec![arrival], &mut run).await?
+                    self.emit_all(state, vec![arrival], &mut run).await?;
+                    false
                 }
                 Step::PassRound => {
                     self.emit_all(state, vec![drafts::quiet_round()], &mut run)
-                        .await?
+                        .await?;
+                    false
                 }
                 Step::Judge => self.on_judge(state, &mut run).await?,
                 Step::Turn { actor } => self.on_turn(state, &actor, &mut run).await?,
@@ -235,17 +239,17 @@ impl World {
         Ok(run.produced)
     }
 
-    /// Emits `drafts` in order; a plain step never ends the run.
+    /// Emits `drafts` in order.
     async fn emit_all(
         &self,
         state: &mut WorldState,
         drafts: Vec<Draft>,
         run: &mut Run,
-    ) -> Result<bool, WorldError> {
+    ) -> Result<(), WorldError> {
         for draft in drafts {
             run.produced.push(self.emit(state, draft).await?);
         }
-        Ok(false)
+        Ok(())
     }
 
     /// The narrator judges the scene (once per scene); its notes are logged first, so a
