@@ -1,24 +1,20 @@
-//! The memory modules' names are written in three places until the one `ModuleKind`
-//! table exists: the memory crate (what agents parse), the world's scenario validation
-//! (the world does not link the memory crate) and the scenario JSON Schema. They must
-//! agree, in order, and each must parse.
+//! A memory module's name is spelled by the wire's `MemoryModule` enum (what the world
+//! validates scenarios with) and by the memory crate's `KINDS` table (what agents and
+//! the command line parse); the character agent maps the two with exhaustive matches.
+//! The scenario JSON Schema is a data file for editors: it must list the same names.
 
-use dramatis_memory::modules::{MODULE_NAMES, ModuleSet};
+use dramatis_memory::modules::{ModuleKind, ModuleSet};
+use dramatis_proto::v1::MemoryModule;
 use dramatis_tests::repo_root;
-use dramatis_world::scenario::MEMORY_MODULES;
 
 #[test]
-fn the_three_lists_of_memory_module_names_agree() {
-    let agents: Vec<&str> = MODULE_NAMES
-        .iter()
-        .copied()
+fn the_schema_the_wire_and_the_module_table_name_the_same_modules() {
+    let wire = MemoryModule::list_names();
+    let table: Vec<String> = ModuleKind::names()
         .chain(["all", "none"])
+        .map(str::to_owned)
         .collect();
-    assert_eq!(
-        MEMORY_MODULES.as_slice(),
-        agents.as_slice(),
-        "world vs memory crate"
-    );
+    assert_eq!(wire, table, "wire enum vs module table");
 
     let schema_text = std::fs::read_to_string(repo_root().join("scenarios/scenario.schema.json"))
         .expect("schema readable");
@@ -29,12 +25,15 @@ fn the_three_lists_of_memory_module_names_agree() {
         .iter()
         .filter_map(serde_json::Value::as_str)
         .collect();
-    assert_eq!(in_schema, agents, "JSON Schema vs memory crate");
+    assert_eq!(in_schema, table, "JSON Schema vs module table");
 
-    for name in MODULE_NAMES {
+    for name in ModuleKind::names() {
         let set = ModuleSet::parse(name).expect("each name parses");
         assert_eq!(set.names(), [name], "{name} turns on exactly itself");
     }
-    assert_eq!(ModuleSet::parse("all").expect("all").names(), MODULE_NAMES);
+    assert_eq!(
+        ModuleSet::parse("all").expect("all").names(),
+        ModuleKind::names().collect::<Vec<_>>()
+    );
     assert!(ModuleSet::parse("none").expect("none").names().is_empty());
 }

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
+use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
 use tokio::sync::mpsc;
 
@@ -55,7 +56,7 @@ impl CharacterAgents {
             moment.push('\n');
             moment.push_str(frame.direction.trim());
         }
-        let mut recalled = if shard.module_set().reverie {
+        let mut recalled = if shard.module_set().contains(ModuleKind::Reverie) {
             recall(
                 &mut shard,
                 &Query {

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole};
+use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
@@ -31,7 +32,7 @@ impl CharacterAgents {
             .last()
             .map(|p| p.scene_id.clone())
             .unwrap_or_default();
-        let mut recalled: Recalled = if shard.module_set().reverie {
+        let mut recalled: Recalled = if shard.module_set().contains(ModuleKind::Reverie) {
             recall(
                 shard,
                 &Query {
@@ -53,7 +54,7 @@ impl CharacterAgents {
             .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
             .await?;
         // With ReverieMem off, the modules alone decide whether anything bears on it.
-        if !shard.module_set().reverie {
+        if !shard.module_set().contains(ModuleKind::Reverie) {
             recalled.abstain = grounding.is_empty();
         } else if !grounding.is_empty() && recalled.abstain {
             recalled.abstain = false;

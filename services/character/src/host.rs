@@ -174,9 +174,12 @@ impl CharacterAgents {
         }
         let modules = match &self.options.memory_modules {
             Some(set) => *set,
-            None if profile.memory_modules.trim().is_empty() => ModuleSet::default(),
-            None => ModuleSet::parse(&profile.memory_modules)
-                .map_err(|e| AgentError::InvalidArgument(format!("profile.memory_modules: {e}")))?,
+            None => match &profile.memory_modules {
+                None => ModuleSet::default(),
+                Some(list) => crate::modules::set_of(list).map_err(|e| {
+                    AgentError::InvalidArgument(format!("profile.memory_modules: {e}"))
+                })?,
+            },
         };
         let key = (world.to_owned(), character.to_owned());
         if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {

@@ -15,6 +15,7 @@ mod error;
 pub mod grpc;
 pub mod host;
 mod mind;
+pub mod modules;
 mod perceive;
 mod prompt;
 pub mod reverie;

@@ -2,6 +2,7 @@
 //! observe them, and every scene that ended is written to its long-term memory.
 
 use dramatis_llm::ModelRole;
+use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::Event;
 
 use crate::AgentError;
@@ -54,7 +55,7 @@ impl CharacterAgents {
         };
         // With ReverieMem's layers off, scenes are not written to them (the profile's
         // starting memories stay, unread).
-        let ended = if shard.module_set().reverie {
+        let ended = if shard.module_set().contains(ModuleKind::Reverie) {
             ended
         } else {
             Vec::new()

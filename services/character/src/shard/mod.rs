@@ -330,26 +330,7 @@ impl Shard {
     /// a changed persona makes DualMem's older insights stale.
     pub fn use_modules(&mut self, set: ModuleSet) {
         let persona = self.persona();
-        let fresh = Modules::new(set, &self.profile.id, &persona);
-        let modules = &mut self.state.modules;
-        if !set.dualmem {
-            modules.dualmem = None;
-        } else if modules.dualmem.is_none() {
-            modules.dualmem = fresh.dualmem;
-        }
-        if !set.moom {
-            modules.moom = None;
-        } else if modules.moom.is_none() {
-            modules.moom = fresh.moom;
-        }
-        if !set.bookmarks {
-            modules.bookmarks = None;
-        } else if modules.bookmarks.is_none() {
-            modules.bookmarks = fresh.bookmarks;
-        }
-        if let Some(dual) = modules.dualmem.as_mut() {
-            dual.set_persona(&persona);
-        }
+        self.state.modules.use_set(set, &self.profile.id, &persona);
         self.state.module_set = set;
     }
 

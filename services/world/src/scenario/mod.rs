@@ -12,6 +12,8 @@ mod validate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use dramatis_proto::v1::MemoryModules;
+
 pub use catalog::{ScenarioCatalog, ScenarioSummary};
 
 /// The supported `version` of the format.
@@ -88,19 +90,16 @@ pub struct Character {
     pub memory_modules: Option<Vec<String>>,
 }
 
-/// The memory module names a scenario may use. (The world does not link the memory
-/// crates; the agent parses the same names.)
-pub const MEMORY_MODULES: [&str; 6] = ["reverie", "dualmem", "moom", "bookmarks", "all", "none"];
-
 impl Scenario {
-    /// The memory modules `character` runs, comma-separated (empty: the agents' default).
+    /// The memory modules `character` runs (`None`: the agents' default). The names
+    /// were checked when the scenario was loaded.
     #[must_use]
-    pub fn memory_modules_of(&self, character: &Character) -> String {
-        character
+    pub fn memory_modules_of(&self, character: &Character) -> Option<MemoryModules> {
+        let names = character
             .memory_modules
             .as_ref()
-            .unwrap_or(&self.memory_modules)
-            .join(",")
+            .unwrap_or(&self.memory_modules);
+        MemoryModules::parse(names).ok().flatten()
     }
 }
 

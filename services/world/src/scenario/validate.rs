@@ -3,6 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
+use dramatis_proto::v1::MemoryModules;
+
 use super::raw::{RawScenario, S};
 use super::{
     Character, FORMAT_VERSION, Fact, Location, Memory, OpenStory, Path_, Pattern, Problem,
@@ -24,16 +26,8 @@ impl Checker<'_> {
     }
 
     fn memory_module(&mut self, module: &S<String>, field: String) {
-        if !super::MEMORY_MODULES.contains(&module.get_ref().as_str()) {
-            self.report(
-                module,
-                field,
-                format!(
-                    "unknown memory module {:?} (known: {})",
-                    module.get_ref(),
-                    super::MEMORY_MODULES.join(", ")
-                ),
-            );
+        if let Err(error) = MemoryModules::parse(std::slice::from_ref(module.get_ref())) {
+            self.report(module, field, error);
         }
     }
 

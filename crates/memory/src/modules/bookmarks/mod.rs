@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::text::{clip, estimate_tokens, keywords};
-use super::{Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, object_schema};
+use super::{Grounding, Line, LineKind, MemoryModule, Mind, ModuleKind, ReadQuery, object_schema};
 
 mod sync;
 
@@ -398,8 +398,12 @@ impl Bookmarks {
 
 #[async_trait::async_trait]
 impl MemoryModule for Bookmarks {
-    fn name(&self) -> &'static str {
-        "bookmarks"
+    fn create(character: &str, _persona: &str) -> Self {
+        Self::new(character)
+    }
+
+    fn kind(&self) -> ModuleKind {
+        ModuleKind::Bookmarks
     }
 
     async fn observe(&mut self, _mind: &dyn Mind, _storyline: &[Line]) {}
@@ -445,6 +449,40 @@ impl MemoryModule for Bookmarks {
 
     fn kept(&self) -> usize {
         self.pool.len()
+    }
+
+    fn items(&self, _storyline: &[Line]) -> Vec<(String, String, String)> {
+        self.pool
+            .iter()
+            .map(|b| {
+                let mut text = format!("{} — {}", b.query, b.answer);
+                if !b.evidence.is_empty() {
+                    text.push_str(" [evidence: ");
+                    text.push_str(&b.evidence.join(" | "));
+                    text.push(']');
+                }
+                (b.id.clone(), "bookmarks.bookmark".to_owned(), text)
+            })
+            .collect()
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let s = self.stats;
+        let mut out: Vec<(&'static str, f64)> = [
+            ("proposals", s.proposals),
+            ("reused", s.reused),
+            ("derived", s.derived),
+            ("created", s.created),
+            ("hits", s.reused + s.derived),
+            ("lines_read", s.lines_read),
+            ("tokens_saved", s.tokens_saved),
+            ("calls", self.calls),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name, value as f64))
+        .collect();
+        out.push(("hit_rate", s.hit_rate()));
+        out
     }
 }
 

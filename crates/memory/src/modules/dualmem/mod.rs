@@ -20,7 +20,8 @@ use serde_json::json;
 
 use super::text::{clip, keywords};
 use super::{
-    Grounding, Line, LineKind, MemoryModule, Mind, ReadQuery, ask_text, cosine, object_schema,
+    Grounding, Line, LineKind, MemoryModule, Mind, ModuleKind, ReadQuery, ask_text, cosine,
+    object_schema,
 };
 
 /// Facts and insights returned per read (before linked facts are added).
@@ -456,8 +457,16 @@ fn rule_insights(
 
 #[async_trait::async_trait]
 impl MemoryModule for DualMem {
-    fn name(&self) -> &'static str {
-        "dualmem"
+    fn create(character: &str, persona: &str) -> Self {
+        Self::new(character, persona)
+    }
+
+    fn kind(&self) -> ModuleKind {
+        ModuleKind::DualMem
+    }
+
+    fn set_persona(&mut self, persona: &str) {
+        Self::set_persona(self, persona);
     }
 
     async fn observe(&mut self, _mind: &dyn Mind, _storyline: &[Line]) {}
@@ -481,6 +490,31 @@ impl MemoryModule for DualMem {
 
     fn kept(&self) -> usize {
         self.facts.len() + self.insights.len()
+    }
+
+    fn items(&self, _storyline: &[Line]) -> Vec<(String, String, String)> {
+        let facts = self
+            .facts
+            .iter()
+            .map(|f| (f.id.clone(), "dualmem.fact".to_owned(), f.text.clone()));
+        let insights = self
+            .insights
+            .iter()
+            .map(|i| (i.id.clone(), "dualmem.insight".to_owned(), i.text.clone()));
+        facts.chain(insights).collect()
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("facts", self.facts.len() as u64),
+            ("insights", self.insights.len() as u64),
+            ("null_insights", self.null_insights),
+            ("regenerated", self.regenerated),
+            ("calls", self.calls),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name, value as f64))
+        .collect()
     }
 }
 

@@ -24,7 +24,7 @@ use super::text::clip;
 mod persona;
 pub use persona::{MergeStrategy, PERSONA_KEYS, Persona, PersonaValue, SnapshotValue};
 
-use super::{Grounding, Line, MemoryModule, Mind, ReadQuery, ask_text, cosine};
+use super::{Grounding, Line, MemoryModule, Mind, ModuleKind, ReadQuery, ask_text, cosine};
 
 /// MOOM's parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -203,8 +203,12 @@ impl Moom {
 
 #[async_trait::async_trait]
 impl MemoryModule for Moom {
-    fn name(&self) -> &'static str {
-        "moom"
+    fn create(character: &str, _persona: &str) -> Self {
+        Self::new(character, MoomConfig::default())
+    }
+
+    fn kind(&self) -> ModuleKind {
+        ModuleKind::Moom
     }
 
     async fn observe(&mut self, mind: &dyn Mind, storyline: &[Line]) {
@@ -279,6 +283,39 @@ impl MemoryModule for Moom {
                 .values()
                 .map(|p| p.keys.values().map(Vec::len).sum::<usize>())
                 .sum::<usize>()
+    }
+
+    fn items(&self, storyline: &[Line]) -> Vec<(String, String, String)> {
+        let plot = self.plot.iter().map(|m| {
+            (
+                m.id.clone(),
+                format!("moom.plot-{}", m.level),
+                m.text.clone(),
+            )
+        });
+        let now = storyline.len() as u64;
+        let personas = self.personas.keys().filter_map(|person| {
+            self.describe(person, now).map(|text| {
+                (
+                    format!("moom:persona:{person}"),
+                    "moom.persona".to_owned(),
+                    text,
+                )
+            })
+        });
+        plot.chain(personas).collect()
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("plot_made", self.made().iter().sum::<u64>()),
+            ("plot_kept", self.plot.len() as u64),
+            ("personas", self.personas.len() as u64),
+            ("calls", self.calls),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name, value as f64))
+        .collect()
     }
 }
 
