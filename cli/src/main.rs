@@ -3,7 +3,6 @@
 
 mod args;
 mod commands;
-mod kbf;
 mod models;
 mod printer;
 mod spawn;

@@ -246,6 +246,60 @@ pub async fn best_supported(
     })
 }
 
+/// Asks every probe of `probes` in world `world_id` through the world service, as a
+/// multiple-choice question; returns the matched letters (`None` when an answer matched
+/// no option) and the language-model usage.
+pub async fn agent_answers(
+    client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    world_id: &str,
+    probes: &[Probe],
+) -> anyhow::Result<(Vec<Option<char>>, dramatis_proto::v1::Usage)> {
+    let mut letters = Vec::with_capacity(probes.len());
+    let mut usage = dramatis_proto::v1::Usage::default();
+    for probe in probes {
+        let mut question = format!("{}\nOptions:", probe.question);
+        for (letter, text) in &probe.options {
+            question.push_str(&format!("\n{letter}) {text}"));
+        }
+        question.push_str("\nReply with the letter of your answer.");
+        let answer = client
+            .ask(dramatis_proto::v1::AskRequest {
+                world_id: world_id.to_owned(),
+                character: probe.character.clone(),
+                question,
+                recall_only: false,
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("ask failed: {}", dramatis_runtime::client::describe(&s)))?
+            .into_inner();
+        if let Some(u) = answer.usage {
+            usage.add_calls_and_tokens(&u);
+        }
+        letters.push(match_letter(&answer.answer, &probe.options));
+    }
+    Ok((letters, usage))
+}
+
+/// The score over all probes and per character, from each probe's answer.
+#[must_use]
+pub fn scores(probes: &[Probe], answers: &[Option<char>]) -> (Score, BTreeMap<String, Score>) {
+    let mut by_character: BTreeMap<String, Vec<(Split, bool)>> = BTreeMap::new();
+    let mut all = Vec::new();
+    for (probe, answer) in probes.iter().zip(answers) {
+        let outcome = (probe.split, *answer == Some(probe.gold));
+        by_character
+            .entry(probe.character.clone())
+            .or_default()
+            .push(outcome);
+        all.push(outcome);
+    }
+    let per = by_character
+        .into_iter()
+        .map(|(c, o)| (c, score(&o)))
+        .collect();
+    (score(&all), per)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

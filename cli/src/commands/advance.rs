@@ -9,8 +9,8 @@ use dramatis_proto::v1::{
     AdvanceRequest, Event, EventKind, GetWorldRequest, WorldInfo, WorldStatus, advance_request,
 };
 
-use super::client::{describe, world_client};
 use super::worlds::progress;
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("until").args(["turns", "scene", "to_end"])))]

@@ -3,7 +3,7 @@ use anyhow::anyhow;
 use clap::Args;
 use dramatis_proto::v1::AskRequest;
 
-use super::client::{describe, world_client};
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {

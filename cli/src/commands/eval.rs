@@ -2,18 +2,19 @@
 
 use crate::args::ModelArgs;
 use clap::Args;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use dramatis_embed::OnnxEmbedder;
-use dramatis_proto::v1::{AskRequest, Usage};
+use dramatis_proto::v1::Usage;
 use dramatis_runtime::Shutdown;
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
 
-use crate::kbf::{Pool, Probe, Score, Split, load_probes, match_letter, retrieval_answers, score};
 use crate::stack::LocalStack;
+use dramatis_eval::create_world_from_file;
+use dramatis_eval::kbf::{self, Pool, Probe, Score, load_probes, retrieval_answers};
+use dramatis_runtime::client::world_client;
 
 #[derive(Debug, Args)]
 pub struct KbfArgs {
@@ -48,41 +49,18 @@ pub enum Answerer {
     NaiveRag,
 }
 
-/// Asks every probe through the world service; returns the matched letters (None when
-/// an answer matched no option) and the language-model usage.
+/// Asks every probe through the world service, on a stack of its own.
 async fn agent_answers(
     args: &KbfArgs,
     scenario_path: &std::path::Path,
     probes: &[Probe],
 ) -> anyhow::Result<(Vec<Option<char>>, Usage)> {
     let stack = LocalStack::start(args.model.clone(), None, true, None, Shutdown::new()).await?;
-    let mut client = super::client::world_client(&stack.server_url).await?;
-    let world_id = super::client::create_world_from_file(&mut client, scenario_path).await?;
-    let mut letters = Vec::with_capacity(probes.len());
-    let mut usage = Usage::default();
-    for probe in probes {
-        let mut question = format!("{}\nOptions:", probe.question);
-        for (letter, text) in &probe.options {
-            question.push_str(&format!("\n{letter}) {text}"));
-        }
-        question.push_str("\nReply with the letter of your answer.");
-        let answer = client
-            .ask(AskRequest {
-                world_id: world_id.clone(),
-                character: probe.character.clone(),
-                question,
-                recall_only: false,
-            })
-            .await
-            .map_err(|s| anyhow!("ask failed: {}", super::client::describe(&s)))?
-            .into_inner();
-        if let Some(u) = answer.usage {
-            usage.add_calls_and_tokens(&u);
-        }
-        letters.push(match_letter(&answer.answer, &probe.options));
-    }
+    let mut client = world_client(&stack.server_url).await?;
+    let world_id = create_world_from_file(&mut client, scenario_path).await?;
+    let answered = kbf::agent_answers(&mut client, &world_id, probes).await;
     stack.stop(Some(&world_id)).await;
-    Ok((letters, usage))
+    answered
 }
 
 pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
@@ -109,18 +87,7 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
             retrieval_answers(&probes, &scenario, &embedder, pool, args.threshold).await?;
         (letters.into_iter().map(Some).collect(), Usage::default())
     };
-    let mut by_character: BTreeMap<String, Vec<(Split, bool)>> = BTreeMap::new();
-    let mut all = Vec::new();
-    for (probe, answer) in probes.iter().zip(&answers) {
-        let outcome = (probe.split, *answer == Some(probe.gold));
-        by_character
-            .entry(probe.character.clone())
-            .or_default()
-            .push(outcome);
-        all.push(outcome);
-    }
-    let overall = score(&all);
-    let per: BTreeMap<&String, Score> = by_character.iter().map(|(c, o)| (c, score(o))).collect();
+    let (overall, per) = kbf::scores(&probes, &answers);
     let name = clap::ValueEnum::to_possible_value(&args.answerer)
         .map_or_else(|| "?".to_owned(), |v| v.get_name().to_owned());
     let unmatched = answers.iter().filter(|a| a.is_none()).count();

@@ -6,7 +6,6 @@ mod ask;
 mod bench;
 mod bench_embed;
 mod bench_retrieval;
-mod client;
 mod eval;
 mod llm;
 mod play;

@@ -9,8 +9,8 @@ use dramatis_proto::v1::{
 };
 use tokio::io::AsyncBufReadExt as _;
 
-use super::client::{describe, world_client};
 use crate::printer::Printer;
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct PlayArgs {

@@ -16,9 +16,9 @@ use dramatis_runtime::Shutdown;
 use serde_json::json;
 use tonic::transport::Channel;
 
-use super::client::{describe, world_client};
 use crate::printer::Printer;
 use crate::stack::LocalStack;
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

@@ -3,8 +3,8 @@ use anyhow::anyhow;
 use clap::Args;
 use dramatis_proto::v1::WatchRequest;
 
-use super::client::{describe, world_client};
 use crate::printer::Printer;
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {

@@ -9,9 +9,9 @@ use dramatis_proto::v1::{
     CreateWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus, create_world_request,
 };
 
-use super::client::{describe, world_client};
 use super::run::scenario_source;
 use crate::args::ServerArg;
+use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {

@@ -1,11 +1,29 @@
 //! Connecting to a running world service as a client.
 
-use anyhow::Context as _;
 use dramatis_proto::v1::world_client::WorldClient;
 use tonic::transport::Channel;
 
+/// The world service could not be reached.
+#[derive(Debug)]
+pub struct ConnectError {
+    pub url: String,
+    pub source: tonic::transport::Error,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot reach the world service at {}", self.url)
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// A World client for `server` (`http://host:port`; a bare `host:port` works too).
-pub async fn world_client(server: &str) -> anyhow::Result<WorldClient<Channel>> {
+pub async fn world_client(server: &str) -> Result<WorldClient<Channel>, ConnectError> {
     let url = if server.contains("://") {
         server.to_owned()
     } else {
@@ -13,31 +31,11 @@ pub async fn world_client(server: &str) -> anyhow::Result<WorldClient<Channel>> 
     };
     WorldClient::connect(url.clone())
         .await
-        .with_context(|| format!("cannot reach the world service at {url}"))
-}
-
-/// Creates a world from a scenario file (its absolute path is sent); returns its id.
-pub async fn create_world_from_file(
-    client: &mut WorldClient<Channel>,
-    scenario_path: &std::path::Path,
-) -> anyhow::Result<String> {
-    let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
-    Ok(client
-        .create_world(dramatis_proto::v1::CreateWorldRequest {
-            source: Some(
-                dramatis_proto::v1::create_world_request::Source::ScenarioPath(
-                    path.to_string_lossy().into_owned(),
-                ),
-            ),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow::anyhow!("cannot create the world: {}", describe(&s)))?
-        .into_inner()
-        .world_id)
+        .map_err(|source| ConnectError { url, source })
 }
 
 /// A readable message for a failed call.
+#[must_use]
 pub fn describe(status: &tonic::Status) -> String {
     format!("{:?}: {}", status.code(), status.message())
 }

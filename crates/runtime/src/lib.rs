@@ -2,6 +2,7 @@
 //! flushing, graceful shutdown, the gRPC health and reflection services, and where
 //! model files live. It holds no story logic.
 
+pub mod client;
 pub mod grpc;
 pub mod models;
 pub mod shutdown;

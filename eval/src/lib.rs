@@ -1,0 +1,39 @@
+//! `dramatis-eval` measures Dramatis: Knowledge Boundary Fidelity (probes, answerers,
+//! the metric), the memory-module ablation with its long generated run, and the turn
+//! benchmark's harness. It drives the services as a client would (or in process, for
+//! the benchmark) and returns figures; the CLI parses arguments and prints them.
+//!
+//! It sits above the services and below the CLI: the probes name scenario characters,
+//! and the benchmark starts a world and an agent service in process.
+
+pub mod ablation;
+pub mod bench;
+pub mod kbf;
+pub mod long_run;
+
+use std::path::Path;
+
+use anyhow::anyhow;
+use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_proto::v1::{CreateWorldRequest, create_world_request};
+use dramatis_runtime::client::describe;
+use tonic::transport::Channel;
+
+/// Creates a world from a scenario file (its absolute path is sent); returns its id.
+pub async fn create_world_from_file(
+    client: &mut WorldClient<Channel>,
+    scenario_path: &Path,
+) -> anyhow::Result<String> {
+    let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
+    Ok(client
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioPath(
+                path.to_string_lossy().into_owned(),
+            )),
+            world_id: String::new(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot create the world: {}", describe(&s)))?
+        .into_inner()
+        .world_id)
+}
