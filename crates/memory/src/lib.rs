@@ -21,4 +21,4 @@ pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
-pub use shard::{MemoryShard, ShardError, load_json, save_json};
+pub use shard::{MemoryShard, ShardError, load_json, save_json, write_atomic};

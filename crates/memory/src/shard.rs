@@ -77,11 +77,18 @@ fn io_error(path: &Path, message: &impl ToString) -> ShardError {
 /// Writes `value` as JSON atomically: a temporary file renamed over the old one, so a
 /// crash mid-write leaves the previous file intact.
 pub fn save_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ShardError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, &e))?;
+    write_atomic(path, &bytes)
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file beside it, renamed over it),
+/// creating the directory when needed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ShardError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io_error(path, &e))?;
     }
-    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, &e))?;
-    let temporary = path.with_extension("json.tmp");
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(".tmp");
     std::fs::write(&temporary, bytes).map_err(|e| io_error(path, &e))?;
     std::fs::rename(&temporary, path).map_err(|e| io_error(path, &e))
 }

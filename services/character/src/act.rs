@@ -152,7 +152,9 @@ impl CharacterAgents {
                 ..Action::default()
             },
         };
-        self.save(&shard, world)?;
+        let saved = shard.save()?;
+        drop(shard);
+        saved.wait().await?;
         Ok(ActOutcome { action })
     }
 }

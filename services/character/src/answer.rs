@@ -98,7 +98,9 @@ impl CharacterAgents {
             tracing::info!(character, said = %answer, "replaced an unsupported answer with a refusal");
             answer = "I cannot answer that from my own knowledge.".to_owned();
         }
-        self.save(&shard, world)?;
+        let saved = shard.save()?;
+        drop(shard);
+        saved.wait().await?;
         Ok(AnswerOutcome {
             answer,
             usage,
@@ -137,7 +139,9 @@ impl CharacterAgents {
                 text: texts.get(id).cloned().unwrap_or_default(),
             })
             .collect();
-        self.save(&shard, world)?;
+        let saved = shard.save()?;
+        drop(shard);
+        saved.wait().await?;
         Ok((items, recalled.usage, recalled.abstain))
     }
 }

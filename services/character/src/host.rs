@@ -18,7 +18,7 @@ use crate::AgentError;
 use crate::mind::AgentMind;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
-use crate::shard::{AuditEntry, Shard};
+use crate::shard::{AuditEntry, Shard, ShardFiles, audit_path};
 use dramatis_runtime::now_ms;
 
 /// How a scene's episodic memory is written.
@@ -150,13 +150,6 @@ impl CharacterAgents {
         })
     }
 
-    pub(crate) fn save(&self, shard: &Shard, world: &str) -> Result<(), AgentError> {
-        if let Some(path) = self.shard_path(world, shard.id()) {
-            shard.save(&path)?;
-        }
-        Ok(())
-    }
-
     /// Creates the character's shard, or keeps the one in memory, or reads the one
     /// saved on disk. Returns the number of memory items and whether a shard was
     /// resumed.
@@ -195,8 +188,11 @@ impl CharacterAgents {
             ),
         };
         shard.use_modules(modules);
+        if let Some(path) = saved.or_else(|| self.shard_path(world, character)) {
+            shard.keep_files(ShardFiles::start(path));
+        }
         if !resumed {
-            self.save(&shard, world)?;
+            shard.save()?.wait().await?;
         }
         let items = shard.memory().len();
         // A concurrent attach of the same character may have won; keep the first.
@@ -221,11 +217,14 @@ impl CharacterAgents {
                 world: world.to_owned(),
                 character: character.to_owned(),
             })?;
-        if let Some(path) = self.shard_path(world, character)
-            && let Err(e) = std::fs::remove_file(&path)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(path = %path.display(), error = %e, "cannot remove shard file");
+        if let Some(path) = self.shard_path(world, character) {
+            for file in [audit_path(&path), path] {
+                if let Err(e) = std::fs::remove_file(&file)
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    tracing::warn!(path = %file.display(), error = %e, "cannot remove shard file");
+                }
+            }
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use dramatis_proto::v1::Event;
 use crate::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
 use crate::reverie::writer::{Writer, rewrite_scenes, write_scene};
-use crate::shard::{AuditEntry, PerceivedKind};
+use crate::shard::{AuditEntry, PendingSave, PerceivedKind};
 use dramatis_runtime::now_ms;
 
 impl CharacterAgents {
@@ -91,9 +91,14 @@ impl CharacterAgents {
             });
             shard.commit_rewrite(rewritten);
         }
-        if accepted > 0 {
-            self.save(&shard, world)?;
-        }
-        Ok((accepted, shard.last_seq()))
+        let last_seq = shard.last_seq();
+        let saved = if accepted > 0 {
+            shard.save()?
+        } else {
+            PendingSave::none()
+        };
+        drop(shard);
+        saved.wait().await?;
+        Ok((accepted, last_seq))
     }
 }

@@ -209,4 +209,26 @@ async fn a_shard_saved_by_the_earlier_build_loads_whole_and_goes_on() {
             .collect::<Vec<_>>()
     );
     again.trigger();
+
+    // On disk, the audit left the shard's JSON for the append-only file beside it: the
+    // old prompts first, in order, then the new turn's.
+    let rewritten: Value =
+        serde_json::from_slice(&std::fs::read(&file).expect("shard file")).expect("JSON");
+    assert!(
+        rewritten.get("audit").is_none(),
+        "the shard JSON keeps no audit"
+    );
+    assert_eq!(rewritten["last_seq"], saved["last_seq"]);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(data.path().join(WORLD).join("watson.audit.jsonl"))
+            .expect("audit file")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect();
+    assert_eq!(lines.len(), audit.len() + 1);
+    for (line, want) in lines.iter().zip(audit) {
+        assert_eq!(line["prompt"], want["prompt"]);
+        assert_eq!(line["purpose"], want["purpose"]);
+    }
+    assert_eq!(lines[audit.len()]["purpose"], "act");
 }

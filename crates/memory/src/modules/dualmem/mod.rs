@@ -18,6 +18,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+mod read;
+
 use super::text::{clip, keywords};
 use super::{
     Grounding, Line, LineKind, MemoryModule, Mind, ModuleKind, ReadQuery, ask_text, cosine,
@@ -316,72 +318,6 @@ impl DualMem {
         target.vector = vector;
         target.persona_version = current;
         self.regenerated += 1;
-    }
-
-    /// Retrieval for `query`: the stream chosen by [`choose_stream`]; each insight
-    /// followed by its linked facts.
-    pub async fn retrieve(&mut self, mind: &dyn Mind, query: &ReadQuery<'_>) -> Vec<Grounding> {
-        let stream = choose_stream(query.text, query.answering);
-        let mut out = Vec::new();
-        let mut shown: Vec<String> = Vec::new();
-        if matches!(stream, Stream::Insight | Stream::Both) {
-            let mut ranked: Vec<(usize, f32)> = self
-                .insights
-                .iter()
-                .enumerate()
-                .map(|(i, m)| (i, cosine(&m.vector, query.vector)))
-                .collect();
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (i, _) in ranked.into_iter().take(INSIGHTS_PER_READ) {
-                if self.is_stale(&self.insights[i]) {
-                    self.regenerate(mind, i).await;
-                }
-                let insight = &self.insights[i];
-                out.push(Grounding {
-                    module: "dualmem".into(),
-                    kind: "insight".into(),
-                    id: insight.id.clone(),
-                    text: insight.text.clone(),
-                });
-                for id in &insight.facts {
-                    if let Some(fact) = self.fact(id)
-                        && !shown.contains(id)
-                    {
-                        shown.push(id.clone());
-                        out.push(linked(fact));
-                    }
-                }
-            }
-        }
-        if matches!(stream, Stream::Factual | Stream::Both) {
-            let mut ranked: Vec<(&FactMemory, f32)> = self
-                .facts
-                .iter()
-                .map(|f| (f, cosine(&f.vector, query.vector)))
-                .collect();
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (fact, _) in ranked.into_iter().take(FACTS_PER_READ) {
-                if !shown.contains(&fact.id) {
-                    shown.push(fact.id.clone());
-                    out.push(Grounding {
-                        module: "dualmem".into(),
-                        kind: "fact".into(),
-                        id: fact.id.clone(),
-                        text: fact.text.clone(),
-                    });
-                }
-            }
-        }
-        out
-    }
-}
-
-fn linked(fact: &FactMemory) -> Grounding {
-    Grounding {
-        module: "dualmem".into(),
-        kind: "fact".into(),
-        id: fact.id.clone(),
-        text: fact.text.clone(),
     }
 }
 

@@ -1,0 +1,123 @@
+use dramatis_embed::FakeEmbedder;
+use dramatis_proto::v1::KnownFact;
+
+use super::*;
+use dramatis_proto::v1::EventKind;
+
+async fn shard() -> Shard {
+    Shard::new(
+        CharacterProfile {
+            id: "watson".into(),
+            name: "John Watson".into(),
+            knowledge: vec![KnownFact {
+                id: "wound".into(),
+                text: "I was wounded at Maiwand.".into(),
+                ..KnownFact::default()
+            }],
+            ..CharacterProfile::default()
+        },
+        &FakeEmbedder::new(16),
+    )
+    .await
+    .expect("shard")
+}
+
+fn event(seq: u64, kind: EventKind, speaker: &str, perceivers: &[&str], thought: &str) -> Event {
+    Event {
+        seq,
+        scene_id: "s1".into(),
+        speaker: speaker.into(),
+        kind: kind as i32,
+        text: format!("line {seq}"),
+        perceivers: perceivers.iter().map(|p| (*p).to_owned()).collect(),
+        thought: thought.into(),
+        ..Event::default()
+    }
+}
+
+fn speech(seq: u64, speaker: &str, perceivers: &[&str], thought: &str) -> Event {
+    event(seq, EventKind::Speech, speaker, perceivers, thought)
+}
+
+#[tokio::test]
+async fn stores_perceived_events_once_and_refuses_foreign_ones() {
+    let mut shard = shard().await;
+    let batch = [
+        speech(1, "holmes", &["holmes", "watson"], ""),
+        speech(2, "watson", &["watson"], "tired"),
+    ];
+    assert_eq!(shard.perceive(&batch).expect("accepted").0, 2);
+    assert_eq!(
+        shard.perceive(&batch).expect("replayed").0,
+        0,
+        "duplicates are skipped"
+    );
+    let not_mine = shard.perceive(&[speech(3, "holmes", &["holmes"], "")]);
+    assert!(matches!(
+        not_mine,
+        Err(AgentError::NotPerceived { seq: 3, .. })
+    ));
+    let leaked_thought = shard.perceive(&[speech(4, "holmes", &["watson"], "secret")]);
+    assert!(matches!(
+        leaked_thought,
+        Err(AgentError::NotPerceived { seq: 4, .. })
+    ));
+    let texts: Vec<(String, String)> = shard
+        .memory()
+        .into_iter()
+        .map(|m| (m.source, m.text))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (SEMANTIC.to_owned(), "I was wounded at Maiwand.".to_owned()),
+            (PERCEIVED.to_owned(), "holmes: \"line 1\"".to_owned()),
+            (
+                PERCEIVED.to_owned(),
+                "You: \"line 2\" (you thought: tired)".to_owned()
+            )
+        ]
+    );
+    assert_eq!(shard.last_seq(), 2);
+}
+
+#[tokio::test]
+async fn a_scene_closes_at_its_end_or_when_another_begins() {
+    let mut shard = shard().await;
+    shard.expect_own(Annotation {
+        emotion: "curiosity".into(),
+        intensity: 0.66,
+        intent: "learn more".into(),
+        trigger: "line 1".into(),
+    });
+    let (_, ended) = shard
+        .perceive(&[
+            speech(1, "holmes", &["holmes", "watson"], ""),
+            speech(2, "watson", &["holmes", "watson"], ""),
+        ])
+        .expect("accepted");
+    assert!(ended.is_empty());
+    assert_eq!(shard.current_scene().len(), 2);
+    let (_, ended) = shard
+        .perceive(&[event(3, EventKind::SceneEnd, "", &["holmes", "watson"], "")])
+        .expect("accepted");
+    assert_eq!(ended.len(), 1);
+    assert_eq!(
+        ended[0].events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        ended[0].moments.len(),
+        1,
+        "own line paired with its annotation"
+    );
+    assert_eq!(ended[0].moments[0].seq, 2);
+    assert!(shard.current_scene().is_empty());
+    let mut next = speech(4, "holmes", &["watson"], "");
+    next.scene_id = "s2".into();
+    let mut later = speech(5, "holmes", &["watson"], "");
+    later.scene_id = "s3".into();
+    let (_, ended) = shard.perceive(&[next, later]).expect("accepted");
+    assert_eq!(ended.len(), 1, "s2 closed when s3 began");
+    assert_eq!(ended[0].scene_id, "s2");
+}

@@ -1,0 +1,88 @@
+//! The shard as the wire shows it: every memory item tagged with its layer, and the
+//! prompt audit as records naming the items each prompt held.
+
+use dramatis_proto::v1::{MemoryItem, MemoryRef, PromptRecord};
+
+use super::{EPISODIC, PERCEIVED, PERSONALITY, SEMANTIC, Shard};
+
+impl Shard {
+    /// Everything the shard holds, as memory items tagged with their layer.
+    #[must_use]
+    pub fn memory(&self) -> Vec<MemoryItem> {
+        let layers = &self.state.memory;
+        let item = |id: &str, source: &str, text: String, seq: u64| MemoryItem {
+            id: id.to_owned(),
+            source: source.to_owned(),
+            text,
+            seq,
+        };
+        let episodic = layers
+            .episodic
+            .items()
+            .iter()
+            .map(|m| item(&m.id, EPISODIC, m.text.clone(), 0));
+        let semantic = layers
+            .semantic
+            .facts()
+            .iter()
+            .map(|f| item(&f.id, SEMANTIC, f.text.clone(), 0));
+        let patterns = layers.personality.patterns().iter().map(|p| {
+            let text = format!("{} e.g. {}", p.description, p.excerpts.join(" / "));
+            item(&p.id, PERSONALITY, text, 0)
+        });
+        let me = self.id();
+        let perceived = self.state.perceived.iter().filter_map(|p| {
+            p.line(me)
+                .map(|line| item(&p.memory_id(), PERCEIVED, line, p.seq))
+        });
+        let modules = self
+            .state
+            .modules
+            .items()
+            .into_iter()
+            .map(|(id, source, text)| item(&id, &source, text, 0));
+        episodic
+            .chain(semantic)
+            .chain(patterns)
+            .chain(perceived)
+            .chain(modules)
+            .collect()
+    }
+
+    /// Every prompt built from this shard, oldest first.
+    #[must_use]
+    pub fn prompts(&self) -> Vec<PromptRecord> {
+        self.state
+            .audit
+            .iter()
+            .map(|entry| PromptRecord {
+                memory_ids: entry.items.iter().map(|(id, _)| id.clone()).collect(),
+                items: entry
+                    .items
+                    .iter()
+                    .map(|(id, layer)| MemoryRef {
+                        id: id.clone(),
+                        layer: layer.clone(),
+                        module: module_of(layer).to_owned(),
+                    })
+                    .collect(),
+                prompt: entry.prompt.clone(),
+                purpose: entry.purpose.clone(),
+                character_id: self.profile.id.clone(),
+                timestamp_ms: entry.timestamp_ms,
+            })
+            .collect()
+    }
+}
+
+/// The memory module an audit layer belongs to: ReverieMem's three layers are
+/// `reverie`, the scene under way is `scene`, and module items are named
+/// `<module>.<kind>`.
+#[must_use]
+pub fn module_of(layer: &str) -> &str {
+    match layer {
+        EPISODIC | SEMANTIC | PERSONALITY => "reverie",
+        PERCEIVED => "scene",
+        other => other.split('.').next().unwrap_or(other),
+    }
+}
