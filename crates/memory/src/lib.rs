@@ -14,11 +14,11 @@ mod index;
 pub mod modules;
 mod personality;
 mod semantic;
-mod shard;
+mod layers;
 pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
-pub use shard::{MemoryShard, ShardError, load_json, save_json, write_atomic};
+pub use layers::{ReverieLayers, ShardError, load_json, save_json, write_atomic};

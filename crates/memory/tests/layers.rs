@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use dramatis_memory::{
-    EmotionTransition, EpisodicMemory, Fact, MemoryShard, PersonalityPattern, VisibilityRoute,
+    EmotionTransition, EpisodicMemory, Fact, ReverieLayers, PersonalityPattern, VisibilityRoute,
 };
 
 fn unit(x: f32, y: f32, z: f32) -> Vec<f32> {
@@ -27,8 +27,8 @@ fn fact(id: &str, visible_to: &[&str]) -> Fact {
     }
 }
 
-fn shard() -> MemoryShard {
-    let mut shard = MemoryShard::new("watson");
+fn shard() -> ReverieLayers {
+    let mut shard = ReverieLayers::new("watson");
     for (id, v) in [
         ("lab", unit(1.0, 0.1, 0.0)),
         ("criterion", unit(0.0, 1.0, 0.0)),
@@ -202,10 +202,10 @@ fn a_saved_shard_reloads_identically() {
     let path = dir.path().join("w1/watson.json");
     let shard = shard();
     shard.save(&path).expect("saved");
-    let loaded = MemoryShard::load(&path).expect("loaded");
+    let loaded = ReverieLayers::load(&path).expect("loaded");
     assert_eq!(loaded, shard);
     let probes = vec![unit(1.0, 0.0, 0.0)];
-    let ids = |s: &MemoryShard| {
+    let ids = |s: &ReverieLayers| {
         s.semantic
             .vis_retrieve("watson", &probes, 3)
             .iter()
@@ -214,6 +214,6 @@ fn a_saved_shard_reloads_identically() {
     };
     assert_eq!(ids(&loaded), ids(&shard), "same answers after a restart");
     std::fs::write(&path, b"{not json").expect("corrupt");
-    let error = MemoryShard::load(&path).expect_err("corrupt file refused");
+    let error = ReverieLayers::load(&path).expect_err("corrupt file refused");
     assert!(error.to_string().contains("watson.json"), "{error}");
 }

@@ -7,7 +7,7 @@ use dramatis_proto::v1::Event;
 
 use crate::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
-use crate::reverie::writer::{Writer, rewrite_scenes, write_scene};
+use crate::reverie::writer::{Author, rewrite_scenes, write_scene};
 use crate::shard::{AuditEntry, PendingSave, PerceivedKind};
 use dramatis_runtime::now_ms;
 
@@ -49,7 +49,7 @@ impl CharacterAgents {
             }
         }
         let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
-        let writer = Writer {
+        let writer = Author {
             id: &id,
             name: &name,
         };

@@ -28,9 +28,9 @@ pub const SCENE_MEMORY_SCHEMA: &str = "scene_memory";
 /// Words a deterministic digest keeps at most.
 const DIGEST_WORDS: usize = 110;
 
-/// Who is writing: the character's id and display name.
+/// Whose memories are written: the character's id and display name.
 #[derive(Debug, Clone, Copy)]
-pub struct Writer<'a> {
+pub struct Author<'a> {
     pub id: &'a str,
     pub name: &'a str,
 }
@@ -62,7 +62,7 @@ struct ModelFact {
 /// Writes a scene without a model: the digest, one fact per perceived event, the
 /// emotion-transition entries, embedded in one batch.
 pub async fn write_scene(
-    writer: Writer<'_>,
+    writer: Author<'_>,
     draft: &SceneDraft,
     embedder: &dyn Embedder,
 ) -> Result<WrittenScene, AgentError> {
@@ -119,7 +119,7 @@ pub fn episode_id(scene_id: &str) -> String {
 /// One model call rewrites the memories of `drafts` in the character's voice and adds
 /// facts with causes. Output it cannot use leaves the digests in place.
 pub async fn rewrite_scenes(
-    writer: Writer<'_>,
+    writer: Author<'_>,
     drafts: &[SceneDraft],
     model: &dyn LanguageModel,
     embedder: &dyn Embedder,
@@ -168,7 +168,7 @@ fn visibility(event: &Perceived) -> BTreeSet<String> {
     event.perceivers.iter().cloned().collect()
 }
 
-fn route(writer: Writer<'_>, event: &Perceived) -> VisibilityRoute {
+fn route(writer: Author<'_>, event: &Perceived) -> VisibilityRoute {
     if event.speaker == writer.id || event.target == writer.id {
         VisibilityRoute::DirectExperience
     } else {
@@ -178,7 +178,7 @@ fn route(writer: Writer<'_>, event: &Perceived) -> VisibilityRoute {
 
 /// One SPOCV fact per perceived speech, action or movement, visible to exactly the
 /// characters who perceived it.
-fn event_facts(writer: Writer<'_>, events: &[Perceived]) -> Vec<Fact> {
+fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<Fact> {
     events
         .iter()
         .filter_map(|event| {
@@ -232,7 +232,7 @@ fn deed(doer: &str, text: &str) -> String {
 /// Facts the model extracted, each tied to the numbered line it cites: a fact citing no
 /// line the character perceived is dropped.
 fn model_facts(
-    writer: Writer<'_>,
+    writer: Author<'_>,
     lines: &[(&Perceived, String)],
     facts: Vec<ModelFact>,
 ) -> Vec<Fact> {
@@ -267,7 +267,7 @@ fn model_facts(
 
 /// The scenes' lines as the model sees them: numbered through the whole batch, in the
 /// character's terms.
-fn numbered<'e>(writer: Writer<'_>, drafts: &'e [SceneDraft]) -> Vec<(&'e Perceived, String)> {
+fn numbered<'e>(writer: Author<'_>, drafts: &'e [SceneDraft]) -> Vec<(&'e Perceived, String)> {
     drafts
         .iter()
         .flat_map(|d| d.events.iter())
@@ -276,7 +276,7 @@ fn numbered<'e>(writer: Writer<'_>, drafts: &'e [SceneDraft]) -> Vec<(&'e Percei
 }
 
 fn rewrite_request<'e>(
-    writer: Writer<'_>,
+    writer: Author<'_>,
     drafts: &'e [SceneDraft],
 ) -> (CompletionRequest, Vec<(&'e Perceived, String)>) {
     let lines = numbered(writer, drafts);
@@ -356,7 +356,7 @@ fn rewrite_request<'e>(
 /// did, what was said to it, then what else it saw, within [`DIGEST_WORDS`], in story
 /// order; and how it felt.
 #[must_use]
-pub fn digest(writer: Writer<'_>, draft: &SceneDraft) -> String {
+pub fn digest(writer: Author<'_>, draft: &SceneDraft) -> String {
     let me = writer.id;
     let mut text = String::new();
     if let Some(start) = draft

@@ -9,7 +9,7 @@ use std::path::Path;
 use dramatis_embed::Embedder;
 use dramatis_memory::modules::{ModuleSet, Modules};
 use dramatis_memory::{
-    EmotionTransition, EpisodicMemory, Fact, MemoryShard, PersonalityPattern, VisibilityRoute,
+    EmotionTransition, EpisodicMemory, Fact, ReverieLayers, PersonalityPattern, VisibilityRoute,
 };
 use dramatis_proto::v1::{CharacterProfile, Event, Usage};
 use serde::{Deserialize, Serialize};
@@ -98,7 +98,7 @@ pub struct Rewritten {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
     format: u32,
-    memory: MemoryShard,
+    memory: ReverieLayers,
     perceived: Vec<Perceived>,
     /// `perceived[unwritten..]` belong to a scene not yet written to long-term memory.
     unwritten: usize,
@@ -153,7 +153,7 @@ impl Shard {
         texts.extend(profile.patterns.iter().map(|p| p.description.clone()));
         let vectors = embedder.embed(&texts).await?;
         let mut vectors = vectors.into_iter();
-        let mut memory = MemoryShard::new(me.clone());
+        let mut memory = ReverieLayers::new(me.clone());
         for m in &profile.memories {
             let vector = vectors.next().unwrap_or_default();
             memory.episodic.add(
@@ -323,7 +323,7 @@ impl Shard {
 
     /// The three layers.
     #[must_use]
-    pub fn layers(&self) -> &MemoryShard {
+    pub fn layers(&self) -> &ReverieLayers {
         &self.state.memory
     }
 

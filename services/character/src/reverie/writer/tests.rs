@@ -65,7 +65,7 @@ fn draft() -> SceneDraft {
     }
 }
 
-const WATSON: Writer<'static> = Writer {
+const WATSON: Author<'static> = Author {
     id: "watson",
     name: "Watson",
 };

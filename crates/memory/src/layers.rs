@@ -22,7 +22,7 @@ pub enum ShardError {
 
 /// The memory of one character.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MemoryShard {
+pub struct ReverieLayers {
     version: u32,
     pub character: String,
     pub episodic: EpisodicLayer,
@@ -30,7 +30,7 @@ pub struct MemoryShard {
     pub personality: PersonalityLayer,
 }
 
-impl MemoryShard {
+impl ReverieLayers {
     #[must_use]
     pub fn new(character: impl Into<String>) -> Self {
         Self {
