@@ -11,14 +11,14 @@
 mod episodic;
 mod hnsw;
 mod index;
+mod layers;
 pub mod modules;
 mod personality;
 mod semantic;
-mod layers;
 pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};
+pub use layers::{ReverieLayers, ShardError, load_json, save_json, write_atomic};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
-pub use layers::{ReverieLayers, ShardError, load_json, save_json, write_atomic};

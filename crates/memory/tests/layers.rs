@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use dramatis_memory::{
-    EmotionTransition, EpisodicMemory, Fact, ReverieLayers, PersonalityPattern, VisibilityRoute,
+    EmotionTransition, EpisodicMemory, Fact, PersonalityPattern, ReverieLayers, VisibilityRoute,
 };
 
 fn unit(x: f32, y: f32, z: f32) -> Vec<f32> {

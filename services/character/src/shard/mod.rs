@@ -9,7 +9,7 @@ use std::path::Path;
 use dramatis_embed::Embedder;
 use dramatis_memory::modules::{ModuleSet, Modules};
 use dramatis_memory::{
-    EmotionTransition, EpisodicMemory, Fact, ReverieLayers, PersonalityPattern, VisibilityRoute,
+    EmotionTransition, EpisodicMemory, Fact, PersonalityPattern, ReverieLayers, VisibilityRoute,
 };
 use dramatis_proto::v1::{CharacterProfile, Event, Usage};
 use serde::{Deserialize, Serialize};
