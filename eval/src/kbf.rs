@@ -4,11 +4,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use dramatis_embed::Embedder;
 use dramatis_memory::vector::dot as cosine;
+use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_proto::v1::{AskRequest, Usage};
+use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
 use serde::{Deserialize, Serialize};
+use tonic::transport::Channel;
 
 /// The refusal option.
 pub const REFUSAL: char = 'E';
@@ -250,12 +254,12 @@ pub async fn best_supported(
 /// multiple-choice question; returns the matched letters (`None` when an answer matched
 /// no option) and the language-model usage.
 pub async fn agent_answers(
-    client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    client: &mut WorldClient<Channel>,
     world_id: &str,
     probes: &[Probe],
-) -> anyhow::Result<(Vec<Option<char>>, dramatis_proto::v1::Usage)> {
+) -> anyhow::Result<(Vec<Option<char>>, Usage)> {
     let mut letters = Vec::with_capacity(probes.len());
-    let mut usage = dramatis_proto::v1::Usage::default();
+    let mut usage = Usage::default();
     for probe in probes {
         let mut question = format!("{}\nOptions:", probe.question);
         for (letter, text) in &probe.options {
@@ -263,14 +267,14 @@ pub async fn agent_answers(
         }
         question.push_str("\nReply with the letter of your answer.");
         let answer = client
-            .ask(dramatis_proto::v1::AskRequest {
+            .ask(AskRequest {
                 world_id: world_id.to_owned(),
                 character: probe.character.clone(),
                 question,
                 recall_only: false,
             })
             .await
-            .map_err(|s| anyhow::anyhow!("ask failed: {}", dramatis_runtime::client::describe(&s)))?
+            .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
             .into_inner();
         if let Some(u) = answer.usage {
             usage.add_calls_and_tokens(&u);

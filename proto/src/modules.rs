@@ -7,7 +7,8 @@ use crate::v1::{MemoryModule, MemoryModules};
 const PREFIX: &str = "MEMORY_MODULE_";
 
 impl MemoryModule {
-    /// Every module value (not `UNSPECIFIED`), in the enum's order.
+    /// Every module value (not `UNSPECIFIED`), in the enum's order. The values are
+    /// numbered 1, 2, 3 … without gaps (the agent's test counts them against its kinds).
     pub fn known() -> impl Iterator<Item = Self> {
         (1..)
             .map_while(|n| Self::try_from(n).ok())

@@ -60,15 +60,7 @@ pub fn world_info(
                 description: l.description.clone(),
             })
             .collect(),
-        paths: scenario
-            .paths
-            .iter()
-            .map(|p| pb::SandboxPath {
-                from: p.from.clone(),
-                to: p.to.clone(),
-                distance: p.distance,
-            })
-            .collect(),
+        paths: scenario.wire_paths(),
         scene_location: state.scene_location.clone(),
         open: scenario.open.is_some(),
     }

@@ -108,19 +108,17 @@ impl ShardFiles {
     /// Queues a save: the state's JSON and the audit lines to append.
     pub fn submit(&self, state: Vec<u8>, audit: Vec<u8>) -> PendingSave {
         let (done, answer) = oneshot::channel();
-        if self.jobs.send(Job { state, audit, done }).is_err() {
-            return PendingSave(Some(Err(format!(
-                "{}: the shard's writer has stopped",
-                self.path.display()
-            ))));
+        if let Err(mpsc::error::SendError(job)) = self.jobs.send(Job { state, audit, done }) {
+            let stopped = format!("{}: the shard's writer has stopped", self.path.display());
+            let _ = job.done.send(Err(stopped));
         }
-        PendingSave(Some(Ok(answer)))
+        PendingSave(Some(answer))
     }
 }
 
 /// A save in flight; [`PendingSave::wait`] returns once it is on disk.
 #[must_use = "a save is only known to be on disk once waited for"]
-pub struct PendingSave(Option<Result<oneshot::Receiver<Result<(), String>>, String>>);
+pub struct PendingSave(Option<oneshot::Receiver<Result<(), String>>>);
 
 impl PendingSave {
     /// Nothing to write (the agent keeps no files).
@@ -129,10 +127,8 @@ impl PendingSave {
     }
 
     pub async fn wait(self) -> Result<(), AgentError> {
-        let answer = match self.0 {
-            None => return Ok(()),
-            Some(Err(e)) => return Err(AgentError::Storage(e)),
-            Some(Ok(answer)) => answer,
+        let Some(answer) = self.0 else {
+            return Ok(());
         };
         answer
             .await

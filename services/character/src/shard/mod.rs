@@ -251,7 +251,7 @@ impl Shard {
 
     /// Reads a shard saved by [`Shard::save`] for this profile's character.
     pub fn load(profile: CharacterProfile, path: &Path) -> Result<Self, AgentError> {
-        let state: State = dramatis_memory::load_json(path)?;
+        let mut state: State = dramatis_memory::load_json(path)?;
         state.memory.validate(path)?;
         if state.format != FORMAT {
             return Err(AgentError::Storage(format!(
@@ -268,7 +268,6 @@ impl Shard {
                 profile.id
             )));
         }
-        let mut state = state;
         let in_file = file::read_audit(&file::audit_path(path))?;
         if state.audit.is_empty() {
             state.audit = in_file;

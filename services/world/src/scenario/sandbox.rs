@@ -171,15 +171,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 description: l.description.clone(),
             })
             .collect(),
-        paths: scenario
-            .paths
-            .iter()
-            .map(|p| SandboxPath {
-                from: p.from.clone(),
-                to: p.to.clone(),
-                distance: p.distance,
-            })
-            .collect(),
+        paths: scenario.wire_paths(),
         characters: scenario
             .characters
             .iter()
@@ -206,6 +198,21 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
             .collect(),
         memory_modules: scenario.memory_modules.clone(),
     })
+}
+
+impl Scenario {
+    /// The map's paths as the wire carries them (in a spec and in `WorldInfo`).
+    #[must_use]
+    pub fn wire_paths(&self) -> Vec<SandboxPath> {
+        self.paths
+            .iter()
+            .map(|p| SandboxPath {
+                from: p.from.clone(),
+                to: p.to.clone(),
+                distance: p.distance,
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -138,15 +138,6 @@ impl DualMem {
         self.persona_version
     }
 
-    /// A new persona description: a new version when it differs; insights made under
-    /// older versions become stale.
-    pub fn set_persona(&mut self, persona: &str) {
-        if persona != self.persona {
-            persona.clone_into(&mut self.persona);
-            self.persona_version += 1;
-        }
-    }
-
     /// Whether `insight` was made under an older persona.
     #[must_use]
     pub fn is_stale(&self, insight: &InsightMemory) -> bool {
@@ -401,8 +392,13 @@ impl MemoryModule for DualMem {
         ModuleKind::DualMem
     }
 
+    /// A new persona description: a new version when it differs; insights made under
+    /// older versions become stale.
     fn set_persona(&mut self, persona: &str) {
-        Self::set_persona(self, persona);
+        if persona != self.persona {
+            persona.clone_into(&mut self.persona);
+            self.persona_version += 1;
+        }
     }
 
     async fn observe(&mut self, _mind: &dyn Mind, _storyline: &[Line]) {}
