@@ -386,7 +386,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
             .map(|m| m.source.clone())
             .collect();
         // Recall only: what the lab question brings to mind, by module, without an answer.
-        let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
+        let question = "What were you told about Afghanistan in the laboratory?";
         for (who, knows) in [("watson", true), ("lestrade", false)] {
             let view = cluster.ask(&id, who, question, true).await;
             assert!(view.answer.is_empty());
@@ -471,7 +471,7 @@ async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
 
     // Retrieval: asked straight about the lab, Watson recalls the line and Lestrade
     // cannot surface it however relevant it would be.
-    let question = "What did Holmes say to Watson about Afghanistan in the laboratory?";
+    let question = "What were you told about Afghanistan in the laboratory?";
     for (who, knows) in [("watson", true), ("lestrade", false)] {
         let answer = cluster.ask(&id, who, question, false).await;
         let prompts = cluster.agent(who).model.prompts();

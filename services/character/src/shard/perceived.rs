@@ -33,8 +33,13 @@ pub struct Perceived {
     pub text: String,
     /// The character's own thought (never anyone else's).
     pub thought: String,
-    /// Who perceived it (the character saw who was there).
+    /// Who perceived it that the character could see (ids or the handles the world
+    /// gave it for strangers).
     pub perceivers: Vec<String>,
+    /// Their names as the character knew them then (same order; empty in shards
+    /// written before names were rendered per character).
+    #[serde(default)]
+    pub perceiver_names: Vec<String>,
 }
 
 impl Perceived {
@@ -59,6 +64,7 @@ impl Perceived {
             text: event.text.clone(),
             thought: event.thought.clone(),
             perceivers: event.perceivers.clone(),
+            perceiver_names: event.perceiver_names.clone(),
         })
     }
 

@@ -41,10 +41,14 @@ impl Shard {
                 ended.extend(self.close_scene());
             }
             self.note_own_moment(&perceived);
+            let seen = perceived.perceivers.iter().zip(&perceived.perceiver_names);
             for (id, name) in [
                 (&perceived.speaker, &perceived.speaker_name),
                 (&perceived.target, &perceived.target_name),
-            ] {
+            ]
+            .into_iter()
+            .chain(seen)
+            {
                 if !id.is_empty() && !name.is_empty() {
                     self.state.names.insert(id.clone(), name.clone());
                 }

@@ -88,6 +88,40 @@ pub struct Character {
     pub goal: String,
     /// This character's memory modules, when they differ from the scenario's.
     pub memory_modules: Option<Vec<String>>,
+    /// The characters it knows by name at the start (ids); everyone else is a stranger
+    /// to it until it perceives their name (see `story::names`).
+    pub knows: BTreeSet<String>,
+    /// What others see of it before they know its name ("a tall young man with a
+    /// test-tube"); empty: [`STRANGER`].
+    pub known_as: String,
+}
+
+/// How a character appears to those who do not know it, when its scenario says nothing.
+pub const STRANGER: &str = "a stranger";
+
+impl Character {
+    /// What those who do not know its name see of it.
+    #[must_use]
+    pub fn appearance(&self) -> &str {
+        if self.known_as.is_empty() {
+            STRANGER
+        } else {
+            &self.known_as
+        }
+    }
+
+    /// The forms of its name: the name and the aliases that are proper names (an alias
+    /// such as "the doctor" is a description, not a name). Longest first.
+    #[must_use]
+    pub fn name_forms(&self) -> Vec<&str> {
+        let mut forms: Vec<&str> = std::iter::once(self.name.as_str())
+            .chain(self.aliases.iter().map(String::as_str))
+            .filter(|f| f.chars().next().is_some_and(char::is_uppercase))
+            .collect();
+        forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        forms.dedup();
+        forms
+    }
 }
 
 impl Scenario {
@@ -174,6 +208,9 @@ pub struct Scene {
     pub opening: String,
     /// Per-character direction, written from that character's point of view.
     pub directions: BTreeMap<String, String>,
+    /// Names learned offstage before this scene: character id -> ids it knows by name
+    /// from the scene's start on.
+    pub knows: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Scenario {

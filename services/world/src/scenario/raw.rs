@@ -98,6 +98,12 @@ pub(crate) struct RawCharacter {
     pub goal: String,
     #[serde(default)]
     pub memory_modules: Option<Vec<S<String>>>,
+    /// The characters this one knows by name at the start.
+    #[serde(default)]
+    pub knows: Vec<S<String>>,
+    /// What the others see of this character until they learn its name.
+    #[serde(default)]
+    pub known_as: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -150,4 +156,7 @@ pub(crate) struct RawScene {
     pub opening: String,
     #[serde(default)]
     pub directions: Option<S<BTreeMap<S<String>, String>>>,
+    /// Names learned between scenes: who knows whom by name from this scene on.
+    #[serde(default)]
+    pub knows: Option<S<BTreeMap<S<String>, Vec<S<String>>>>>,
 }

@@ -37,6 +37,25 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks that `whom`, an entry of `who`'s acquaintances, is another character.
+    fn acquaintance(
+        &mut self,
+        who: &str,
+        whom: &S<String>,
+        field: String,
+        characters: &HashSet<String>,
+    ) {
+        if !characters.contains(whom.get_ref()) {
+            self.report(
+                whom,
+                field,
+                format!("unknown character {:?}", whom.get_ref()),
+            );
+        } else if whom.get_ref() == who {
+            self.report(whom, field, "a character always knows its own name");
+        }
+    }
+
     /// Checks an id's shape and uniqueness among `seen`.
     fn id(&mut self, id: &S<String>, field: &str, kind: &str, seen: &mut HashSet<String>) {
         let value = id.get_ref();
@@ -178,6 +197,30 @@ pub(super) fn validate(
             );
         }
     }
+    for (i, ch) in raw.characters.iter().enumerate() {
+        for (j, whom) in ch.knows.iter().enumerate() {
+            c.acquaintance(
+                ch.id.get_ref(),
+                whom,
+                format!("characters[{i}].knows[{j}]"),
+                &character_ids,
+            );
+        }
+        if let Some(known_as) = &ch.known_as {
+            c.non_empty(known_as, format!("characters[{i}].known_as"));
+            let names = std::iter::once(ch.name.get_ref()).chain(&ch.aliases);
+            if let Some(name) = names
+                .filter(|n| !n.trim().is_empty())
+                .find(|n| known_as.get_ref().contains(n.as_str()))
+            {
+                c.report(
+                    known_as,
+                    format!("characters[{i}].known_as"),
+                    format!("names the character ({name:?}): strangers would learn it"),
+                );
+            }
+        }
+    }
     if raw.characters.is_empty() {
         c.report(
             &raw.name,
@@ -265,6 +308,26 @@ pub(super) fn validate(
                         who,
                         format!("scenes[{i}].directions.{}", who.get_ref()),
                         format!("{:?} is not in this scene's cast", who.get_ref()),
+                    );
+                }
+            }
+        }
+        if let Some(knows) = &s.knows {
+            for (who, whom) in knows.get_ref() {
+                let field = format!("scenes[{i}].knows.{}", who.get_ref());
+                if !character_ids.contains(who.get_ref()) {
+                    c.report(
+                        who,
+                        field.clone(),
+                        format!("unknown character {:?}", who.get_ref()),
+                    );
+                }
+                for (j, other) in whom.iter().enumerate() {
+                    c.acquaintance(
+                        who.get_ref(),
+                        other,
+                        format!("{field}[{j}]"),
+                        &character_ids,
                     );
                 }
             }
@@ -369,6 +432,11 @@ pub(super) fn validate(
                 memory_modules: ch
                     .memory_modules
                     .map(|m| m.into_iter().map(S::into_inner).collect()),
+                knows: ch.knows.into_iter().map(S::into_inner).collect(),
+                known_as: ch
+                    .known_as
+                    .map(|k| k.into_inner().trim().to_owned())
+                    .unwrap_or_default(),
             })
             .collect(),
         facts: raw
@@ -411,6 +479,20 @@ pub(super) fn validate(
                                 .into_iter()
                                 .map(|(k, v)| (k.into_inner(), v))
                                 .collect::<BTreeMap<_, _>>()
+                        })
+                        .unwrap_or_default(),
+                    knows: s
+                        .knows
+                        .map(|k| {
+                            k.into_inner()
+                                .into_iter()
+                                .map(|(who, whom)| {
+                                    (
+                                        who.into_inner(),
+                                        whom.into_iter().map(S::into_inner).collect(),
+                                    )
+                                })
+                                .collect()
                         })
                         .unwrap_or_default(),
                 }

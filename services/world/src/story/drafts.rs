@@ -5,6 +5,7 @@
 use dramatis_proto::v1::{Action, ActionKind, Event, EventKind, Usage};
 
 use crate::scenario::Scenario;
+use crate::story::names::Perspective;
 use crate::story::state::WorldState;
 
 /// An event before the world numbers it and decides who perceives it.
@@ -36,6 +37,8 @@ pub struct Stamp<'a> {
     pub world_id: &'a str,
     pub seq: u64,
     pub perceivers: Vec<String>,
+    /// For a movement between two places: the perceivers at the origin.
+    pub origin_perceivers: Vec<String>,
     pub timestamp_ms: i64,
 }
 
@@ -57,6 +60,8 @@ impl Draft {
             target: self.target,
             location: self.location,
             perceivers: stamp.perceivers,
+            origin_perceivers: stamp.origin_perceivers,
+            perceiver_names: Vec::new(),
             thought: self.thought,
             usage: self.usage,
             timestamp_ms: stamp.timestamp_ms,
@@ -207,16 +212,18 @@ pub fn scene_end(state: &WorldState, reason: String) -> Draft {
 }
 
 /// Turns an agent's (or a person's) action into an event the world accepts: a target
-/// must be present, movement must follow a path from here; anything else degrades to a
-/// plain action.
+/// must be present and named as the actor knows it (a handle it was given, or a name it
+/// knows), movement must follow a path from here; anything else degrades to a plain
+/// action.
 #[must_use]
-pub fn resolve(scenario: &Scenario, state: &WorldState, actor: &str, action: &Action) -> Draft {
+pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Draft {
+    let (scenario, actor) = (view.scenario, view.me);
     let here = state.locations.get(actor).cloned().unwrap_or_default();
     let present = state.present_at(&here);
-    let target = scenario
-        .find_character(&action.target)
-        .map(|c| c.id.clone())
-        .filter(|t| t != actor && present.contains(t))
+    let target = view
+        .resolve(&action.target)
+        .filter(|t| *t != actor && present.iter().any(|p| p == t))
+        .map(str::to_owned)
         .unwrap_or_default();
     let mut text = action.text.trim().to_owned();
     if text.is_empty() {
@@ -271,6 +278,16 @@ pub fn resolve(scenario: &Scenario, state: &WorldState, actor: &str, action: &Ac
 mod tests {
     use super::*;
     use crate::story::test_scenarios::{open_story, scripted};
+
+    /// `who`'s view of the test world "w".
+    fn by<'a>(scenario: &'a Scenario, state: &'a WorldState, who: &'a str) -> Perspective<'a> {
+        Perspective {
+            scenario,
+            world_id: "w",
+            known: &state.acquaintances,
+            me: who,
+        }
+    }
 
     fn action(kind: ActionKind, text: &str) -> Action {
         Action {
@@ -340,7 +357,7 @@ mod tests {
         let mut said = action(ActionKind::Speech, "  Hello.  ");
         said.target = "Lestrade".into();
         said.thought = " hm ".into();
-        let draft = resolve(&scenario, &state, "holmes", &said);
+        let draft = resolve(by(&scenario, &state, "holmes"), &state, &said);
         assert_eq!(
             (draft.kind, draft.text.as_str(), draft.target.as_str()),
             (EventKind::Speech, "Hello.", "")
@@ -353,11 +370,13 @@ mod tests {
         // Watson is at the bar with Lestrade, so Lestrade is a target there (by alias).
         let mut to = action(ActionKind::Speech, "Inspector!");
         to.target = "the inspector".into();
-        assert_eq!(resolve(&scenario, &state, "watson", &to).target, "lestrade");
+        assert_eq!(
+            resolve(by(&scenario, &state, "watson"), &state, &to).target,
+            "lestrade"
+        );
         let blank = resolve(
-            &scenario,
+            by(&scenario, &state, "watson"),
             &state,
-            "watson",
             &action(ActionKind::Action, " "),
         );
         assert_eq!(
@@ -373,7 +392,7 @@ mod tests {
         let mut go = action(ActionKind::Movement, "sets off");
         go.destination = "The Bar".into();
         go.target = "watson".into();
-        let moved = resolve(&scenario, &state, "holmes", &go);
+        let moved = resolve(by(&scenario, &state, "holmes"), &state, &go);
         assert_eq!(moved.kind, EventKind::Movement);
         assert_eq!(
             (
@@ -385,13 +404,13 @@ mod tests {
         );
         go.destination = "the moon".into();
         assert_eq!(
-            resolve(&scenario, &state, "holmes", &go).kind,
+            resolve(by(&scenario, &state, "holmes"), &state, &go).kind,
             EventKind::Action
         );
         // The cellar exists but no path leads there from the lab.
         go.destination = "cellar".into();
         assert_eq!(
-            resolve(&scenario, &state, "holmes", &go).kind,
+            resolve(by(&scenario, &state, "holmes"), &state, &go).kind,
             EventKind::Action
         );
     }
@@ -402,7 +421,7 @@ mod tests {
         let state = WorldState::initial(&scenario);
         let mut go = action(ActionKind::Movement, "leaves");
         go.destination = "bar".into();
-        let journey = resolve(&scenario, &state, "holmes", &go);
+        let journey = resolve(by(&scenario, &state, "holmes"), &state, &go);
         assert_eq!(journey.kind, EventKind::Movement);
         assert_eq!(
             (
@@ -424,7 +443,7 @@ mod tests {
             llm_calls: 2,
             ..Usage::default()
         });
-        let mut draft = resolve(&scenario, &state, "watson", &said);
+        let mut draft = resolve(by(&scenario, &state, "watson"), &state, &said);
         draft.target = "lestrade".into();
         let event = draft.into_event(
             &scenario,
@@ -433,6 +452,7 @@ mod tests {
                 world_id: "w",
                 seq: 7,
                 perceivers: vec!["lestrade".into(), "watson".into()],
+                origin_perceivers: Vec::new(),
                 timestamp_ms: 42,
             },
         );

@@ -74,6 +74,7 @@ mod tests {
                     world_id: "w",
                     seq: seq as u64 + 1,
                     perceivers: Vec::new(),
+                    origin_perceivers: Vec::new(),
                     timestamp_ms: 0,
                 },
             );

@@ -4,6 +4,7 @@
 
 pub mod drafts;
 pub mod frame;
+pub mod names;
 pub mod perception;
 pub mod scheduler;
 pub mod state;
@@ -39,8 +40,10 @@ distance = 2
 [[characters]]
 id = "holmes"
 name = "Sherlock Holmes"
+aliases = ["Holmes"]
 profile = "A consulting detective."
 location = "lab"
+known_as = "a tall young man with a test-tube"
 
 [[characters]]
 id = "watson"
@@ -48,6 +51,7 @@ name = "John Watson"
 aliases = ["Watson"]
 profile = "An army doctor."
 location = "bar"
+knows = ["lestrade"]
 
 [[characters]]
 id = "lestrade"

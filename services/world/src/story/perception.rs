@@ -1,8 +1,11 @@
-//! The perception router: decides, for every event, which characters perceive it, and
-//! what each of them receives. This is where the one invariant is kept — an agent is
-//! only ever sent what its character perceived, with other people's thoughts removed.
+//! The perception router: decides, for every event, which characters perceive it; each
+//! one's copy is rendered by its [`Perspective`]. This is where the one invariant is
+//! kept: an agent is only ever sent what its character perceived, with other people's
+//! thoughts removed and other people named only as it knows them.
 
-use dramatis_proto::v1::{Event, EventKind, watch_response};
+use dramatis_proto::v1::watch_response;
+
+use crate::story::names::Perspective;
 
 use crate::story::state::WorldState;
 
@@ -12,138 +15,103 @@ pub struct PerceptionRouter;
 
 impl PerceptionRouter {
     /// Perceivers of an event happening at `location`: everyone present there, plus
-    /// `told` (characters addressed directly through some channel of their own, such
-    /// as a letter). For movement, `origin` adds those who saw the actor leave.
+    /// `told` (characters who perceive it though they are not there yet: an arriving
+    /// traveller). For movement, `origin` adds those who saw the actor leave, who are
+    /// also returned apart (the actor among them), so each side sees only its own.
     #[must_use]
     pub fn perceivers(
         state: &WorldState,
         location: &str,
         origin: Option<&str>,
         told: &[String],
-    ) -> Vec<String> {
+    ) -> (Vec<String>, Vec<String>) {
         let mut who = state.present_at(location);
-        if let Some(origin) = origin {
-            who.extend(state.present_at(origin));
-        }
+        let at_origin = origin.map(|o| state.present_at(o)).unwrap_or_default();
+        who.extend(at_origin.iter().cloned());
         who.extend(told.iter().cloned());
         who.sort();
         who.dedup();
-        who
+        (who, at_origin)
     }
 
-    /// The event as `character` receives it, or `None` if it did not perceive it.
-    /// Only the actor keeps the private thought.
+    /// A transcript item as `view`'s character sees it: an event as its agent received
+    /// it, or the words of a line spoken where it is; `None` for anything it did not
+    /// perceive.
     #[must_use]
-    pub fn view_for(event: &Event, character: &str) -> Option<Event> {
-        if !event.perceivers.iter().any(|p| p == character) {
-            return None;
-        }
-        let mut view = event.clone();
-        if view.speaker != character {
-            view.thought.clear();
-        }
-        // Usage figures are bookkeeping of the world, not something perceived.
-        view.usage = None;
-        if view.kind() == EventKind::SceneEnd {
-            // The end reason may name the hidden beat; perceivers only learn it ended.
-            view.text = "The scene ends.".into();
-        }
-        Some(view)
-    }
-
-    /// A transcript item as `character`'s point of view shows it: an event as its
-    /// agent received it, or the words of a line spoken where it is; `None` for
-    /// anything it did not perceive.
-    #[must_use]
-    pub fn item_for(item: watch_response::Item, character: &str) -> Option<watch_response::Item> {
+    pub fn item_for(
+        item: watch_response::Item,
+        view: &Perspective<'_>,
+    ) -> Option<watch_response::Item> {
         match item {
             watch_response::Item::Event(event) => {
-                Self::view_for(&event, character).map(watch_response::Item::Event)
+                view.event(&event).map(watch_response::Item::Event)
             }
-            watch_response::Item::Token(token) => token
-                .perceivers
-                .iter()
-                .any(|p| p == character)
-                .then_some(watch_response::Item::Token(token)),
+            watch_response::Item::Token(token) => {
+                view.token(&token).map(watch_response::Item::Token)
+            }
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use dramatis_proto::v1::{Event, TokenChunk};
+
     use super::*;
+    use crate::story::state::WorldState;
+    use crate::story::test_scenarios::scripted;
 
     #[test]
-    fn thoughts_reach_only_the_actor_and_absent_characters_get_nothing() {
-        let event = Event {
-            speaker: "holmes".into(),
-            kind: EventKind::Speech as i32,
-            text: "You have been in Afghanistan.".into(),
-            thought: "His tan stops at the wrists.".into(),
-            perceivers: vec!["holmes".into(), "watson".into()],
-            ..Event::default()
-        };
-        let holmes = PerceptionRouter::view_for(&event, "holmes").expect("actor perceives");
-        let watson = PerceptionRouter::view_for(&event, "watson").expect("watson perceives");
-        assert_eq!(holmes.thought, "His tan stops at the wrists.");
-        assert_eq!(watson.thought, "");
-        assert_eq!(watson.text, "You have been in Afghanistan.");
-        assert!(PerceptionRouter::view_for(&event, "lestrade").is_none());
-    }
-
-    #[test]
-    fn movement_is_seen_at_both_ends_and_a_traveller_sees_its_arrival() {
-        use crate::story::state::WorldState;
-        use crate::story::test_scenarios::scripted;
+    fn movement_is_seen_at_both_ends_each_side_apart_and_a_traveller_sees_its_arrival() {
         let scenario = scripted();
         let state = WorldState::initial(&scenario);
         // Holmes at the lab; Watson and Lestrade at the bar.
-        let leaving = PerceptionRouter::perceivers(&state, "lab", Some("bar"), &[]);
+        let (leaving, at_origin) = PerceptionRouter::perceivers(&state, "lab", Some("bar"), &[]);
         assert_eq!(leaving, ["holmes", "lestrade", "watson"]);
-        let at_bar = PerceptionRouter::perceivers(&state, "bar", None, &[]);
+        assert_eq!(at_origin, ["lestrade", "watson"]);
+        let (at_bar, none) = PerceptionRouter::perceivers(&state, "bar", None, &[]);
         assert_eq!(at_bar, ["lestrade", "watson"]);
-        let told = PerceptionRouter::perceivers(&state, "cellar", None, &["holmes".into()]);
+        assert!(none.is_empty());
+        let (told, _) = PerceptionRouter::perceivers(&state, "cellar", None, &["holmes".into()]);
         assert_eq!(told, ["holmes"], "an empty place: only the one told");
     }
 
     #[test]
-    fn a_scene_end_keeps_its_reason_from_perceivers_and_usage_is_not_perceived() {
-        let event = Event {
-            kind: EventKind::SceneEnd as i32,
-            text: "The beat was reached: Holmes deduces Afghanistan.".into(),
-            perceivers: vec!["watson".into()],
-            usage: Some(dramatis_proto::v1::Usage {
-                llm_calls: 3,
-                ..Default::default()
-            }),
-            ..Event::default()
+    fn a_point_of_view_gets_the_words_of_lines_spoken_where_it_is_only_by_handle() {
+        let scenario = scripted();
+        let state = WorldState::initial(&scenario);
+        let watson = Perspective {
+            scenario: &scenario,
+            world_id: "w",
+            known: &state.acquaintances,
+            me: "watson",
         };
-        let view = PerceptionRouter::view_for(&event, "watson").expect("perceived");
-        assert_eq!(view.text, "The scene ends.");
-        assert_eq!(view.usage, None);
-    }
-
-    #[test]
-    fn a_point_of_view_gets_the_words_of_lines_spoken_where_it_is_only() {
-        use dramatis_proto::v1::TokenChunk;
         let token = |hearers: &[&str]| {
             watch_response::Item::Token(TokenChunk {
                 seq: 4,
                 speaker: "holmes".into(),
+                speaker_name: "Sherlock Holmes".into(),
                 text: "You have ".into(),
                 perceivers: hearers.iter().map(|h| (*h).to_owned()).collect(),
-                ..TokenChunk::default()
             })
         };
-        assert!(PerceptionRouter::item_for(token(&["holmes", "watson"]), "watson").is_some());
-        assert!(PerceptionRouter::item_for(token(&["holmes"]), "watson").is_none());
+        match PerceptionRouter::item_for(token(&["holmes", "watson"]), &watson) {
+            Some(watch_response::Item::Token(heard)) => {
+                assert_eq!(heard.text, "You have ");
+                assert_eq!(heard.speaker_name, "a tall young man with a test-tube");
+                assert!(heard.speaker.starts_with("person-"), "{}", heard.speaker);
+                assert_eq!(heard.perceivers, [heard.speaker.clone(), "watson".into()]);
+            }
+            other => panic!("watson hears the words: {other:?}"),
+        }
+        assert!(PerceptionRouter::item_for(token(&["holmes"]), &watson).is_none());
         let event = watch_response::Item::Event(Event {
             thought: "secret".into(),
             speaker: "holmes".into(),
             perceivers: vec!["holmes".into(), "watson".into()],
             ..Event::default()
         });
-        match PerceptionRouter::item_for(event, "watson") {
+        match PerceptionRouter::item_for(event, &watson) {
             Some(watch_response::Item::Event(seen)) => assert_eq!(seen.thought, ""),
             other => panic!("watson perceives the event: {other:?}"),
         }

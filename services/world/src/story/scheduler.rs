@@ -189,6 +189,8 @@ mod tests {
             patterns: vec![],
             goal: String::new(),
             memory_modules: None,
+            knows: std::collections::BTreeSet::new(),
+            known_as: String::new(),
         };
         Scenario {
             name: "t".into(),
@@ -217,6 +219,7 @@ mod tests {
                 max_turns: 3,
                 opening: String::new(),
                 directions: BTreeMap::new(),
+                knows: BTreeMap::new(),
             }],
             open: None,
             memory_modules: vec![],

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use dramatis_proto::v1::{Event, EventKind, Usage};
 
 use crate::scenario::Scenario;
+use crate::story::names::Acquaintances;
 
 /// The mutable state of one world.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub struct WorldState {
     /// Turns each character took in the open scene.
     pub turns_by: BTreeMap<String, u32>,
     pub usage: Usage,
+    /// The names the characters learned so far.
+    pub acquaintances: Acquaintances,
 }
 
 impl WorldState {
@@ -61,6 +64,7 @@ impl WorldState {
             beat_reached: false,
             turns_by: BTreeMap::new(),
             usage: Usage::default(),
+            acquaintances: Acquaintances::default(),
         }
     }
 
@@ -86,6 +90,8 @@ impl WorldState {
             self.usage.add_calls_and_tokens(usage);
             self.usage.latency_ms += usage.latency_ms;
         }
+        let scene = scenario.scenes.get(self.scene);
+        self.acquaintances.learn(scenario, scene, event);
         match event.kind() {
             EventKind::SceneStart => {
                 self.scene_open = true;

@@ -1,5 +1,6 @@
 //! Emitting an event: number it, decide who perceives it, log it, publish it to
-//! watchers, and deliver it to the agents of exactly those who perceived it.
+//! watchers, and deliver it to the agents of exactly those who perceived it, each copy
+//! rendered with the names its character knows.
 
 use dramatis_proto::v1::{self as pb, Event, Usage};
 use futures::future::try_join_all;
@@ -7,6 +8,8 @@ use futures::future::try_join_all;
 use super::World;
 use crate::WorldError;
 use crate::story::drafts::{Draft, Stamp};
+use crate::story::frame::frame_for;
+use crate::story::names::Perspective;
 use crate::story::perception::PerceptionRouter;
 use crate::story::state::WorldState;
 
@@ -19,7 +22,7 @@ impl World {
     ) -> Result<Event, WorldError> {
         // Movement is seen by those at the destination and, since the actor is still at
         // the origin, by everyone who saw the actor leave (the actor included).
-        let perceivers = PerceptionRouter::perceivers(
+        let (perceivers, origin_perceivers) = PerceptionRouter::perceivers(
             state,
             &draft.location,
             draft.origin.as_deref(),
@@ -39,6 +42,7 @@ impl World {
                 world_id: &self.id,
                 seq: self.hub.next_seq(),
                 perceivers,
+                origin_perceivers,
                 timestamp_ms: dramatis_runtime::now_ms(),
             },
         );
@@ -60,10 +64,11 @@ impl World {
         let Some(last) = fresh.last().map(|e| e.seq) else {
             return Ok(());
         };
-        let views: Vec<Event> = fresh
-            .iter()
-            .filter_map(|e| PerceptionRouter::view_for(e, character))
-            .collect();
+        let views: Vec<Event> = {
+            let state = dramatis_runtime::lock(&self.snapshot);
+            let view = self.perspective(&state, character);
+            fresh.iter().filter_map(|e| view.event(e)).collect()
+        };
         if !views.is_empty() {
             let request = pb::PerceiveRequest {
                 character: Some(self.character_ref(character)),
@@ -77,6 +82,26 @@ impl World {
         }
         *delivered = last;
         Ok(())
+    }
+
+    /// `character`'s view of the world's people in `state`.
+    pub(super) fn perspective<'a>(
+        &'a self,
+        state: &'a WorldState,
+        character: &'a str,
+    ) -> Perspective<'a> {
+        Perspective {
+            scenario: &self.scenario,
+            world_id: &self.id,
+            known: &state.acquaintances,
+            me: character,
+        }
+    }
+
+    /// The frame of `actor`'s turn, as `actor` sees it.
+    pub(super) fn frame_of(&self, state: &WorldState, actor: &str) -> pb::SceneFrame {
+        self.perspective(state, actor)
+            .frame(frame_for(&self.scenario, state, actor))
     }
 
     pub(super) fn character_ref(&self, character: &str) -> pb::CharacterRef {

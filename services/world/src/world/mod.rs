@@ -53,7 +53,7 @@ pub struct World {
     /// Held for the length of an `advance`: one story step at a time.
     state: tokio::sync::Mutex<WorldState>,
     /// The latest state, readable while an advance runs.
-    snapshot: std::sync::Mutex<WorldState>,
+    snapshot: Arc<std::sync::Mutex<WorldState>>,
     slots: BTreeMap<String, Slot>,
     advancing: AtomicBool,
     deleted: AtomicBool,
@@ -128,7 +128,7 @@ impl World {
             scenario,
             log,
             hub: TranscriptHub::new(history),
-            snapshot: std::sync::Mutex::new(state.clone()),
+            snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
             state: tokio::sync::Mutex::new(state),
             slots,
             advancing: AtomicBool::new(false),

@@ -6,7 +6,6 @@ use futures::{Stream, StreamExt as _};
 
 use super::World;
 use crate::WorldError;
-use crate::story::frame::frame_for;
 use crate::story::state::WorldState;
 
 /// A person's claim on a character.
@@ -52,7 +51,7 @@ impl World {
         let seat = dramatis_runtime::lock(&self.seats).get(actor).cloned()?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         let offer = TurnRequest {
-            frame: frame_for(&self.scenario, state, actor),
+            frame: self.frame_of(state, actor),
             timeout: seat.timeout,
             reply,
         };

@@ -8,7 +8,6 @@ use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
 use super::World;
 use crate::WorldError;
 use crate::story::drafts::{Draft, resolve};
-use crate::story::frame::frame_for;
 use crate::story::state::WorldState;
 
 impl World {
@@ -27,12 +26,12 @@ impl World {
             })?;
         self.deliver_pending(actor).await?;
         if let Some(action) = self.ask_player(state, actor).await {
-            return Ok(resolve(&self.scenario, state, actor, &action));
+            return Ok(resolve(self.perspective(state, actor), state, &action));
         }
         let started = Instant::now();
         let request = pb::ActRequest {
             character: Some(self.character_ref(actor)),
-            frame: Some(frame_for(&self.scenario, state, actor)),
+            frame: Some(self.frame_of(state, actor)),
         };
         let mut stream = slot
             .client
@@ -71,7 +70,7 @@ impl World {
             kind: dramatis_proto::ErrorKind::Internal,
             message: "act stream ended without an action".into(),
         })?;
-        let mut draft = resolve(&self.scenario, state, actor, &action);
+        let mut draft = resolve(self.perspective(state, actor), state, &action);
         if let Some(usage) = &mut draft.usage {
             usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }

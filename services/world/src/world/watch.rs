@@ -1,9 +1,12 @@
 //! Watching a world from one character's point of view: the transcript hub's stream,
-//! filtered exactly as that character's agent receives it.
+//! filtered and named exactly as that character's agent receives it.
 
 use dramatis_proto::v1 as pb;
 
 use super::World;
+use std::sync::Arc;
+
+use crate::story::names::Perspective;
 use crate::story::perception::PerceptionRouter;
 
 impl World {
@@ -20,6 +23,11 @@ impl World {
         let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
         self.hub.watch(from_seq, follow, all_tx);
         let pov = pov.to_owned();
+        let (scenario, world_id, snapshot) = (
+            Arc::clone(&self.scenario),
+            self.id.clone(),
+            Arc::clone(&self.snapshot),
+        );
         tokio::spawn(async move {
             loop {
                 let message = tokio::select! {
@@ -29,10 +37,16 @@ impl World {
                         None => break,
                     },
                 };
-                let seen = match message.item {
-                    Some(item) => PerceptionRouter::item_for(item, &pov),
-                    None => None,
-                };
+                let seen = message.item.and_then(|item| {
+                    let state = dramatis_runtime::lock(&snapshot);
+                    let view = Perspective {
+                        scenario: &scenario,
+                        world_id: &world_id,
+                        known: &state.acquaintances,
+                        me: &pov,
+                    };
+                    PerceptionRouter::item_for(item, &view)
+                });
                 if let Some(item) = seen
                     && out.send(wrap(item)).await.is_err()
                 {

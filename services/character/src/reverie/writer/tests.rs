@@ -23,6 +23,7 @@ fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &
         text: text.into(),
         thought: String::new(),
         perceivers: vec!["holmes".into(), "watson".into()],
+        perceiver_names: vec!["Holmes".into(), "Watson".into()],
     }
 }
 
