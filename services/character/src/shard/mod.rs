@@ -20,6 +20,7 @@ use crate::reverie::emotion::Mood;
 mod file;
 mod perceived;
 mod scenes;
+mod scratch;
 mod wire;
 pub use file::{PendingSave, ShardFiles, audit_path};
 pub use perceived::{Perceived, PerceivedKind};
@@ -307,7 +308,7 @@ impl Shard {
             .map_err(|e| AgentError::Storage(format!("{}: {e}", files.path().display())))?;
         let audit = file::audit_lines(&self.state.audit[self.audit_written..])?;
         self.audit_written = self.state.audit.len();
-        Ok(files.submit(state, audit))
+        Ok(files.submit(Some(state), audit))
     }
 
     #[must_use]
