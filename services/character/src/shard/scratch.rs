@@ -26,7 +26,6 @@ impl State {
             last_seq: self.last_seq,
             audit: Vec::new(),
             names: self.names.clone(),
-            rewrites: self.rewrites.clone(),
             goal: self.goal.clone(),
             module_set: self.module_set,
             modules: self.modules.clone(),
