@@ -1,6 +1,7 @@
 //! Answer: an interview question put to a character, answered from what its own
 //! memory brings to mind, or refused when nothing it remembers bears on it; and the
-//! recall-only view of the same question.
+//! recall-only view of the same question. Both run on a scratch copy of the shard, so
+//! an interview changes nothing in the character but its prompt audit.
 
 use std::time::Instant;
 
@@ -63,7 +64,8 @@ impl CharacterAgents {
     }
 
     /// Answers a question from the character's own shard. When nothing the character
-    /// remembers bears on it, the answer is an in-character refusal.
+    /// remembers bears on it, the answer is an in-character refusal. It runs on a
+    /// scratch copy of the shard and changes nothing in the character but its audit.
     pub async fn answer(
         &self,
         world: &str,
@@ -75,16 +77,24 @@ impl CharacterAgents {
                 "question must not be empty".into(),
             ));
         }
-        let shard = self.shard(world, character)?;
-        let mut shard = shard.lock().await;
-        let started = Instant::now();
         let model = self.options.models.get(ModelRole::Character);
-        let (recalled, grounding) = self
-            .recall_for_question(&mut shard, model.as_ref(), question)
-            .await?;
-        // An interview does not change the character's mood in the story.
-        let built = prompt::answer(&shard, &recalled, &grounding, question);
-        Self::audit(&mut shard, &built, "answer");
+        self.interview(world, character, async |scratch: &mut Shard| {
+            self.answer_on(scratch, model.as_ref(), question).await
+        })
+        .await
+    }
+
+    /// The answer, from a scratch copy of the character's shard.
+    async fn answer_on(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        question: &str,
+    ) -> Result<AnswerOutcome, AgentError> {
+        let started = Instant::now();
+        let (recalled, grounding) = self.recall_for_question(shard, model, question).await?;
+        let built = prompt::answer(shard, &recalled, &grounding, question);
+        Self::audit(shard, &built, "answer");
         let request = CompletionRequest::new(built.messages)
             .with_max_tokens(self.options.answer_max_tokens)
             .with_temperature(self.options.temperature);
@@ -95,12 +105,9 @@ impl CharacterAgents {
         let mut answer = completion.text.trim().to_owned();
         if recalled.abstain && !is_refusal(&answer) {
             // The model claimed something its character cannot know: keep the boundary.
-            tracing::info!(character, said = %answer, "replaced an unsupported answer with a refusal");
+            tracing::info!(character = shard.id(), said = %answer, "replaced an unsupported answer with a refusal");
             answer = "I cannot answer that from my own knowledge.".to_owned();
         }
-        let saved = shard.save()?;
-        drop(shard);
-        saved.wait().await?;
         Ok(AnswerOutcome {
             answer,
             usage,
@@ -110,6 +117,7 @@ impl CharacterAgents {
 
     /// What `question` brings to the character's mind — the items an answer prompt would
     /// hold, with their module and text — without the answer call. For evaluating memory.
+    /// Like an answer, it changes nothing in the character.
     pub async fn recall_view(
         &self,
         world: &str,
@@ -121,27 +129,47 @@ impl CharacterAgents {
                 "question must not be empty".into(),
             ));
         }
+        let model = self.options.models.get(ModelRole::Character);
+        self.interview(world, character, async |scratch: &mut Shard| {
+            let (recalled, grounding) = self
+                .recall_for_question(scratch, model.as_ref(), question)
+                .await?;
+            let built = prompt::answer(scratch, &recalled, &grounding, question);
+            let texts = prompt::item_texts(scratch, &recalled, &grounding);
+            let items = built
+                .items
+                .iter()
+                .map(|(id, layer)| RecalledItem {
+                    id: id.clone(),
+                    module: crate::shard::module_of(layer).to_owned(),
+                    layer: layer.clone(),
+                    text: texts.get(id).cloned().unwrap_or_default(),
+                })
+                .collect();
+            Ok((items, recalled.usage, recalled.abstain))
+        })
+        .await
+    }
+
+    /// Runs `ask` on a scratch copy of the character's shard ([`Shard::scratch`]): an
+    /// interview is read-only for ReverieMem's layers, the mood and every memory module,
+    /// whatever the read path and the modules' `ground` would change, and the shard file
+    /// is not rewritten. The one thing kept is the prompt audit (a record of what was
+    /// sent, not memory): the prompts the interview sent, even when it failed part way,
+    /// are appended to the shard's audit and its audit file.
+    async fn interview<T>(
+        &self,
+        world: &str,
+        character: &str,
+        ask: impl AsyncFnOnce(&mut Shard) -> Result<T, AgentError>,
+    ) -> Result<T, AgentError> {
         let shard = self.shard(world, character)?;
         let mut shard = shard.lock().await;
-        let model = self.options.models.get(ModelRole::Character);
-        let (recalled, grounding) = self
-            .recall_for_question(&mut shard, model.as_ref(), question)
-            .await?;
-        let built = prompt::answer(&shard, &recalled, &grounding, question);
-        let texts = prompt::item_texts(&shard, &recalled, &grounding);
-        let items = built
-            .items
-            .iter()
-            .map(|(id, layer)| RecalledItem {
-                id: id.clone(),
-                module: crate::shard::module_of(layer).to_owned(),
-                layer: layer.clone(),
-                text: texts.get(id).cloned().unwrap_or_default(),
-            })
-            .collect();
-        let saved = shard.save()?;
+        let mut scratch = shard.scratch();
+        let outcome = ask(&mut scratch).await;
+        let saved = shard.keep_audit_of(scratch)?;
         drop(shard);
         saved.wait().await?;
-        Ok((items, recalled.usage, recalled.abstain))
+        outcome
     }
 }

@@ -27,9 +27,9 @@ pub enum MemoryWrites {
     /// A deterministic first-person digest of what the character perceived (no call).
     #[default]
     Digest,
-    /// The digest at once, then the character model rewrites the memories of every
-    /// `write_batch` scenes in one call, with extra facts and their causes: for capable
-    /// models.
+    /// The digest at once, then the character model rewrites the scene's memory in a
+    /// call of its own as the scene ends (never with later scenes in view), with extra
+    /// facts and their causes: for capable models.
     Model,
 }
 
@@ -41,8 +41,6 @@ pub struct AgentOptions {
     pub embedder: Arc<dyn Embedder>,
     pub recall: RecallSettings,
     pub memory_writes: MemoryWrites,
-    /// Scenes per model rewrite (with [`MemoryWrites::Model`]).
-    pub write_batch: usize,
     /// Where shards are saved; in memory only when `None`.
     pub data_dir: Option<PathBuf>,
     /// Tokens a turn may generate.
@@ -65,7 +63,6 @@ impl AgentOptions {
             embedder,
             recall: RecallSettings::default(),
             memory_writes: MemoryWrites::Digest,
-            write_batch: 3,
             data_dir: None,
             act_max_tokens: 160,
             answer_max_tokens: 80,

@@ -1,5 +1,6 @@
 //! Perceive: the events a character perceived go into its shard, its memory modules
-//! observe them, and every scene that ended is written to its long-term memory.
+//! observe them, and every scene that ended is written to its long-term memory (with
+//! model-written memories, one rewrite call per scene, as it ends).
 
 use dramatis_llm::ModelRole;
 use dramatis_memory::modules::ModuleKind;
@@ -7,8 +8,8 @@ use dramatis_proto::v1::Event;
 
 use crate::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
-use crate::reverie::writer::{Author, rewrite_scenes, write_scene};
-use crate::shard::{AuditEntry, PendingSave, PerceivedKind};
+use crate::reverie::writer::{Author, rewrite_scene, write_scene};
+use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};
 use dramatis_runtime::now_ms;
 
 impl CharacterAgents {
@@ -63,33 +64,9 @@ impl CharacterAgents {
         for draft in ended {
             let written = write_scene(writer, &draft, self.options.embedder.as_ref()).await?;
             shard.commit(written);
-            if self.options.memory_writes != MemoryWrites::Model {
-                continue;
+            if self.options.memory_writes == MemoryWrites::Model {
+                self.rewrite(&mut shard, writer, &draft).await?;
             }
-            let Some(batch) = shard.queue_rewrite(draft, self.options.write_batch) else {
-                continue;
-            };
-            let model = self.options.models.get(ModelRole::Character);
-            let rewritten = rewrite_scenes(
-                writer,
-                &batch,
-                model.as_ref(),
-                self.options.embedder.as_ref(),
-            )
-            .await?;
-            let items = batch
-                .iter()
-                .flat_map(|d| d.events.iter())
-                .filter(|e| e.kind != PerceivedKind::SceneEnd)
-                .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
-                .collect();
-            shard.record_prompt(AuditEntry {
-                purpose: "scene_memory".into(),
-                prompt: rewritten.prompt.clone(),
-                items,
-                timestamp_ms: now_ms(),
-            });
-            shard.commit_rewrite(rewritten);
         }
         let last_seq = shard.last_seq();
         let saved = if accepted > 0 {
@@ -100,5 +77,39 @@ impl CharacterAgents {
         drop(shard);
         saved.wait().await?;
         Ok((accepted, last_seq))
+    }
+
+    /// The model rewrites the memory of the scene `draft`, which just ended, in a call
+    /// of its own: its prompt holds this scene's lines only (each ended scene is
+    /// rewritten in story order before the next), so no memory is written with later
+    /// scenes in view. The prompt is audited with the scene's lines.
+    async fn rewrite(
+        &self,
+        shard: &mut Shard,
+        writer: Author<'_>,
+        draft: &SceneDraft,
+    ) -> Result<(), AgentError> {
+        let model = self.options.models.get(ModelRole::Character);
+        let rewritten = rewrite_scene(
+            writer,
+            draft,
+            model.as_ref(),
+            self.options.embedder.as_ref(),
+        )
+        .await?;
+        let items = draft
+            .events
+            .iter()
+            .filter(|e| e.kind != PerceivedKind::SceneEnd)
+            .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
+            .collect();
+        shard.record_prompt(AuditEntry {
+            purpose: "scene_memory".into(),
+            prompt: rewritten.prompt.clone(),
+            items,
+            timestamp_ms: now_ms(),
+        });
+        shard.commit_rewrite(rewritten);
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! ReverieMem's algorithms over a character's shard: the read path (`recall`: anchor,
 //! Self-Probe, visibility-bounded retrieval, Emo-Gate), the write path (`writer`: a
-//! scene's memory, facts and the batched rewrite) and the emotion record (`emotion`).
+//! scene's memory, facts and the model rewrite) and the emotion record (`emotion`).
 //! The data they work on lives in the shard and in `dramatis-memory`.
 
 pub mod emotion;

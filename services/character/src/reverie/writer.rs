@@ -6,8 +6,10 @@
 //!
 //! The episodic memory is first a deterministic first-person digest, which costs no
 //! call. When the agent is configured with a capable model, the model rewrites the
-//! digests of several scenes at once (one call per batch, not per scene), in the
-//! character's voice, and extracts extra facts with their causes.
+//! digest in the character's voice as soon as the scene ends, and extracts extra facts
+//! with their causes: one call per scene, whose prompt holds that scene's lines only.
+//! Scenes are never batched into one call, because the memory of the first would then be
+//! written with the later ones in view (hindsight the character did not have).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -35,18 +37,13 @@ pub struct Author<'a> {
     pub name: &'a str,
 }
 
-/// Model-written memories of a batch of scenes.
-#[derive(Debug, Deserialize)]
-struct ModelMemories {
-    memories: Vec<ModelMemory>,
-    #[serde(default)]
-    facts: Vec<ModelFact>,
-}
-
+/// The model-written memory of one scene.
 #[derive(Debug, Deserialize)]
 struct ModelMemory {
     #[serde(default)]
     summary: String,
+    #[serde(default)]
+    facts: Vec<ModelFact>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,15 +113,17 @@ pub fn episode_id(scene_id: &str) -> String {
     format!("episode:{scene_id}")
 }
 
-/// One model call rewrites the memories of `drafts` in the character's voice and adds
-/// facts with causes. Output it cannot use leaves the digests in place.
-pub async fn rewrite_scenes(
+/// One model call rewrites the memory of the scene `draft` (just ended) in the
+/// character's voice and adds facts with causes. The prompt holds only that scene's
+/// lines, so nothing the character lived through later colours it. Output it cannot
+/// use leaves the digest in place.
+pub async fn rewrite_scene(
     writer: Author<'_>,
-    drafts: &[SceneDraft],
+    draft: &SceneDraft,
     model: &dyn LanguageModel,
     embedder: &dyn Embedder,
 ) -> Result<Rewritten, AgentError> {
-    let (request, lines) = rewrite_request(writer, drafts);
+    let (request, lines) = rewrite_request(writer, draft);
     let mut out = Rewritten {
         prompt: request.prompt_text(),
         ..Rewritten::default()
@@ -132,31 +131,26 @@ pub async fn rewrite_scenes(
     let completion = model.complete(&request, None).await?;
     out.usage
         .count_call(completion.prompt_tokens, completion.completion_tokens);
-    let Some((reply, _)) = parse_json::<ModelMemories>(&completion.text, |_| true) else {
+    let Some((reply, _)) = parse_json::<ModelMemory>(&completion.text, |_| true) else {
         tracing::warn!(
             character = writer.id,
-            "unusable scene memories; keeping the digests"
+            scene = %draft.scene_id,
+            "unusable scene memory; keeping the digest"
         );
         return Ok(out);
     };
-    let episodes: Vec<EpisodicMemory> = drafts
-        .iter()
-        .zip(&reply.memories)
-        .filter(|(_, m)| !m.summary.trim().is_empty())
-        .map(|(draft, m)| EpisodicMemory {
+    let episode = Some(reply.summary.trim())
+        .filter(|summary| !summary.is_empty())
+        .map(|summary| EpisodicMemory {
             id: episode_id(&draft.scene_id),
             scene_id: draft.scene_id.clone(),
-            text: m.summary.trim().to_owned(),
-        })
-        .collect();
+            text: summary.to_owned(),
+        });
     let facts = model_facts(writer, &lines, reply.facts);
-    let mut texts: Vec<String> = episodes.iter().map(|e| e.text.clone()).collect();
+    let mut texts: Vec<String> = episode.iter().map(|e| e.text.clone()).collect();
     texts.extend(facts.iter().map(|f| f.text.clone()));
     let mut vectors = embedder.embed(&texts).await?.into_iter();
-    out.episodes = episodes
-        .into_iter()
-        .map(|e| (e, vectors.next().unwrap_or_default()))
-        .collect();
+    out.episode = episode.map(|e| (e, vectors.next().unwrap_or_default()));
     out.facts = facts
         .into_iter()
         .map(|f| (f, vectors.next().unwrap_or_default()))
@@ -265,66 +259,48 @@ fn model_facts(
         .collect()
 }
 
-/// The scenes' lines as the model sees them: numbered through the whole batch, in the
-/// character's terms.
-fn numbered<'e>(writer: Author<'_>, drafts: &'e [SceneDraft]) -> Vec<(&'e Perceived, String)> {
-    drafts
+/// The scene's lines as the model sees them, numbered, in the character's terms.
+fn numbered<'e>(writer: Author<'_>, draft: &'e SceneDraft) -> Vec<(&'e Perceived, String)> {
+    draft
+        .events
         .iter()
-        .flat_map(|d| d.events.iter())
         .filter_map(|e| e.line(writer.id).map(|line| (e, line)))
         .collect()
 }
 
+/// The prompt that rewrites one scene's memory: that scene's numbered lines and how the
+/// character felt when it spoke, nothing else.
 fn rewrite_request<'e>(
     writer: Author<'_>,
-    drafts: &'e [SceneDraft],
+    draft: &'e SceneDraft,
 ) -> (CompletionRequest, Vec<(&'e Perceived, String)>) {
-    let lines = numbered(writer, drafts);
+    let lines = numbered(writer, draft);
     let mut text = String::new();
-    let mut number = 0;
-    for (index, draft) in drafts.iter().enumerate() {
-        let _ = writeln!(text, "Scene {}:", index + 1);
-        for event in &draft.events {
-            if let Some(line) = event.line(writer.id) {
-                number += 1;
-                let _ = writeln!(text, "{number}. {line}");
-            }
-        }
-        for moment in &draft.moments {
-            let _ = writeln!(
-                text,
-                "(You felt {} when you spoke; you wanted to {}.)",
-                moment.emotion, moment.intent
-            );
-        }
+    for (number, (_, line)) in lines.iter().enumerate() {
+        let _ = writeln!(text, "{}. {line}", number + 1);
+    }
+    for moment in &draft.moments {
+        let _ = writeln!(
+            text,
+            "(You felt {} when you spoke; you wanted to {}.)",
+            moment.emotion, moment.intent
+        );
     }
     let system = format!(
-        "You are {name}. Below are {count} scenes you lived through, their lines numbered. \
-         For each scene, in order, write your memory of it in the first person, in two to \
-         four sentences: what you did, felt, saw and concluded. Then list up to three facts \
-         per scene you learned, each with the number of the line it comes from and its cause \
-         if the scene gives one. Reply with JSON.",
+        "You are {name}. Below is a scene you just lived through, its lines numbered. Write \
+         your memory of it in the first person, in two to four sentences: what you did, \
+         felt, saw and concluded. Then list up to three facts you learned, each with the \
+         number of the line it comes from and its cause if the scene gives one. Reply with \
+         JSON.",
         name = writer.name,
-        count = drafts.len()
     );
     let schema = json!({
         "type": "object",
         "properties": {
-            "memories": {
-                "type": "array",
-                "minItems": drafts.len(),
-                "maxItems": drafts.len(),
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "summary": {"type": "string", "minLength": 1, "maxLength": 600}
-                    },
-                    "required": ["summary"]
-                }
-            },
+            "summary": {"type": "string", "minLength": 1, "maxLength": 600},
             "facts": {
                 "type": "array",
-                "maxItems": 3 * drafts.len(),
+                "maxItems": 3,
                 "items": {
                     "type": "object",
                     "properties": {
@@ -338,12 +314,11 @@ fn rewrite_request<'e>(
                 }
             }
         },
-        "required": ["memories", "facts"]
+        "required": ["summary", "facts"]
     });
-    let max_tokens = dramatis_runtime::saturating_u32(160 * drafts.len());
     let request =
         CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(text)])
-            .with_max_tokens(max_tokens)
+            .with_max_tokens(160)
             .with_temperature(0.3)
             .with_schema(ResponseSchema {
                 name: SCENE_MEMORY_SCHEMA.into(),

@@ -7,7 +7,8 @@
 //! task, which writes on a blocking thread, in submission order, and answers each save
 //! once it is on disk. The caller waits for that answer after releasing the lock.
 //! When several saves queue up, the audit lines of all are appended in order and only
-//! the newest state is written.
+//! the newest state is written. A save may carry audit lines only (an interview, which
+//! changes nothing else): the state file is then left as it is.
 
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -78,7 +79,8 @@ fn storage(path: &Path, error: &impl std::fmt::Display) -> AgentError {
 }
 
 struct Job {
-    state: Vec<u8>,
+    /// The state's JSON; `None` for a save that only appends to the audit.
+    state: Option<Vec<u8>>,
     audit: Vec<u8>,
     done: oneshot::Sender<Result<(), String>>,
 }
@@ -105,8 +107,9 @@ impl ShardFiles {
         &self.path
     }
 
-    /// Queues a save: the state's JSON and the audit lines to append.
-    pub fn submit(&self, state: Vec<u8>, audit: Vec<u8>) -> PendingSave {
+    /// Queues a save: the state's JSON (none: the state file is left as it is) and the
+    /// audit lines to append.
+    pub fn submit(&self, state: Option<Vec<u8>>, audit: Vec<u8>) -> PendingSave {
         let (done, answer) = oneshot::channel();
         if let Err(mpsc::error::SendError(job)) = self.jobs.send(Job { state, audit, done }) {
             let stopped = format!("{}: the shard's writer has stopped", self.path.display());
@@ -145,16 +148,17 @@ async fn write_loop(path: PathBuf, mut queue: mpsc::UnboundedReceiver<Job>) {
         }
         let path = path.clone();
         let mut audit = Vec::new();
-        let mut state = Vec::new();
+        let mut state = None;
         let mut answers = Vec::with_capacity(batch.len());
         for job in batch {
             audit.extend_from_slice(&job.audit);
-            state = job.state;
+            state = job.state.or(state);
             answers.push(job.done);
         }
-        let written = tokio::task::spawn_blocking(move || write_files(&path, &state, &audit))
-            .await
-            .unwrap_or_else(|e| Err(format!("the write task failed: {e}")));
+        let written =
+            tokio::task::spawn_blocking(move || write_files(&path, state.as_deref(), &audit))
+                .await
+                .unwrap_or_else(|e| Err(format!("the write task failed: {e}")));
         if let Err(e) = &written {
             tracing::error!(error = %e, "cannot save a shard");
         }
@@ -164,8 +168,9 @@ async fn write_loop(path: PathBuf, mut queue: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
-/// Appends the audit lines (synced), then replaces the state file.
-fn write_files(path: &Path, state: &[u8], audit: &[u8]) -> Result<(), String> {
+/// Appends the audit lines (synced), then replaces the state file (when a state is
+/// given).
+fn write_files(path: &Path, state: Option<&[u8]>, audit: &[u8]) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -180,7 +185,10 @@ fn write_files(path: &Path, state: &[u8], audit: &[u8]) -> Result<(), String> {
             .and_then(|()| file.sync_data())
             .map_err(|e| format!("{}: {e}", audit_file.display()))?;
     }
-    dramatis_memory::write_atomic(path, state).map_err(|e| e.to_string())
+    match state {
+        Some(state) => dramatis_memory::write_atomic(path, state).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -223,7 +231,7 @@ mod tests {
         let pending: Vec<PendingSave> = (0..20)
             .map(|i| {
                 let lines = audit_lines(&[entry(&format!("step {i}"))]).expect("lines");
-                files.submit(format!("{{\"n\":{i}}}").into_bytes(), lines)
+                files.submit(Some(format!("{{\"n\":{i}}}").into_bytes()), lines)
             })
             .collect();
         for save in pending {
@@ -234,5 +242,25 @@ mod tests {
         let purposes: Vec<String> = audit.into_iter().map(|e| e.purpose).collect();
         let want: Vec<String> = (0..20).map(|i| format!("step {i}")).collect();
         assert_eq!(purposes, want);
+    }
+
+    #[tokio::test]
+    async fn an_audit_only_save_appends_and_leaves_the_state_file_as_it_is() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("watson.json");
+        let files = ShardFiles::start(path.clone());
+        let lines = |purpose: &str| audit_lines(&[entry(purpose)]).expect("lines");
+        files
+            .submit(Some(b"{\"n\":1}".to_vec()), lines("act"))
+            .wait()
+            .await
+            .expect("saved");
+        let first = files.submit(None, lines("answer"));
+        let second = files.submit(None, lines("answer"));
+        first.wait().await.expect("saved");
+        second.wait().await.expect("saved");
+        assert_eq!(std::fs::read_to_string(&path).expect("state"), "{\"n\":1}");
+        let audit = read_audit(&audit_path(&path)).expect("audit");
+        assert_eq!(audit, [entry("act"), entry("answer"), entry("answer")]);
     }
 }

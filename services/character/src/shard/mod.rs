@@ -20,6 +20,7 @@ use crate::reverie::emotion::Mood;
 mod file;
 mod perceived;
 mod scenes;
+mod scratch;
 mod wire;
 pub use file::{PendingSave, ShardFiles, audit_path};
 pub use perceived::{Perceived, PerceivedKind};
@@ -83,11 +84,11 @@ pub struct WrittenScene {
     pub transitions: Vec<EmotionTransition>,
 }
 
-/// What one batched model rewrite produced.
+/// What the model rewrite of one scene produced.
 #[derive(Debug, Clone, Default)]
 pub struct Rewritten {
-    /// New text and vector of each rewritten episodic memory.
-    pub episodes: Vec<(EpisodicMemory, Vec<f32>)>,
+    /// New text and vector of the scene's episodic memory (none: the digest stays).
+    pub episode: Option<(EpisodicMemory, Vec<f32>)>,
     /// Extra facts the model found, each tied to a line the character perceived.
     pub facts: Vec<(Fact, Vec<f32>)>,
     /// The prompt sent (for the audit) and the usage.
@@ -95,6 +96,9 @@ pub struct Rewritten {
     pub usage: Usage,
 }
 
+/// The saved state. Fields a file holds that this build does not know are ignored:
+/// `rewrites`, the queue of scenes waiting for a batched model rewrite in earlier
+/// builds, is dropped on load (those scenes keep their digests).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
     format: u32,
@@ -113,9 +117,6 @@ struct State {
     /// Display names of the people the character has seen speak or be spoken to.
     #[serde(default)]
     names: BTreeMap<String, String>,
-    /// Scenes written as digests, waiting for a batched model rewrite.
-    #[serde(default)]
-    rewrites: Vec<SceneDraft>,
     /// What the character wants, as it last said (starts as the profile's goal).
     #[serde(default)]
     goal: String,
@@ -204,7 +205,6 @@ impl Shard {
                 last_seq: 0,
                 audit: Vec::new(),
                 names: BTreeMap::new(),
-                rewrites: Vec::new(),
                 goal,
                 module_set: ModuleSet::default(),
                 modules: Modules::default(),
@@ -307,7 +307,7 @@ impl Shard {
             .map_err(|e| AgentError::Storage(format!("{}: {e}", files.path().display())))?;
         let audit = file::audit_lines(&self.state.audit[self.audit_written..])?;
         self.audit_written = self.state.audit.len();
-        Ok(files.submit(state, audit))
+        Ok(files.submit(Some(state), audit))
     }
 
     #[must_use]

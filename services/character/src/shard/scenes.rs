@@ -95,18 +95,10 @@ impl Shard {
             })
     }
 
-    /// Queues a scene for the batched model rewrite; returns the queue once it holds
-    /// `batch` scenes (and empties it).
-    pub fn queue_rewrite(&mut self, draft: SceneDraft, batch: usize) -> Option<Vec<SceneDraft>> {
-        self.state.rewrites.push(draft);
-        (self.state.rewrites.len() >= batch.max(1))
-            .then(|| std::mem::take(&mut self.state.rewrites))
-    }
-
-    /// Puts a batched rewrite in place of the digests.
+    /// Puts a scene's model rewrite in place of its digest, with the facts it found.
     pub fn commit_rewrite(&mut self, rewritten: Rewritten) {
         let layers = &mut self.state.memory;
-        for (episode, vector) in rewritten.episodes {
+        if let Some((episode, vector)) = rewritten.episode {
             layers.episodic.upsert(episode, &vector);
         }
         for (fact, vector) in rewritten.facts {

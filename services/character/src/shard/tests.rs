@@ -121,3 +121,26 @@ async fn a_scene_closes_at_its_end_or_when_another_begins() {
     assert_eq!(ended.len(), 1, "s2 closed when s3 began");
     assert_eq!(ended[0].scene_id, "s2");
 }
+
+#[tokio::test]
+async fn a_file_holding_an_earlier_builds_rewrite_queue_still_loads() {
+    // Earlier builds queued scenes for a batched model rewrite in `rewrites`; the queue
+    // is dropped on load (those scenes keep their digests) and not saved again.
+    let mut shard = shard().await;
+    let (_, ended) = shard
+        .perceive(&[
+            speech(1, "holmes", &["holmes", "watson"], ""),
+            event(2, EventKind::SceneEnd, "", &["holmes", "watson"], ""),
+        ])
+        .expect("accepted");
+    assert_eq!(ended.len(), 1);
+    let mut saved = serde_json::to_value(&shard.state).expect("JSON");
+    saved["rewrites"] = serde_json::to_value(&ended).expect("JSON");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("watson.json");
+    std::fs::write(&path, saved.to_string()).expect("written");
+    let loaded = Shard::load(shard.profile.clone(), &path).expect("loads");
+    assert_eq!(loaded.state, shard.state);
+    let again = serde_json::to_value(&loaded.state).expect("JSON");
+    assert!(again.get("rewrites").is_none(), "{again}");
+}

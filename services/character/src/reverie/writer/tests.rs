@@ -109,43 +109,48 @@ async fn facts_carry_the_perceivers_and_the_route() {
 }
 
 #[tokio::test]
-async fn one_call_rewrites_a_batch_of_scenes_and_facts_cite_perceived_lines_only() {
-    let mut second = draft();
-    second.scene_id = "street".into();
-    for event in &mut second.events {
-        event.seq += 10;
-    }
+async fn one_call_rewrites_a_scene_and_facts_cite_its_perceived_lines_only() {
     let model = ScriptedModel::new(vec![ScriptRule {
-        when: vec!["2 scenes you lived through".into()],
-        reply: r#"{"memories":[{"summary":"I met a remarkable man."},{"summary":""}],
+        when: vec!["a scene you just lived through".into()],
+        reply: r#"{"summary":"I met a remarkable man.",
             "facts":[
-            {"line":7,"subject":"Holmes","predicate":"knew","object":"my service","cause":"my tan"},
+            {"line":2,"subject":"Holmes","predicate":"knew","object":"my service","cause":"my tan"},
             {"line":99,"subject":"x","predicate":"y","object":"z","cause":""}]}"#
             .into(),
     }]);
-    let rewritten = rewrite_scenes(WATSON, &[draft(), second], &model, &FakeEmbedder::new(8))
+    let rewritten = rewrite_scene(WATSON, &draft(), &model, &FakeEmbedder::new(8))
         .await
         .expect("rewritten");
-    assert_eq!(model.calls(), 1, "one call for the batch");
+    assert_eq!(model.calls(), 1);
     assert_eq!(rewritten.usage.llm_calls, 1);
-    assert!(rewritten.prompt.contains("Scene 2:\n5. -- The laboratory"));
-    assert!(rewritten.prompt.contains("6. Holmes (to you)"));
-    let episodes: Vec<(&str, &str)> = rewritten
-        .episodes
-        .iter()
-        .map(|(e, _)| (e.id.as_str(), e.text.as_str()))
-        .collect();
+    assert!(rewritten.prompt.contains("1. -- The laboratory"));
+    assert!(rewritten.prompt.contains("2. Holmes (to you)"));
+    assert!(rewritten.prompt.contains("You felt surprise"));
+    let (episode, vector) = rewritten.episode.as_ref().expect("a new memory");
     assert_eq!(
-        episodes,
-        [("episode:lab", "I met a remarkable man.")],
-        "an empty summary keeps the digest"
+        (episode.id.as_str(), episode.text.as_str()),
+        ("episode:lab", "I met a remarkable man.")
     );
+    assert_eq!(vector.len(), 8);
     assert_eq!(rewritten.facts.len(), 1, "line 99 was never perceived");
     let (fact, vector) = &rewritten.facts[0];
     assert_eq!(fact.text, "Holmes knew my service because my tan");
-    assert_eq!(
-        fact.id, "fact:e13:7",
-        "line 7 is the second scene's third line"
-    );
+    assert_eq!(fact.id, "fact:e2:2", "line 2 is the scene's second line");
     assert_eq!(vector.len(), 8);
+}
+
+#[tokio::test]
+async fn an_empty_or_unusable_rewrite_keeps_the_digest() {
+    for reply in [r#"{"summary":"","facts":[]}"#, "I remember nothing."] {
+        let model = ScriptedModel::new(vec![ScriptRule {
+            when: vec!["a scene you just lived through".into()],
+            reply: reply.into(),
+        }]);
+        let rewritten = rewrite_scene(WATSON, &draft(), &model, &FakeEmbedder::new(8))
+            .await
+            .expect("rewritten");
+        assert!(rewritten.episode.is_none(), "{reply}");
+        assert!(rewritten.facts.is_empty());
+        assert_eq!(rewritten.usage.llm_calls, 1, "the call is still counted");
+    }
 }
