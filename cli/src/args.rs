@@ -119,6 +119,15 @@ pub enum MemoryWritesArg {
     Model,
 }
 
+/// What the boundary guard does (see `--boundary-guard`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BoundaryGuardArg {
+    Auto,
+    Off,
+    Flag,
+    Regenerate,
+}
+
 /// Which language model characters use.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
@@ -153,6 +162,14 @@ pub struct ModelArgs {
     /// built-in or scripted model).
     #[arg(long, env = "DRAMATIS_MEMORY_WRITES", value_enum, default_value_t = MemoryWritesArg::Auto)]
     pub memory_writes: MemoryWritesArg,
+    /// What happens to a generated line (a turn or an interview answer) that uses a
+    /// proper name, number or place its character has no source for: `flag` (noted in
+    /// the prompt audit as purpose "boundary"), `regenerate` (also asked once more with
+    /// those words named as unknown; if they stay, the line becomes an in-character
+    /// deflection), `off`, or `auto` (regenerate for an --llm-endpoint you give, flag
+    /// for the built-in or scripted model).
+    #[arg(long, env = "DRAMATIS_BOUNDARY_GUARD", value_enum, default_value_t = BoundaryGuardArg::Auto)]
+    pub boundary_guard: BoundaryGuardArg,
     /// Memory modules every character runs, comma-separated, overriding the scenario's
     /// [memory] section: `reverie` (ReverieMem's layers), `dualmem` (fact and insight
     /// streams), `moom` (plot summaries, persona keys, forgetting), `bookmarks`

@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use dramatis_character::{AgentOptions, MemoryWrites};
+use dramatis_character::{AgentOptions, GuardMode, MemoryWrites};
 use dramatis_llm::{
     LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
 };
 
-use crate::args::{MemoryWritesArg, ModelArgs};
+use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; narrator and judge fall back to it.
@@ -89,6 +89,13 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         MemoryWritesArg::Digest => "digest",
         MemoryWritesArg::Model => "model",
     };
+    let guard = match args.boundary_guard {
+        BoundaryGuardArg::Auto => "auto",
+        BoundaryGuardArg::Off => "off",
+        BoundaryGuardArg::Flag => "flag",
+        BoundaryGuardArg::Regenerate => "regenerate",
+    };
+    out.extend(["--boundary-guard".to_owned(), guard.to_owned()]);
     if let Some(modules) = &args.memory_modules {
         out.extend(["--memory-modules".to_owned(), modules.to_string()]);
     }
@@ -131,6 +138,20 @@ pub fn memory_writes(args: &ModelArgs) -> MemoryWrites {
     }
 }
 
+/// What the boundary guard does: `auto` means regenerate for an endpoint the user gave
+/// and flag for the scripted model (a stack that starts the built-in model resolves
+/// `auto` to flag before it starts agents: a retry rarely helps a 135M model).
+#[must_use]
+pub fn boundary_guard(args: &ModelArgs) -> GuardMode {
+    match args.boundary_guard {
+        BoundaryGuardArg::Off => GuardMode::Off,
+        BoundaryGuardArg::Flag => GuardMode::Flag,
+        BoundaryGuardArg::Regenerate => GuardMode::Regenerate,
+        BoundaryGuardArg::Auto if args.scripted.is_some() => GuardMode::Flag,
+        BoundaryGuardArg::Auto => GuardMode::Regenerate,
+    }
+}
+
 /// Everything an agent process needs: models, its own embedder, memory settings.
 pub fn agent_options(
     args: &ModelArgs,
@@ -140,6 +161,7 @@ pub fn agent_options(
         dramatis_embed::OnnxEmbedder::load(&embedder_config(args.embedder_dir.as_deref()))?;
     let mut options = AgentOptions::new(role_models(args)?, Arc::new(embedder));
     options.memory_writes = memory_writes(args);
+    options.boundary_guard = boundary_guard(args);
     options.memory_modules = args.memory_modules;
     options.data_dir = data_dir;
     Ok(options)

@@ -11,7 +11,7 @@ use dramatis_runtime::Shutdown;
 use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
 
-use crate::args::{MemoryWritesArg, ModelArgs};
+use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 use crate::spawn::{Spawned, SpawnedAgents, start_builtin_llm};
 
 /// The running stack; dropping it stops everything it started.
@@ -55,6 +55,9 @@ impl LocalStack {
             model.llm_endpoint = Some(endpoint);
             if model.memory_writes == MemoryWritesArg::Auto {
                 model.memory_writes = MemoryWritesArg::Digest;
+            }
+            if model.boundary_guard == BoundaryGuardArg::Auto {
+                model.boundary_guard = BoundaryGuardArg::Flag;
             }
             llm = Some(spawned);
         }

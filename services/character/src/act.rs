@@ -4,16 +4,17 @@
 
 use std::time::Instant;
 
-use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
+use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
 use dramatis_memory::modules::ModuleKind;
-use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
+use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
 use tokio::sync::mpsc;
 
-use crate::action::{ParsedKind, action_schema, parse_action};
+use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
+use crate::boundary::{self, GuardMode, Known};
 use crate::host::{ActOutcome, CharacterAgents};
-use crate::prompt::{self};
+use crate::prompt::{self, BuiltPrompt};
 use crate::reverie::recall::{Query, Recalled, recall};
-use crate::shard::{Annotation, PerceivedKind};
+use crate::shard::{Annotation, PerceivedKind, Shard};
 use crate::stream_text::TextFieldStreamer;
 use crate::{ACTION_SCHEMA_NAME, AgentError};
 
@@ -90,7 +91,10 @@ impl CharacterAgents {
                 &mut recalled.usage,
             )
             .await?;
-        let built = prompt::act(&shard, &recalled, &grounding, frame);
+        // Asked something its memory does not support: the turn carries the refusal.
+        let refuse = questioned
+            && boundary::abstains(boundary::reverie_on(&shard), recalled.abstain, &grounding);
+        let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
         let name = shard.profile.name.clone();
         let mut usage = recalled.usage;
         let mut parsed = None;
@@ -120,7 +124,30 @@ impl CharacterAgents {
             }
             tracing::warn!(character, attempt, output = %completion.text, "unusable action output");
         }
+        // A line the guard gave up is deflected in character.
+        let mut deflect = false;
+        if let Some(p) = parsed.take() {
+            parsed = self
+                .guard_turn(
+                    &mut shard,
+                    model.as_ref(),
+                    &built,
+                    &schema,
+                    frame,
+                    p,
+                    &mut usage,
+                )
+                .await?;
+            deflect = parsed.is_none();
+        }
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let deflected = |text: String| Action {
+            kind: ActionKind::Action as i32,
+            text,
+            usage: Some(usage),
+            fallback: true,
+            ..Action::default()
+        };
         let action = match parsed {
             Some(p) => {
                 shard.revise_goal(&p.goal);
@@ -144,18 +171,60 @@ impl CharacterAgents {
                     fallback: false,
                 }
             }
-            None => Action {
-                kind: ActionKind::Action as i32,
-                text: format!("{name} pauses, weighing what to say."),
-                usage: Some(usage),
-                fallback: true,
-                ..Action::default()
-            },
+            None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),
+            None => deflected(format!("{name} pauses, weighing what to say.")),
         };
         let saved = shard.save()?;
         drop(shard);
         saved.wait().await?;
         Ok(ActOutcome { action })
+    }
+}
+
+impl CharacterAgents {
+    /// The boundary guard on a parsed turn: flags a line with words its character has
+    /// no source for; with [`GuardMode::Regenerate`], asks once more with those words
+    /// named as unknown, and gives up the line (`None`: the turn deflects) if the retry
+    /// is unusable or still has them.
+    #[allow(clippy::too_many_arguments)]
+    async fn guard_turn(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        built: &BuiltPrompt,
+        schema: &serde_json::Value,
+        frame: &SceneFrame,
+        parsed: ParsedAction,
+        usage: &mut Usage,
+    ) -> Result<Option<ParsedAction>, AgentError> {
+        let guard = self.options.boundary_guard;
+        if guard == GuardMode::Off {
+            return Ok(Some(parsed));
+        }
+        let known = Known::of(shard, Some(frame), &[]);
+        let unknown = known.unknown_in(&parsed.text);
+        if unknown.is_empty() {
+            return Ok(Some(parsed));
+        }
+        boundary::flag(shard, "act", &parsed.text, &unknown);
+        if guard != GuardMode::Regenerate {
+            return Ok(Some(parsed));
+        }
+        let mut retry = built.clone();
+        retry
+            .messages
+            .push(ChatMessage::user(boundary::retry_instruction(&unknown)));
+        Self::audit(shard, &retry, "act");
+        let request = CompletionRequest::new(retry.messages)
+            .with_max_tokens(self.options.act_max_tokens)
+            .with_temperature(0.2)
+            .with_schema(ResponseSchema {
+                name: ACTION_SCHEMA_NAME.into(),
+                schema: schema.clone(),
+            });
+        let completion = model.complete(&request, None).await?;
+        usage.count_call(completion.prompt_tokens, completion.completion_tokens);
+        Ok(parse_action(&completion.text).filter(|a| known.unknown_in(&a.text).is_empty()))
     }
 }
 

@@ -5,18 +5,22 @@
 
 use std::time::Instant;
 
-use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole};
+use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ModelRole};
 use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
 
 use crate::AgentError;
+use crate::boundary::{self, GuardMode, Known};
 use crate::host::{AnswerOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::emotion::is_refusal;
 use crate::reverie::recall::{Query, Recalled, recall};
 use crate::shard::Shard;
+
+/// The in-character refusal an unsupported answer is replaced by.
+const REFUSAL: &str = "I cannot answer that from my own knowledge.";
 
 impl CharacterAgents {
     /// What an interview question brings to mind: ReverieMem's recall (when on) and
@@ -54,12 +58,10 @@ impl CharacterAgents {
         let grounding = self
             .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
             .await?;
-        // With ReverieMem off, the modules alone decide whether anything bears on it.
-        if !shard.module_set().contains(ModuleKind::Reverie) {
-            recalled.abstain = grounding.is_empty();
-        } else if !grounding.is_empty() && recalled.abstain {
-            recalled.abstain = false;
-        }
+        // Only module items that reach their relevance floor cancel abstention (with
+        // ReverieMem off, they alone decide).
+        recalled.abstain =
+            boundary::abstains(boundary::reverie_on(shard), recalled.abstain, &grounding);
         Ok((recalled, grounding))
     }
 
@@ -95,19 +97,46 @@ impl CharacterAgents {
         let (recalled, grounding) = self.recall_for_question(shard, model, question).await?;
         let built = prompt::answer(shard, &recalled, &grounding, question);
         Self::audit(shard, &built, "answer");
-        let request = CompletionRequest::new(built.messages)
+        let request = CompletionRequest::new(built.messages.clone())
             .with_max_tokens(self.options.answer_max_tokens)
             .with_temperature(self.options.temperature);
         let completion = model.complete(&request, None).await?;
         let mut usage = recalled.usage;
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);
-        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut answer = completion.text.trim().to_owned();
         if recalled.abstain && !is_refusal(&answer) {
             // The model claimed something its character cannot know: keep the boundary.
             tracing::info!(character = shard.id(), said = %answer, "replaced an unsupported answer with a refusal");
-            answer = "I cannot answer that from my own knowledge.".to_owned();
+            answer = REFUSAL.to_owned();
         }
+        let guard = self.options.boundary_guard;
+        if guard != GuardMode::Off && !recalled.abstain {
+            let known = Known::of(shard, None, &[question]);
+            let unknown = known.unknown_in(&answer);
+            if !unknown.is_empty() {
+                boundary::flag(shard, "answer", &answer, &unknown);
+                if guard == GuardMode::Regenerate {
+                    let mut retry = built;
+                    retry.messages.push(ChatMessage::assistant(answer.clone()));
+                    retry
+                        .messages
+                        .push(ChatMessage::user(boundary::retry_instruction(&unknown)));
+                    Self::audit(shard, &retry, "answer");
+                    let request = CompletionRequest::new(retry.messages)
+                        .with_max_tokens(self.options.answer_max_tokens)
+                        .with_temperature(0.2);
+                    let again = model.complete(&request, None).await?;
+                    usage.count_call(again.prompt_tokens, again.completion_tokens);
+                    let again = again.text.trim();
+                    answer = if again.is_empty() || !known.unknown_in(again).is_empty() {
+                        REFUSAL.to_owned()
+                    } else {
+                        again.to_owned()
+                    };
+                }
+            }
+        }
+        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(AnswerOutcome {
             answer,
             usage,

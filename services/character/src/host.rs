@@ -15,6 +15,7 @@ use tokio::sync::Mutex;
 use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
 
 use crate::AgentError;
+use crate::boundary::GuardMode;
 use crate::mind::AgentMind;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
@@ -53,6 +54,9 @@ pub struct AgentOptions {
     pub memory_modules: Option<ModuleSet>,
     /// Tokens the memory modules (other than ReverieMem) may add to one prompt.
     pub module_budget_tokens: usize,
+    /// What the boundary guard does with a line that uses words its character has no
+    /// source for.
+    pub boundary_guard: GuardMode,
 }
 
 impl AgentOptions {
@@ -70,6 +74,7 @@ impl AgentOptions {
             act_retries: 1,
             memory_modules: None,
             module_budget_tokens: 240,
+            boundary_guard: GuardMode::Flag,
         }
     }
 }

@@ -11,6 +11,7 @@
 mod act;
 mod action;
 mod answer;
+pub mod boundary;
 mod error;
 pub mod grpc;
 pub mod host;
@@ -23,6 +24,7 @@ pub mod shard;
 mod stream_text;
 
 pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
+pub use boundary::GuardMode;
 pub use error::AgentError;
 pub use host::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};
 pub use prompt::ABSTAIN_INSTRUCTION;

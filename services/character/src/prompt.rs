@@ -138,6 +138,7 @@ pub(crate) fn act(
     recalled: &Recalled,
     grounding: &[Grounding],
     frame: &SceneFrame,
+    refuse: bool,
 ) -> BuiltPrompt {
     let mut items = Vec::new();
     let mut user = character_line(shard);
@@ -172,6 +173,9 @@ pub(crate) fn act(
     }
     if !frame.exits.is_empty() {
         let _ = write!(user, "\nYou can go to: {}.", frame.exits.join(", "));
+    }
+    if refuse {
+        let _ = write!(user, "\n{}", crate::boundary::TURN_ABSTAIN_INSTRUCTION);
     }
     let mut messages = vec![
         ChatMessage::system(ACT_SYSTEM),

@@ -42,6 +42,25 @@ impl ModuleKind {
             .map(|(kind, _)| *kind)
     }
 
+    /// How relevant (cosine similarity of the query and the item, with the character's
+    /// own embedder) a module's item must be to show that the character's memory bears
+    /// on the query: below it, an item may still be shown in a prompt but never cancels
+    /// abstention. Every module compares the same embedder's vectors, so every floor
+    /// starts from ReverieMem's own (`relevant`, 0.35, for a fact to enter its pool):
+    /// - DualMem: a fact's or insight's similarity to the query (a linked fact takes its
+    ///   insight's when higher);
+    /// - MOOM: a plot summary's similarity; a persona bears only when the query names
+    ///   its person (1.0), never merely because the person is present (0.0);
+    /// - BOOKMARKS: the similarity of the bookmark's question and answer to the query
+    ///   (the pool is proposed from the query itself, so its floor is higher, 0.45).
+    #[must_use]
+    pub const fn relevance_floor(self) -> f32 {
+        match self {
+            Self::Reverie | Self::DualMem | Self::Moom => 0.35,
+            Self::Bookmarks => 0.45,
+        }
+    }
+
     /// Every kind, in table order.
     pub fn all() -> impl Iterator<Item = Self> {
         KINDS.iter().map(|(kind, _)| *kind)

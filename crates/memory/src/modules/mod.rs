@@ -86,6 +86,18 @@ pub struct Grounding {
     pub kind: String,
     pub id: String,
     pub text: String,
+    /// How much the item bears on the query (see [`ModuleKind::relevance_floor`]).
+    #[serde(default)]
+    pub relevance: f32,
+}
+
+impl Grounding {
+    /// Whether the item bears on the query: its relevance reaches its module's floor.
+    #[must_use]
+    pub fn bears(&self) -> bool {
+        ModuleKind::from_name(&self.module)
+            .is_some_and(|kind| self.relevance >= kind.relevance_floor())
+    }
 }
 
 /// What a read asks for.

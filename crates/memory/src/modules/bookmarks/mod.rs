@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::text::{clip, estimate_tokens, keywords};
-use super::{Grounding, Line, LineKind, MemoryModule, Mind, ModuleKind, ReadQuery, object_schema};
+use super::{
+    Grounding, Line, LineKind, MemoryModule, Mind, ModuleKind, ReadQuery, cosine, object_schema,
+};
 
 mod sync;
 
@@ -426,6 +428,7 @@ impl MemoryModule for Bookmarks {
             kind: kind.into(),
             id: b.id.clone(),
             text: format!("{} — {}", b.query, b.answer),
+            relevance: 0.0,
         };
         let mut out: Vec<Grounding> = active
             .iter()
@@ -444,6 +447,12 @@ impl MemoryModule for Bookmarks {
                 })
                 .map(|(_, b)| item(b, "nearby")),
         );
+        let texts: Vec<String> = out.iter().map(|g| g.text.clone()).collect();
+        if !texts.is_empty() {
+            for (grounding, vector) in out.iter_mut().zip(mind.embed(&texts).await) {
+                grounding.relevance = cosine(&vector, query.vector);
+            }
+        }
         out
     }
 

@@ -18,7 +18,7 @@ impl DualMem {
                 .map(|(i, m)| (i, cosine(&m.vector, query.vector)))
                 .collect();
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (i, _) in ranked.into_iter().take(INSIGHTS_PER_READ) {
+            for (i, score) in ranked.into_iter().take(INSIGHTS_PER_READ) {
                 if self.is_stale(&self.insights[i]) {
                     self.regenerate(mind, i).await;
                 }
@@ -28,13 +28,15 @@ impl DualMem {
                     kind: "insight".into(),
                     id: insight.id.clone(),
                     text: insight.text.clone(),
+                    relevance: score,
                 });
                 for id in &insight.facts {
                     if let Some(fact) = self.fact(id)
                         && !shown.contains(id)
                     {
                         shown.push(id.clone());
-                        out.push(linked(fact));
+                        let own = cosine(&fact.vector, query.vector);
+                        out.push(fact_item(fact, own.max(score)));
                     }
                 }
             }
@@ -46,15 +48,10 @@ impl DualMem {
                 .map(|f| (f, cosine(&f.vector, query.vector)))
                 .collect();
             ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (fact, _) in ranked.into_iter().take(FACTS_PER_READ) {
+            for (fact, score) in ranked.into_iter().take(FACTS_PER_READ) {
                 if !shown.contains(&fact.id) {
                     shown.push(fact.id.clone());
-                    out.push(Grounding {
-                        module: "dualmem".into(),
-                        kind: "fact".into(),
-                        id: fact.id.clone(),
-                        text: fact.text.clone(),
-                    });
+                    out.push(fact_item(fact, score));
                 }
             }
         }
@@ -62,11 +59,12 @@ impl DualMem {
     }
 }
 
-fn linked(fact: &FactMemory) -> Grounding {
+fn fact_item(fact: &FactMemory, relevance: f32) -> Grounding {
     Grounding {
         module: "dualmem".into(),
         kind: "fact".into(),
         id: fact.id.clone(),
         text: fact.text.clone(),
+        relevance,
     }
 }

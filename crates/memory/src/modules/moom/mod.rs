@@ -256,6 +256,7 @@ impl MemoryModule for Moom {
                 kind: format!("plot-{}", m.level),
                 id: m.id.clone(),
                 text: m.text.clone(),
+                relevance: cosine(&m.vector, query.vector),
             })
             .collect();
         // Personas of the people present (or named in the question).
@@ -270,6 +271,7 @@ impl MemoryModule for Moom {
                     kind: "persona".into(),
                     id: format!("moom:persona:{id}"),
                     text,
+                    relevance: if named { 1.0 } else { 0.0 },
                 });
             }
         }

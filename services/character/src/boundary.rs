@@ -1,0 +1,245 @@
+//! The boundary guard, one for turns and interviews alike.
+//!
+//! - **Abstention.** Nothing the character remembers bears on a query when ReverieMem's
+//!   recall found no fact above its `relevant` floor (and no anchoring scene), and no
+//!   module item reached its module's floor ([`ModuleKind::relevance_floor`]). A turn
+//!   that answers a question its memory does not support carries the same refusal
+//!   instruction as an interview answer.
+//! - **The line check.** Every generated line is checked word by word: a proper name, a
+//!   number or an all-capitals word that appears nowhere in what the character has (its
+//!   profile, its shard's layers, perceived lines and modules, the scene frame it acts
+//!   in, the question it was asked) is flagged in the audit (purpose `boundary`). With
+//!   [`GuardMode::Regenerate`], a flagged line is generated once more with the flagged
+//!   words named as unknown to the character; if the retry still uses them, the line
+//!   is replaced by an in-character deflection.
+
+use std::collections::HashSet;
+
+use dramatis_memory::modules::{Grounding, ModuleKind};
+use dramatis_proto::v1::SceneFrame;
+
+use crate::shard::{AuditEntry, Shard};
+use dramatis_runtime::now_ms;
+
+/// What the guard does with a line that uses words the character has no source for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GuardMode {
+    /// No check.
+    Off,
+    /// Flag the line in the audit; keep it.
+    #[default]
+    Flag,
+    /// Flag it, generate it once more with the words named as unknown, and deflect if
+    /// the retry still has them.
+    Regenerate,
+}
+
+/// Whether the character must abstain: with ReverieMem on, its verdict stands unless a
+/// module item bears on the query; with it off, only module items that bear count.
+#[must_use]
+pub fn abstains(reverie_on: bool, reverie_abstains: bool, grounding: &[Grounding]) -> bool {
+    let bearing = grounding.iter().any(Grounding::bears);
+    if reverie_on {
+        reverie_abstains && !bearing
+    } else {
+        !bearing
+    }
+}
+
+/// The turn instruction when the character was asked something its memory does not
+/// support (the answer path's refusal, worded for a turn).
+pub const TURN_ABSTAIN_INSTRUCTION: &str = "You were just asked something nothing you \
+    remember bears on. Say in character that you do not know; do not make anything up.";
+
+/// Capitalised words that are not names: titles, the pronoun, interjections.
+const NOT_NAMES: &[&str] = &[
+    "i", "i'm", "i'll", "i've", "i'd", "mr", "mrs", "miss", "ms", "sir", "madam", "ma'am", "dr",
+    "doctor", "lord", "lady", "god", "heaven", "heavens", "oh", "ah", "ok",
+];
+
+/// Every word the character has a source for, lower-cased.
+#[derive(Debug, Default)]
+pub struct Known {
+    words: HashSet<String>,
+}
+
+impl Known {
+    /// What `shard` holds, with the frame it acts in and any other text it was given
+    /// (the question of an interview).
+    #[must_use]
+    pub fn of(shard: &Shard, frame: Option<&SceneFrame>, given: &[&str]) -> Self {
+        let mut known = Self::default();
+        let profile = &shard.profile;
+        for text in [
+            &profile.name,
+            &profile.profile,
+            &profile.speaking_style,
+            &profile.goal,
+        ]
+        .into_iter()
+        .chain(&profile.aliases)
+        {
+            known.add(text);
+        }
+        for item in shard.memory() {
+            known.add(&item.text);
+        }
+        known.add(shard.goal());
+        if let Some(frame) = frame {
+            for text in [
+                &frame.location_name,
+                &frame.location_description,
+                &frame.direction,
+            ]
+            .into_iter()
+            .chain(&frame.exits)
+            {
+                known.add(text);
+            }
+            for present in &frame.present {
+                known.add(&present.name);
+            }
+        }
+        for text in given {
+            known.add(text);
+        }
+        known
+    }
+
+    fn add(&mut self, text: &str) {
+        for token in tokens(text) {
+            self.words.insert(token.to_lowercase());
+        }
+    }
+
+    /// The words of `line` that look like names, numbers or places and appear nowhere
+    /// in what the character has, in order, without repeats.
+    #[must_use]
+    pub fn unknown_in(&self, line: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut opens_sentence = true;
+        for raw in line.split_whitespace() {
+            let word = trim_word(raw);
+            let starts = opens_sentence;
+            opens_sentence = raw.ends_with(['.', '!', '?', ':']) || raw.ends_with(".\"");
+            if word.is_empty() {
+                opens_sentence |= starts;
+                continue;
+            }
+            let bare = word.strip_suffix("'s").unwrap_or(word);
+            let lower = bare.to_lowercase();
+            let number = bare.chars().any(|c| c.is_ascii_digit());
+            let capital = bare.chars().next().is_some_and(char::is_uppercase);
+            let shouted = bare.chars().filter(|c| c.is_alphabetic()).count() >= 2
+                && bare.chars().all(|c| !c.is_lowercase());
+            let candidate = number || shouted || (capital && !starts);
+            if candidate
+                && !NOT_NAMES.contains(&lower.as_str())
+                && !self.words.contains(&lower)
+                && !out.iter().any(|w| w.eq_ignore_ascii_case(bare))
+            {
+                out.push(bare.to_owned());
+            }
+        }
+        out
+    }
+}
+
+/// The words of `text` as the check compares them.
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace().flat_map(|raw| {
+        let word = trim_word(raw);
+        let bare = word.strip_suffix("'s").unwrap_or(word);
+        // "Sherlock-Holmes" and "Brixton," both count, whole and in parts.
+        std::iter::once(bare)
+            .chain(bare.split('-'))
+            .filter(|w| !w.is_empty())
+    })
+}
+
+fn trim_word(raw: &str) -> &str {
+    raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
+        .trim_matches(['\'', '-'])
+}
+
+/// The instruction that asks for a flagged line again.
+#[must_use]
+pub fn retry_instruction(unknown: &[String]) -> String {
+    format!(
+        "Your character has never heard of {}. Reply again, in character, without them.",
+        unknown.join(", ")
+    )
+}
+
+/// Notes a flagged line in the character's audit.
+pub fn flag(shard: &mut Shard, purpose: &str, line: &str, unknown: &[String]) {
+    tracing::info!(
+        character = shard.id(),
+        purpose,
+        ?unknown,
+        "boundary guard flagged a line"
+    );
+    shard.record_prompt(AuditEntry {
+        purpose: "boundary".into(),
+        prompt: format!(
+            "{purpose} line uses words the character has no source for: {}\n{line}",
+            unknown.join(", ")
+        ),
+        items: Vec::new(),
+        timestamp_ms: now_ms(),
+    });
+}
+
+/// Whether ReverieMem's layers are on for `shard`.
+#[must_use]
+pub fn reverie_on(shard: &Shard) -> bool {
+    shard.module_set().contains(ModuleKind::Reverie)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(text: &str) -> Known {
+        let mut known = Known::default();
+        known.add(text);
+        known
+    }
+
+    #[test]
+    fn names_numbers_and_shouted_words_without_a_source_are_flagged() {
+        let k = known("Holmes found the reagent at Barts. It is 1881.");
+        assert_eq!(
+            k.unknown_in("Holmes said the crates are marked KESTREL-9 for Drebber."),
+            ["KESTREL-9", "Drebber"]
+        );
+        assert!(
+            k.unknown_in("In 1881, Holmes's reagent, sir? Mr Holmes!")
+                .is_empty()
+        );
+        // A capital that opens a sentence is not a name by itself.
+        assert!(k.unknown_in("Perhaps. Indeed! Quite so.").is_empty());
+        assert_eq!(k.unknown_in("I met Gregson twice; Gregson."), ["Gregson"]);
+    }
+
+    #[test]
+    fn a_module_item_below_its_floor_never_cancels_abstention() {
+        let item = |module: &str, relevance: f32| Grounding {
+            module: module.into(),
+            kind: "fact".into(),
+            id: "x".into(),
+            text: "x".into(),
+            relevance,
+        };
+        assert!(abstains(
+            true,
+            true,
+            &[item("dualmem", 0.2), item("moom", 0.1)]
+        ));
+        assert!(!abstains(true, true, &[item("dualmem", 0.5)]));
+        assert!(abstains(true, true, &[item("bookmarks", 0.4)]));
+        assert!(!abstains(true, false, &[]));
+        assert!(abstains(false, false, &[item("moom", 0.3)]));
+        assert!(!abstains(false, false, &[item("moom", 0.9)]));
+    }
+}
