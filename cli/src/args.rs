@@ -163,8 +163,8 @@ pub struct ModelArgs {
     #[arg(long, env = "DRAMATIS_MEMORY_WRITES", value_enum, default_value_t = MemoryWritesArg::Auto)]
     pub memory_writes: MemoryWritesArg,
     /// What happens to a generated line (a turn or an interview answer) that uses a
-    /// proper name, number or place its character has no source for: `flag` (noted in
-    /// the prompt audit as purpose "boundary"), `regenerate` (also asked once more with
+    /// proper name, number or place its character has no source for: `flag` (the words
+    /// noted on the prompt's audit record), `regenerate` (also asked once more with
     /// those words named as unknown; if they stay, the line becomes an in-character
     /// deflection), `off`, or `auto` (regenerate for an --llm-endpoint you give, flag
     /// for the built-in or scripted model).
@@ -183,12 +183,6 @@ pub struct ModelArgs {
     /// Model for the narrator role (default: --llm-model).
     #[arg(long, env = "DRAMATIS_NARRATOR_MODEL")]
     pub narrator_model: Option<String>,
-    /// Endpoint for the judge role (default: the character endpoint).
-    #[arg(long, env = "DRAMATIS_JUDGE_ENDPOINT")]
-    pub judge_endpoint: Option<String>,
-    /// Model for the judge role (default: --llm-model).
-    #[arg(long, env = "DRAMATIS_JUDGE_MODEL")]
-    pub judge_model: Option<String>,
 }
 
 #[derive(Debug, Args)]

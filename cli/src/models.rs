@@ -12,7 +12,7 @@ use dramatis_llm::{
 use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 
 /// The models for each role, from the arguments. The character endpoint must be set
-/// unless the scripted model was chosen; narrator and judge fall back to it.
+/// unless the scripted model was chosen; the narrator falls back to it.
 pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
     if let Some(fixture) = &args.scripted {
         return Ok(RoleModels::uniform(Arc::new(scripted(fixture)?)));
@@ -21,14 +21,11 @@ pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
         "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
     )?;
     let mut models = RoleModels::uniform(client(args, endpoint.clone(), &args.llm_model)?);
-    for (role, role_endpoint, role_model) in [
-        (
-            ModelRole::Narrator,
-            &args.narrator_endpoint,
-            &args.narrator_model,
-        ),
-        (ModelRole::Judge, &args.judge_endpoint, &args.judge_model),
-    ] {
+    for (role, role_endpoint, role_model) in [(
+        ModelRole::Narrator,
+        &args.narrator_endpoint,
+        &args.narrator_model,
+    )] {
         if role_endpoint.is_some() || role_model.is_some() {
             let endpoint = role_endpoint.clone().unwrap_or_else(|| endpoint.clone());
             let model = role_model.as_deref().unwrap_or(&args.llm_model);
@@ -71,8 +68,6 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     for (flag, value) in [
         ("--narrator-endpoint", &args.narrator_endpoint),
         ("--narrator-model", &args.narrator_model),
-        ("--judge-endpoint", &args.judge_endpoint),
-        ("--judge-model", &args.judge_model),
     ] {
         if let Some(value) = value {
             out.extend([flag.to_owned(), value.clone()]);

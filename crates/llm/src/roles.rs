@@ -8,14 +8,13 @@ use crate::LanguageModel;
 pub enum ModelRole {
     /// Plays characters (Act, Answer).
     Character,
-    /// Narrates and proposes events (open mode).
+    /// Narrates open stories: judges whether a scene is over and proposes the next
+    /// event (one call per scene).
     Narrator,
-    /// Judges control questions (has the scene ended? who acts next?).
-    Judge,
 }
 
 impl ModelRole {
-    pub const ALL: [Self; 3] = [Self::Character, Self::Narrator, Self::Judge];
+    pub const ALL: [Self; 2] = [Self::Character, Self::Narrator];
 
     /// The lowercase name used in config keys and environment variables.
     #[must_use]
@@ -23,7 +22,6 @@ impl ModelRole {
         match self {
             Self::Character => "character",
             Self::Narrator => "narrator",
-            Self::Judge => "judge",
         }
     }
 }

@@ -224,7 +224,15 @@ impl CharacterAgents {
             });
         let completion = model.complete(&request, None).await?;
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);
-        Ok(parse_action(&completion.text).filter(|a| known.unknown_in(&a.text).is_empty()))
+        let Some(again) = parse_action(&completion.text) else {
+            return Ok(None);
+        };
+        let still = known.unknown_in(&again.text);
+        if still.is_empty() {
+            return Ok(Some(again));
+        }
+        boundary::flag(shard, "act", &again.text, &still);
+        Ok(None)
     }
 }
 

@@ -128,7 +128,11 @@ impl CharacterAgents {
                     let again = model.complete(&request, None).await?;
                     usage.count_call(again.prompt_tokens, again.completion_tokens);
                     let again = again.text.trim();
-                    answer = if again.is_empty() || !known.unknown_in(again).is_empty() {
+                    let still = known.unknown_in(again);
+                    if !still.is_empty() {
+                        boundary::flag(shard, "answer", again, &still);
+                    }
+                    answer = if again.is_empty() || !still.is_empty() {
                         REFUSAL.to_owned()
                     } else {
                         again.to_owned()

@@ -8,7 +8,8 @@
 //! - **The line check.** Every generated line is checked word by word: a proper name, a
 //!   number or an all-capitals word that appears nowhere in what the character has (its
 //!   profile, its shard's layers, perceived lines and modules, the scene frame it acts
-//!   in, the question it was asked) is flagged in the audit (purpose `boundary`). With
+//!   in, the question it was asked) is flagged in the audit, on the prompt it answered
+//!   (`PromptRecord.flagged`). With
 //!   [`GuardMode::Regenerate`], a flagged line is generated once more with the flagged
 //!   words named as unknown to the character; if the retry still uses them, the line
 //!   is replaced by an in-character deflection.
@@ -18,8 +19,7 @@ use std::collections::HashSet;
 use dramatis_memory::modules::{Grounding, ModuleKind};
 use dramatis_proto::v1::SceneFrame;
 
-use crate::shard::{AuditEntry, Shard};
-use dramatis_runtime::now_ms;
+use crate::shard::Shard;
 
 /// What the guard does with a line that uses words the character has no source for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -171,23 +171,10 @@ pub fn retry_instruction(unknown: &[String]) -> String {
     )
 }
 
-/// Notes a flagged line in the character's audit.
+/// Notes a flagged line on the prompt it answered (the latest in the audit).
 pub fn flag(shard: &mut Shard, purpose: &str, line: &str, unknown: &[String]) {
-    tracing::info!(
-        character = shard.id(),
-        purpose,
-        ?unknown,
-        "boundary guard flagged a line"
-    );
-    shard.record_prompt(AuditEntry {
-        purpose: "boundary".into(),
-        prompt: format!(
-            "{purpose} line uses words the character has no source for: {}\n{line}",
-            unknown.join(", ")
-        ),
-        items: Vec::new(),
-        timestamp_ms: now_ms(),
-    });
+    tracing::info!(character = shard.id(), purpose, ?unknown, %line, "boundary guard flagged a line");
+    shard.flag_last_prompt(unknown);
 }
 
 /// Whether ReverieMem's layers are on for `shard`.

@@ -303,6 +303,7 @@ impl CharacterAgents {
             prompt,
             items: built.items.clone(),
             timestamp_ms: now_ms(),
+            flagged: Vec::new(),
         });
     }
 }

@@ -84,6 +84,7 @@ impl Mind for AgentMind<'_> {
                     prompt: sent.clone(),
                     items: Vec::new(),
                     timestamp_ms: now_ms(),
+                    flagged: Vec::new(),
                 });
             }
             let completion = match model.complete(&request, None).await {

@@ -108,6 +108,7 @@ impl CharacterAgents {
             prompt: rewritten.prompt.clone(),
             items,
             timestamp_ms: now_ms(),
+            flagged: Vec::new(),
         });
         shard.commit_rewrite(rewritten);
         Ok(())

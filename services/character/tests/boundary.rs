@@ -67,16 +67,16 @@ fn frame() -> SceneFrame {
     }
 }
 
-/// The audit entries of `purpose` that Watson's agent recorded.
-async fn audited(agents: &CharacterAgents, purpose: &str) -> Vec<String> {
+/// The flags on Watson's audited prompts: (purpose, words), in order.
+async fn flagged(agents: &CharacterAgents) -> Vec<(String, Vec<String>)> {
     agents
         .snapshot("w", "watson")
         .await
         .expect("shard")
         .prompts()
         .into_iter()
-        .filter(|p| p.purpose == purpose)
-        .map(|p| p.prompt)
+        .filter(|p| !p.flagged.is_empty())
+        .map(|p| (p.purpose, p.flagged))
         .collect()
 }
 
@@ -106,14 +106,16 @@ async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
     assert!(!answer.answer.contains(CANARY), "{}", answer.answer);
     assert_eq!(answer.answer, "I cannot answer that from my own knowledge.");
 
-    let flags = audited(&agents, "boundary").await;
-    assert_eq!(flags.len(), 2, "{flags:?}");
-    assert!(
-        flags[0].starts_with("act line") && flags[0].contains("Enoch, Drebber, KESTREL-9"),
-        "{}",
-        flags[0]
+    // Each first reply and each retry is flagged on the prompt it answered.
+    let words = ["Enoch", "Drebber", "KESTREL-9"]
+        .map(str::to_owned)
+        .to_vec();
+    let act = ("act".to_owned(), words.clone());
+    let answer = ("answer".to_owned(), words);
+    assert_eq!(
+        flagged(&agents).await,
+        [act.clone(), act, answer.clone(), answer]
     );
-    assert!(flags[1].starts_with("answer line"));
 }
 
 #[tokio::test]
@@ -125,12 +127,12 @@ async fn flag_mode_keeps_the_line_and_notes_it_and_a_known_name_is_not_flagged()
         .expect("a turn");
     assert_eq!(turn.action.text, LEAK);
     assert_eq!(model.calls(), 1, "no retry when only flagging");
-    assert_eq!(audited(&agents, "boundary").await.len(), 1);
+    assert_eq!(flagged(&agents).await.len(), 1);
 
     let (agents, _) = watson(GuardMode::Off).await;
     agents
         .act("w", "watson", &frame(), None)
         .await
         .expect("a turn");
-    assert!(audited(&agents, "boundary").await.is_empty());
+    assert!(flagged(&agents).await.is_empty());
 }

@@ -176,6 +176,7 @@ pub async fn recall(
             prompt: request.prompt_text(),
             items,
             timestamp_ms: dramatis_runtime::now_ms(),
+            flagged: Vec::new(),
         });
         let completion = model.complete(&request, None).await?;
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);

@@ -201,6 +201,7 @@ mod tests {
             prompt: format!("prompt of {purpose}"),
             items: vec![("fact:1".into(), "semantic".into())],
             timestamp_ms: 7,
+            flagged: Vec::new(),
         }
     }
 

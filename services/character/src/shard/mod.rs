@@ -64,6 +64,9 @@ pub struct AuditEntry {
     /// (memory id, layer) of every item in the prompt, in prompt order.
     pub items: Vec<(String, String)>,
     pub timestamp_ms: i64,
+    /// Words of the reply to this prompt that the boundary guard found no source for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flagged: Vec<String>,
 }
 
 /// A scene the character lived through, ready to be written to long-term memory.
@@ -363,6 +366,14 @@ impl Shard {
     /// Remembers a prompt built from this shard.
     pub fn record_prompt(&mut self, entry: AuditEntry) {
         self.state.audit.push(entry);
+    }
+
+    /// Notes on the latest prompt that its reply used `words` the character has no
+    /// source for.
+    pub fn flag_last_prompt(&mut self, words: &[String]) {
+        if let Some(entry) = self.state.audit.last_mut() {
+            entry.flagged.extend(words.iter().cloned());
+        }
     }
 
     /// Keeps the annotation of the action just chosen until its event arrives.

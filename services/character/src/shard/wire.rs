@@ -70,6 +70,7 @@ impl Shard {
                 purpose: entry.purpose.clone(),
                 character_id: self.profile.id.clone(),
                 timestamp_ms: entry.timestamp_ms,
+                flagged: entry.flagged.clone(),
             })
             .collect()
     }
