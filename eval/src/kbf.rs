@@ -78,7 +78,8 @@ pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe
     Ok(probes)
 }
 
-/// Matches a free-form answer to a letter: a leading letter ("B", "(B)", "B)"), else a
+/// Matches a free-form answer to a letter: a leading letter ("B", "(B)", "B)"; "A "
+/// followed by a word is the article), else a
 /// refusal phrase (E), else the option whose words the answer shares most of.
 #[must_use]
 pub fn match_letter(answer: &str, options: &BTreeMap<char, String>) -> Option<char> {
@@ -86,7 +87,9 @@ pub fn match_letter(answer: &str, options: &BTreeMap<char, String>) -> Option<ch
     let mut chars = trimmed.chars();
     if let (Some(first), next) = (chars.next(), chars.next()) {
         let letter = first.to_ascii_uppercase();
-        if ('A'..='E').contains(&letter) && next.is_none_or(|c| !c.is_alphanumeric()) {
+        // "A tall man…" opens with the article, not option A.
+        let article = first == 'A' && next.is_some_and(char::is_whitespace);
+        if ('A'..='E').contains(&letter) && !article && next.is_none_or(|c| !c.is_alphanumeric()) {
             return Some(letter);
         }
     }
@@ -335,6 +338,13 @@ mod tests {
             "'Also' is a word, not the letter A"
         );
         assert_eq!(match_letter("Mm.", &o), None);
+        assert_eq!(
+            match_letter("A cannon splinter in the Crimea, I believe.", &o),
+            Some('B'),
+            "an answer opening with the article is matched by its words"
+        );
+        assert_eq!(match_letter("A", &o), Some('A'));
+        assert_eq!(match_letter("A.", &o), Some('A'));
     }
 
     #[test]
