@@ -215,6 +215,7 @@ async fn write_audit(
                     "timestamp_ms": p.timestamp_ms,
                     "items": p.items.iter().map(|i| json!({"id": i.id, "layer": i.layer})).collect::<Vec<_>>(),
                     "prompt": p.prompt,
+                    "flagged": p.flagged,
                 })
                 .to_string()
             })
