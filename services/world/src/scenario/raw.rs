@@ -7,6 +7,9 @@ use toml::Spanned;
 
 pub(crate) type S<T> = Spanned<T>;
 
+/// Per character id, the ids it knows by name.
+pub(crate) type Acquainted = BTreeMap<S<String>, Vec<S<String>>>;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawScenario {
@@ -158,5 +161,5 @@ pub(crate) struct RawScene {
     pub directions: Option<S<BTreeMap<S<String>, String>>>,
     /// Names learned between scenes: who knows whom by name from this scene on.
     #[serde(default)]
-    pub knows: Option<S<BTreeMap<S<String>, Vec<S<String>>>>>,
+    pub knows: Option<S<Acquainted>>,
 }
