@@ -4,17 +4,17 @@
 
 use std::time::Instant;
 
-use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
+use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
 use dramatis_memory::modules::ModuleKind;
-use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
+use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
 use tokio::sync::mpsc;
 
-use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
-use crate::boundary::{self, GuardMode, Known};
+use crate::action::{ParsedKind, action_schema, parse_action};
+use crate::boundary::{self, Asked, Guarded};
 use crate::host::{ActOutcome, CharacterAgents};
-use crate::prompt::{self, BuiltPrompt};
+use crate::prompt::{self};
 use crate::reverie::recall::{Query, Recalled, recall};
-use crate::shard::{Annotation, PerceivedKind, Shard};
+use crate::shard::{Annotation, PerceivedKind};
 use crate::stream_text::TextFieldStreamer;
 use crate::{ACTION_SCHEMA_NAME, AgentError};
 
@@ -97,6 +97,7 @@ impl CharacterAgents {
         let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
         let name = shard.profile.name.clone();
         let mut usage = recalled.usage;
+        // The parsed action, with the model's reply and the request it answered.
         let mut parsed = None;
         let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
@@ -119,27 +120,37 @@ impl CharacterAgents {
             let completion = stream_completion(model.as_ref(), &request, sink).await?;
             usage.count_call(completion.prompt_tokens, completion.completion_tokens);
             if let Some(action) = parse_action(&completion.text) {
-                parsed = Some(action);
+                parsed = Some((action, completion.text, request));
                 break;
             }
             tracing::warn!(character, attempt, output = %completion.text, "unusable action output");
         }
         // A line the guard gave up is deflected in character.
         let mut deflect = false;
-        if let Some(p) = parsed.take() {
-            parsed = self
-                .guard_turn(
-                    &mut shard,
-                    model.as_ref(),
-                    &built,
-                    &schema,
-                    frame,
-                    p,
-                    &mut usage,
-                )
-                .await?;
-            deflect = parsed.is_none();
-        }
+        let parsed = match parsed {
+            Some((action, reply, request)) => {
+                let asked = Asked {
+                    purpose: "act",
+                    built: &built,
+                    request: &request,
+                    frame: Some(frame),
+                    given: &[],
+                };
+                let text = |reply: &str| parse_action(reply).map(|a| a.text);
+                match self
+                    .guard_line(&mut shard, model.as_ref(), &asked, &reply, text, &mut usage)
+                    .await?
+                {
+                    Guarded::Kept => Some(action),
+                    Guarded::Replaced(again) => parse_action(&again),
+                    Guarded::GivenUp => {
+                        deflect = true;
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let deflected = |text: String| Action {
             kind: ActionKind::Action as i32,
@@ -178,61 +189,6 @@ impl CharacterAgents {
         drop(shard);
         saved.wait().await?;
         Ok(ActOutcome { action })
-    }
-}
-
-impl CharacterAgents {
-    /// The boundary guard on a parsed turn: flags a line with words its character has
-    /// no source for; with [`GuardMode::Regenerate`], asks once more with those words
-    /// named as unknown, and gives up the line (`None`: the turn deflects) if the retry
-    /// is unusable or still has them.
-    #[allow(clippy::too_many_arguments)]
-    async fn guard_turn(
-        &self,
-        shard: &mut Shard,
-        model: &dyn LanguageModel,
-        built: &BuiltPrompt,
-        schema: &serde_json::Value,
-        frame: &SceneFrame,
-        parsed: ParsedAction,
-        usage: &mut Usage,
-    ) -> Result<Option<ParsedAction>, AgentError> {
-        let guard = self.options.boundary_guard;
-        if guard == GuardMode::Off {
-            return Ok(Some(parsed));
-        }
-        let known = Known::of(shard, Some(frame), &[]);
-        let unknown = known.unknown_in(&parsed.text);
-        if unknown.is_empty() {
-            return Ok(Some(parsed));
-        }
-        boundary::flag(shard, "act", &parsed.text, &unknown);
-        if guard != GuardMode::Regenerate {
-            return Ok(Some(parsed));
-        }
-        let mut retry = built.clone();
-        retry
-            .messages
-            .push(ChatMessage::user(boundary::retry_instruction(&unknown)));
-        Self::audit(shard, &retry, "act");
-        let request = CompletionRequest::new(retry.messages)
-            .with_max_tokens(self.options.act_max_tokens)
-            .with_temperature(0.2)
-            .with_schema(ResponseSchema {
-                name: ACTION_SCHEMA_NAME.into(),
-                schema: schema.clone(),
-            });
-        let completion = model.complete(&request, None).await?;
-        usage.count_call(completion.prompt_tokens, completion.completion_tokens);
-        let Some(again) = parse_action(&completion.text) else {
-            return Ok(None);
-        };
-        let still = known.unknown_in(&again.text);
-        if still.is_empty() {
-            return Ok(Some(again));
-        }
-        boundary::flag(shard, "act", &again.text, &still);
-        Ok(None)
     }
 }
 

@@ -5,14 +5,14 @@
 
 use std::time::Instant;
 
-use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ModelRole};
+use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole};
 use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
 
 use crate::AgentError;
-use crate::boundary::{self, GuardMode, Known};
+use crate::boundary::{self, Asked, Guarded};
 use crate::host::{AnswerOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::emotion::is_refusal;
@@ -109,35 +109,22 @@ impl CharacterAgents {
             tracing::info!(character = shard.id(), said = %answer, "replaced an unsupported answer with a refusal");
             answer = REFUSAL.to_owned();
         }
-        let guard = self.options.boundary_guard;
-        if guard != GuardMode::Off && !recalled.abstain {
-            let known = Known::of(shard, None, &[question]);
-            let unknown = known.unknown_in(&answer);
-            if !unknown.is_empty() {
-                boundary::flag(shard, "answer", &answer, &unknown);
-                if guard == GuardMode::Regenerate {
-                    let mut retry = built;
-                    retry.messages.push(ChatMessage::assistant(answer.clone()));
-                    retry
-                        .messages
-                        .push(ChatMessage::user(boundary::retry_instruction(&unknown)));
-                    Self::audit(shard, &retry, "answer");
-                    let request = CompletionRequest::new(retry.messages)
-                        .with_max_tokens(self.options.answer_max_tokens)
-                        .with_temperature(0.2);
-                    let again = model.complete(&request, None).await?;
-                    usage.count_call(again.prompt_tokens, again.completion_tokens);
-                    let again = again.text.trim();
-                    let still = known.unknown_in(again);
-                    if !still.is_empty() {
-                        boundary::flag(shard, "answer", again, &still);
-                    }
-                    answer = if again.is_empty() || !still.is_empty() {
-                        REFUSAL.to_owned()
-                    } else {
-                        again.to_owned()
-                    };
-                }
+        if !recalled.abstain {
+            let asked = Asked {
+                purpose: "answer",
+                built: &built,
+                request: &request,
+                frame: None,
+                given: &[question],
+            };
+            let text = |reply: &str| Some(reply.trim().to_owned()).filter(|t| !t.is_empty());
+            match self
+                .guard_line(shard, model, &asked, &answer, text, &mut usage)
+                .await?
+            {
+                Guarded::Kept => {}
+                Guarded::Replaced(again) => again.trim().clone_into(&mut answer),
+                Guarded::GivenUp => REFUSAL.clone_into(&mut answer),
             }
         }
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -16,9 +16,13 @@
 
 use std::collections::HashSet;
 
+use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
 use dramatis_memory::modules::{Grounding, ModuleKind};
-use dramatis_proto::v1::SceneFrame;
+use dramatis_proto::v1::{SceneFrame, Usage};
 
+use crate::AgentError;
+use crate::host::CharacterAgents;
+use crate::prompt::BuiltPrompt;
 use crate::shard::Shard;
 
 /// What the guard does with a line that uses words the character has no source for.
@@ -163,16 +167,90 @@ fn trim_word(raw: &str) -> &str {
 }
 
 /// The instruction that asks for a flagged line again.
-#[must_use]
-pub fn retry_instruction(unknown: &[String]) -> String {
+fn retry_instruction(unknown: &[String]) -> String {
     format!(
         "Your character has never heard of {}. Reply again, in character, without them.",
         unknown.join(", ")
     )
 }
 
+/// The request a generated line answered, for checking the line and asking again.
+pub(crate) struct Asked<'a> {
+    /// "act" or "answer": the audit purpose.
+    pub purpose: &'a str,
+    pub built: &'a BuiltPrompt,
+    pub request: &'a CompletionRequest,
+    /// The frame the character acts in (a turn), and any other text it was given (the
+    /// question of an interview): sources of words besides its shard.
+    pub frame: Option<&'a SceneFrame>,
+    pub given: &'a [&'a str],
+}
+
+/// What the guard made of a line.
+pub(crate) enum Guarded {
+    /// It stands (clean, only flagged, or the guard is off).
+    Kept,
+    /// The model's reply to the retry, whose line is clean.
+    Replaced(String),
+    /// The retry was unusable or still had unknown words: the caller deflects.
+    GivenUp,
+}
+
+impl CharacterAgents {
+    /// The boundary guard on one generated line, the same for a turn and an answer:
+    /// `line` reads the line out of a model reply (`None`: nothing to check). A line
+    /// with words the character has no source for is flagged on its prompt; with
+    /// [`GuardMode::Regenerate`] the prompt is sent once more, with the flagged reply
+    /// and an instruction naming the words as unknown.
+    pub(crate) async fn guard_line(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        asked: &Asked<'_>,
+        reply: &str,
+        line: impl Fn(&str) -> Option<String>,
+        usage: &mut Usage,
+    ) -> Result<Guarded, AgentError> {
+        let guard = self.options.boundary_guard;
+        let Some(text) = line(reply).filter(|_| guard != GuardMode::Off) else {
+            return Ok(Guarded::Kept);
+        };
+        let known = Known::of(shard, asked.frame, asked.given);
+        let unknown = known.unknown_in(&text);
+        if unknown.is_empty() {
+            return Ok(Guarded::Kept);
+        }
+        flag(shard, asked.purpose, &text, &unknown);
+        if guard != GuardMode::Regenerate {
+            return Ok(Guarded::Kept);
+        }
+        let mut retry = asked.built.clone();
+        retry.messages.push(ChatMessage::assistant(reply));
+        retry
+            .messages
+            .push(ChatMessage::user(retry_instruction(&unknown)));
+        Self::audit(shard, &retry, asked.purpose);
+        let request = CompletionRequest {
+            messages: retry.messages,
+            temperature: 0.2,
+            ..asked.request.clone()
+        };
+        let again = model.complete(&request, None).await?;
+        usage.count_call(again.prompt_tokens, again.completion_tokens);
+        let Some(text) = line(&again.text) else {
+            return Ok(Guarded::GivenUp);
+        };
+        let still = known.unknown_in(&text);
+        if still.is_empty() {
+            return Ok(Guarded::Replaced(again.text));
+        }
+        flag(shard, asked.purpose, &text, &still);
+        Ok(Guarded::GivenUp)
+    }
+}
+
 /// Notes a flagged line on the prompt it answered (the latest in the audit).
-pub fn flag(shard: &mut Shard, purpose: &str, line: &str, unknown: &[String]) {
+fn flag(shard: &mut Shard, purpose: &str, line: &str, unknown: &[String]) {
     tracing::info!(character = shard.id(), purpose, ?unknown, %line, "boundary guard flagged a line");
     shard.flag_last_prompt(unknown);
 }
