@@ -290,3 +290,20 @@ impl Drop for Cluster {
         self.shutdown.trigger();
     }
 }
+
+/// Advances world `id` through `world` until `until`; returns the events it produced.
+pub async fn advance(
+    world: &mut WorldClient<tonic::transport::Channel>,
+    id: &str,
+    until: dramatis_proto::v1::advance_request::Until,
+) -> Vec<dramatis_proto::v1::Event> {
+    world
+        .advance(dramatis_proto::v1::AdvanceRequest {
+            world_id: id.into(),
+            until: Some(until),
+        })
+        .await
+        .expect("advance")
+        .into_inner()
+        .events
+}

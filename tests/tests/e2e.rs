@@ -6,10 +6,9 @@ use std::collections::BTreeMap;
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, Event, EventKind, GetWorldRequest, WatchRequest, advance_request,
-    watch_response,
+    AskRequest, Event, EventKind, GetWorldRequest, WatchRequest, advance_request, watch_response,
 };
-use dramatis_tests::{Cluster, test_embedder};
+use dramatis_tests::{Cluster, advance, test_embedder};
 use tonic::transport::Channel;
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
@@ -38,22 +37,6 @@ fn rules() -> Vec<ScriptRule> {
             ),
         },
     ]
-}
-
-async fn advance(
-    world: &mut WorldClient<Channel>,
-    id: &str,
-    until: advance_request::Until,
-) -> Vec<Event> {
-    world
-        .advance(AdvanceRequest {
-            world_id: id.into(),
-            until: Some(until),
-        })
-        .await
-        .expect("advance")
-        .into_inner()
-        .events
 }
 
 /// Events (and the streamed text per seq) from a watcher, up to `last` inclusive.

@@ -5,9 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dramatis_llm::ScriptRule;
-use dramatis_proto::v1::{
-    AdvanceRequest, Event, EventKind, WatchRequest, advance_request, watch_response,
-};
+use dramatis_proto::v1::{Event, EventKind, WatchRequest, advance_request, watch_response};
 use dramatis_tests::Cluster;
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
@@ -29,17 +27,7 @@ fn introduction() -> Vec<ScriptRule> {
 }
 
 async fn advance(cluster: &Cluster, id: &str, until: advance_request::Until) -> Vec<Event> {
-    cluster
-        .world()
-        .await
-        .advance(AdvanceRequest {
-            world_id: id.into(),
-            until: Some(until),
-        })
-        .await
-        .expect("advance")
-        .into_inner()
-        .events
+    dramatis_tests::advance(&mut cluster.world().await, id, until).await
 }
 
 /// Watson's prompts so far, in the order his agent sent them.
