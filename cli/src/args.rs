@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, CreateArgs, EmbedBenchArgs, KbfArgs,
-    LlmServeArgs, PlayArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -183,6 +183,28 @@ pub struct ModelArgs {
     /// Model for the narrator role (default: --llm-model).
     #[arg(long, env = "DRAMATIS_NARRATOR_MODEL")]
     pub narrator_model: Option<String>,
+    /// Endpoint for interview answers (`Ask`; default: the character endpoint).
+    #[arg(long, env = "DRAMATIS_ANSWER_ENDPOINT")]
+    pub answer_endpoint: Option<String>,
+    /// Model for interview answers (default: --llm-model).
+    #[arg(long, env = "DRAMATIS_ANSWER_MODEL")]
+    pub answer_model: Option<String>,
+    /// The scripted model, from this fixture (`builtin` for its generic lines), for
+    /// interview answers only.
+    #[arg(
+        long,
+        env = "DRAMATIS_ANSWER_SCRIPTED",
+        conflicts_with = "answer_endpoint"
+    )]
+    pub answer_scripted: Option<String>,
+    /// Sampling temperature of interview answers (0: greedy, as the evaluation asks).
+    #[arg(long, env = "DRAMATIS_ANSWER_TEMPERATURE", default_value_t = 0.7)]
+    pub answer_temperature: f32,
+    /// ReverieMem's layers a character's read path consults, comma-separated:
+    /// `episodic` (scene memories), `semantic` (visible facts and perceived lines),
+    /// `personality` (emotion track, behaviour patterns), or `all`.
+    #[arg(long, env = "DRAMATIS_LAYERS", default_value = "all", value_parser = parse_layers)]
+    pub layers: dramatis_character::Layers,
 }
 
 #[derive(Debug, Args)]
@@ -194,9 +216,15 @@ pub struct ServerArg {
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
+    /// KBF items generated from a scenario: its facts (who was given each) and what
+    /// each character perceived in a run played on the scripted model. Each item is a
+    /// cloze put to one character at one story position; its gold is what that
+    /// character could know there. Writes JSONL for `eval kbf` and `eval ablate`.
+    Probes(ProbesArgs),
     /// Knowledge Boundary Fidelity (ReverieMem): multiple-choice probes to characters,
     /// KRf items (the character can know the answer) and KR items (it cannot: the right
-    /// answer is E, "I cannot answer this from my own knowledge").
+    /// answer is E, "I cannot answer this from my own knowledge"). The story is replayed
+    /// and stopped at each item's position; the item is asked there.
     Kbf(KbfArgs),
     /// Memory modules switched on and off (ReverieMem, DualMem, MOOM, BOOKMARKS): for
     /// each set, the scenario is played, its KBF probes answered from what the
@@ -216,6 +244,10 @@ pub enum BenchCommand {
     Embed(EmbedBenchArgs),
     /// Semantic-layer retrieval latency (Vis-Retrieve, top 8) at 1k, 10k and 100k facts.
     Retrieval,
+}
+
+fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {
+    dramatis_character::Layers::parse(text)
 }
 
 fn parse_modules(text: &str) -> Result<dramatis_memory::modules::ModuleSet, String> {

@@ -14,23 +14,39 @@ use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; the narrator falls back to it.
 pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
-    if let Some(fixture) = &args.scripted {
-        return Ok(RoleModels::uniform(Arc::new(scripted(fixture)?)));
-    }
-    let endpoint = args.llm_endpoint.clone().context(
-        "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
-    )?;
-    let mut models = RoleModels::uniform(client(args, endpoint.clone(), &args.llm_model)?);
-    for (role, role_endpoint, role_model) in [(
-        ModelRole::Narrator,
-        &args.narrator_endpoint,
-        &args.narrator_model,
-    )] {
+    let mut models = if let Some(fixture) = &args.scripted {
+        RoleModels::uniform(Arc::new(scripted(fixture)?))
+    } else {
+        let endpoint = args.llm_endpoint.clone().context(
+            "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
+        )?;
+        RoleModels::uniform(client(args, endpoint, &args.llm_model)?)
+    };
+    for (role, role_endpoint, role_model) in [
+        (
+            ModelRole::Narrator,
+            &args.narrator_endpoint,
+            &args.narrator_model,
+        ),
+        (ModelRole::Answer, &args.answer_endpoint, &args.answer_model),
+    ] {
         if role_endpoint.is_some() || role_model.is_some() {
-            let endpoint = role_endpoint.clone().unwrap_or_else(|| endpoint.clone());
+            let endpoint = role_endpoint
+                .clone()
+                .or_else(|| args.llm_endpoint.clone())
+                .with_context(|| {
+                    format!(
+                        "the {} model needs an endpoint: pass --{}-endpoint",
+                        role.as_str(),
+                        role.as_str()
+                    )
+                })?;
             let model = role_model.as_deref().unwrap_or(&args.llm_model);
             models = models.with_role(role, client(args, endpoint, model)?);
         }
+    }
+    if let Some(fixture) = &args.answer_scripted {
+        models = models.with_role(ModelRole::Answer, Arc::new(scripted(fixture)?));
     }
     Ok(models)
 }
@@ -68,6 +84,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     for (flag, value) in [
         ("--narrator-endpoint", &args.narrator_endpoint),
         ("--narrator-model", &args.narrator_model),
+        ("--answer-endpoint", &args.answer_endpoint),
+        ("--answer-model", &args.answer_model),
+        ("--answer-scripted", &args.answer_scripted),
     ] {
         if let Some(value) = value {
             out.extend([flag.to_owned(), value.clone()]);
@@ -101,6 +120,10 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         args.llm_model.clone(),
         "--llm-timeout".to_owned(),
         args.llm_timeout.to_string(),
+        "--answer-temperature".to_owned(),
+        args.answer_temperature.to_string(),
+        "--layers".to_owned(),
+        args.layers.to_string(),
     ]);
     // The API key travels through the environment, never on a command line.
     out
@@ -158,6 +181,8 @@ pub fn agent_options(
     options.memory_writes = memory_writes(args);
     options.boundary_guard = boundary_guard(args);
     options.memory_modules = args.memory_modules;
+    options.answer_temperature = args.answer_temperature;
+    options.recall.layers = args.layers;
     options.data_dir = data_dir;
     Ok(options)
 }

@@ -1,7 +1,8 @@
 //! The memory-module ablation's measurement of one module set on a running stack:
-//! the scenario played to the end, its KBF probes put as recall-only asks (the option
-//! best supported by what came to mind is the answer; no answer call, so the score is
-//! the memory's), the memory each shard kept, and the modules' counters.
+//! the scenario played to the end with its KBF probes put as recall-only asks, each at
+//! its story position (the option best supported by what came to mind is the answer; no
+//! answer call, so the score is the memory's), the memory each shard kept, and the
+//! modules' counters.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,17 +10,16 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::agent_client::AgentClient;
-use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest,
-    advance_request,
-};
+use dramatis_proto::v1::{CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest, Usage};
 use dramatis_runtime::client::{describe, world_client};
 use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::scenario::Scenario;
 use serde::Serialize;
 
-use crate::kbf::{Probe, Split, best_supported, score};
+use crate::answerers::{Answerer, RecallAnswerer, ask_at_positions};
+use crate::kbf::{Probe, REFUSAL, Split, score};
 use crate::long_run::long_run_scores;
+use crate::walk::Walk;
 
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
@@ -53,9 +53,12 @@ pub struct Played {
     pub turns: u32,
     /// Per probe: the answer letter and the texts recalled, in order.
     pub answers: Vec<(char, Vec<String>)>,
+    /// The probes with their gold as derived at their positions.
+    pub scored: Vec<Probe>,
 }
 
-/// Plays `scenario` to its end on the world service at `server` and probes it.
+/// Plays `scenario` on the world service at `server`, putting each probe to its
+/// character's recall at the probe's position, then to the end of the story.
 pub async fn play_and_probe(
     server: &str,
     agents: &dyn AgentDirectory,
@@ -65,15 +68,17 @@ pub async fn play_and_probe(
     embedder: &dyn Embedder,
     threshold: f32,
 ) -> anyhow::Result<Played> {
-    let mut client = world_client(server).await?;
-    let world = crate::create_world_from_file(&mut client, scenario_path).await?;
-    client
-        .advance(AdvanceRequest {
-            world_id: world.clone(),
-            until: Some(advance_request::Until::ScriptEnd(true)),
-        })
-        .await
-        .map_err(|s| anyhow!("the story stopped: {}", describe(&s)))?;
+    let mut walk = Walk::start(world_client(server).await?, scenario_path).await?;
+    let mut answerer = RecallAnswerer {
+        embedder,
+        threshold,
+        recalled: Vec::new(),
+        usage: Usage::default(),
+    };
+    let asked = ask_at_positions(&mut walk, scenario, probes, &mut answerer, &|| {}).await?;
+    walk.play_to_end().await?;
+    let world = walk.world.clone();
+    let client = &mut walk.client;
     let info = client
         .get_world(GetWorldRequest {
             world_id: world.clone(),
@@ -95,30 +100,26 @@ pub async fn play_and_probe(
         .flat_map(|a| a.prompts.iter().map(|p| p.prompt.as_str()))
         .collect();
     let turns = info.total_turns.max(1);
+    // The audit also holds the probes' Self-Probe prompts; the story's cost leaves them
+    // out (the scripted model counts tokens the way this does).
     let tokens: usize = prompts.iter().map(|p| p.chars().count().div_ceil(4)).sum();
+    let asked_usage = Answerer::usage(&answerer);
+    let calls = prompts.len().saturating_sub(asked_usage.llm_calls as usize);
+    let tokens = tokens.saturating_sub(asked_usage.prompt_tokens as usize);
 
-    let mut answers = Vec::with_capacity(probes.len());
-    for probe in probes {
-        let recalled = client
-            .ask(AskRequest {
-                world_id: world.clone(),
-                character: probe.character.clone(),
-                question: probe.question.clone(),
-                recall_only: true,
-            })
-            .await
-            .map_err(|s| anyhow!("recall: {}", describe(&s)))?
-            .into_inner()
-            .recalled;
-        let texts: Vec<String> = recalled.into_iter().map(|r| r.text).collect();
-        let pool = if texts.is_empty() {
-            Vec::new()
-        } else {
-            embedder.embed(&texts).await?
-        };
-        let letter = best_supported(probe, &pool, embedder, threshold).await?;
-        answers.push((letter, texts));
+    // Recalled texts come in order of asking; put them back in probe order.
+    let mut order: Vec<usize> = (0..probes.len()).collect();
+    order.sort_by_key(|i| probes[*i].at.unwrap_or(u32::MAX));
+    let mut recalled = vec![Vec::new(); probes.len()];
+    for (i, texts) in order.into_iter().zip(answerer.recalled) {
+        recalled[i] = texts;
     }
+    let answers = asked
+        .letters
+        .iter()
+        .zip(recalled)
+        .map(|(letter, texts)| (letter.unwrap_or(REFUSAL), texts))
+        .collect();
 
     let mut items: BTreeMap<String, usize> = BTreeMap::new();
     let mut stats: BTreeMap<String, f64> = BTreeMap::new();
@@ -148,12 +149,13 @@ pub async fn play_and_probe(
         }
     }
     Ok(Played {
-        calls_per_turn: prompts.len() as f64 / f64::from(turns),
+        calls_per_turn: calls as f64 / f64::from(turns),
         tokens_per_turn: tokens as f64 / f64::from(turns),
         items,
         stats,
         turns: info.total_turns,
         answers,
+        scored: asked.probes,
     })
 }
 
@@ -204,8 +206,8 @@ pub async fn measure_set(
         bench.threshold,
     )
     .await?;
-    let outcomes: Vec<(Split, bool)> = bench
-        .probes
+    let outcomes: Vec<(Split, bool)> = played
+        .scored
         .iter()
         .zip(&played.answers)
         .map(|(p, (letter, _))| (p.split, *letter == p.gold))

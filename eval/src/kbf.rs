@@ -4,27 +4,65 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context as _, anyhow, bail};
+use anyhow::{Context as _, bail};
 use dramatis_embed::Embedder;
 use dramatis_memory::vector::dot as cosine;
-use dramatis_proto::v1::world_client::WorldClient;
-use dramatis_proto::v1::{AskRequest, Usage};
-use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
 use serde::{Deserialize, Serialize};
-use tonic::transport::Channel;
 
 /// The refusal option.
 pub const REFUSAL: char = 'E';
+/// The refusal option's text.
+pub const REFUSAL_TEXT: &str = "I cannot answer this from my own knowledge";
 
-/// One probe: a question to a character with options A–E and the gold letter.
-#[derive(Debug, Clone, Deserialize)]
+/// One probe: a question to a character with options A–E and the gold letter, asked at
+/// a story position.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Probe {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     pub character: String,
     pub question: String,
     pub options: BTreeMap<char, String>,
     pub gold: char,
     pub split: Split,
+    /// Turns played before the item is asked; absent: at the end of the story.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u32>,
+    /// The scenario fact the item is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fact: Option<String>,
+    /// The logged line the item is about (its sequence number and text), from the run
+    /// the item was generated from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_text: Option<String>,
+    /// The option that is true in the story (the gold for a character that could know).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<char>,
+    /// Words the true option rests on: a character that perceived one could know it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    /// The model the run the item came from was played with (`scripted:FIXTURE` or
+    /// `model:NAME`); its turns must be replayed on the same model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub played_with: Option<String>,
+}
+
+impl Probe {
+    /// The same item with another gold letter (and the split that goes with it).
+    #[must_use]
+    pub fn with_gold(&self, gold: char) -> Self {
+        let mut probe = self.clone();
+        probe.gold = gold;
+        probe.split = if gold == REFUSAL {
+            Split::Kr
+        } else {
+            Split::Krf
+        };
+        probe
+    }
 }
 
 /// KRf: the fact is visible to the character (gold in A–D). KR: it is not (gold E).
@@ -58,6 +96,11 @@ pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe
                 probe.character,
                 scenario.name
             );
+        }
+        if let Some(truth) = probe.truth
+            && !('A'..='D').contains(&truth)
+        {
+            bail!("{at}: truth: {truth:?} is not one of A–D");
         }
         let gold_ok = match probe.split {
             Split::Krf => ('A'..='D').contains(&probe.gold),
@@ -165,64 +208,6 @@ pub fn score(outcomes: &[(Split, bool)]) -> Score {
     }
 }
 
-/// Which knowledge a retrieval answerer may search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pool {
-    /// The character's visible facts and its own memories only (what its shard holds).
-    Visible,
-    /// Every character's facts and memories in one index (the naive-RAG leak).
-    Everyone,
-    /// The character's profile only.
-    Profile,
-}
-
-/// Answers every probe by retrieval, no language model: the option (A–D) whose
-/// "question + option" text is best supported by some pool item; E when no option's
-/// support reaches `threshold`.
-pub async fn retrieval_answers(
-    probes: &[Probe],
-    scenario: &Scenario,
-    embedder: &dyn Embedder,
-    pool: Pool,
-    threshold: f32,
-) -> anyhow::Result<Vec<char>> {
-    let pool_of = |character: &str| -> Vec<String> {
-        match pool {
-            Pool::Visible => scenario
-                .knowledge_of(character)
-                .map(|f| f.text.clone())
-                .collect(),
-            Pool::Everyone => scenario.facts.iter().map(|f| f.text.clone()).collect(),
-            Pool::Profile => scenario
-                .character(character)
-                .map(|c| {
-                    c.profile
-                        .split(". ")
-                        .map(str::to_owned)
-                        .chain(std::iter::once(c.style.clone()))
-                        .filter(|s| !s.trim().is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    };
-    let mut pools: BTreeMap<String, Vec<Vec<f32>>> = BTreeMap::new();
-    for character in &scenario.characters {
-        let texts = pool_of(&character.id);
-        let vectors = if texts.is_empty() {
-            Vec::new()
-        } else {
-            embedder.embed(&texts).await?
-        };
-        pools.insert(character.id.clone(), vectors);
-    }
-    let mut answers = Vec::with_capacity(probes.len());
-    for probe in probes {
-        answers.push(best_supported(probe, &pools[&probe.character], embedder, threshold).await?);
-    }
-    Ok(answers)
-}
-
 /// The option (A–D) whose "question + option" text is best supported by some vector of
 /// `pool`; the refusal option when no option's support reaches `threshold`.
 pub async fn best_supported(
@@ -251,40 +236,6 @@ pub async fn best_supported(
         Some((letter, support)) if support >= threshold => letter,
         _ => REFUSAL,
     })
-}
-
-/// Asks every probe of `probes` in world `world_id` through the world service, as a
-/// multiple-choice question; returns the matched letters (`None` when an answer matched
-/// no option) and the language-model usage.
-pub async fn agent_answers(
-    client: &mut WorldClient<Channel>,
-    world_id: &str,
-    probes: &[Probe],
-) -> anyhow::Result<(Vec<Option<char>>, Usage)> {
-    let mut letters = Vec::with_capacity(probes.len());
-    let mut usage = Usage::default();
-    for probe in probes {
-        let mut question = format!("{}\nOptions:", probe.question);
-        for (letter, text) in &probe.options {
-            question.push_str(&format!("\n{letter}) {text}"));
-        }
-        question.push_str("\nReply with the letter of your answer.");
-        let answer = client
-            .ask(AskRequest {
-                world_id: world_id.to_owned(),
-                character: probe.character.clone(),
-                question,
-                recall_only: false,
-            })
-            .await
-            .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
-            .into_inner();
-        if let Some(u) = answer.usage {
-            usage.add_calls_and_tokens(&u);
-        }
-        letters.push(match_letter(&answer.answer, &probe.options));
-    }
-    Ok((letters, usage))
 }
 
 /// The score over all probes and per character, from each probe's answer.

@@ -7,9 +7,12 @@
 //! and the benchmark starts a world and an agent service in process.
 
 pub mod ablation;
+pub mod answerers;
 pub mod bench;
 pub mod kbf;
 pub mod long_run;
+pub mod probes;
+pub mod walk;
 
 use std::path::Path;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::kbf::{Probe, Split};
+use crate::kbf::{Probe, REFUSAL_TEXT, Split};
 
 /// Items recalled that count for Recall@10.
 pub const RECALL_AT: usize = 10;
@@ -124,13 +124,19 @@ pub fn write_long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Pr
                     options
                         .iter()
                         .map(|o| (*o).to_owned())
-                        .chain(std::iter::once(
-                            "I cannot answer this from my own knowledge".to_owned(),
-                        )),
+                        .chain(std::iter::once(REFUSAL_TEXT.to_owned())),
                 )
                 .collect(),
             gold: 'A',
             split: Split::Krf,
+            id: String::new(),
+            at: None,
+            fact: None,
+            line: None,
+            line_text: None,
+            truth: None,
+            evidence: Vec::new(),
+            played_with: None,
         })
         .collect();
     Ok((path, probes))

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use dramatis_character::Layers;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::ablation::{Bench, measure_set, resolve_scenario};
 use dramatis_eval::kbf::load_probes;
@@ -43,6 +44,11 @@ pub struct AblateArgs {
         default_value = "none;reverie;dualmem;moom;bookmarks;reverie,dualmem;reverie,moom;reverie,bookmarks;all"
     )]
     pub sets: String,
+    /// ReverieMem layers to switch off one at a time (`episodic,semantic,personality`):
+    /// after the --sets rows, one `reverie` row with all its layers and one without each
+    /// listed layer (the paper's Table 2). `--layers` sets the layers of every row.
+    #[arg(long, value_delimiter = ',')]
+    pub without_layers: Vec<String>,
     /// Lines of the long generated run (0: skip it).
     #[arg(long, default_value_t = 600)]
     pub rounds: u32,
@@ -65,14 +71,27 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
     let scenario_path = resolve_scenario(&args.scenario)?;
     let scenario = Scenario::load(&scenario_path)?;
     let probes = load_probes(&args.probes, &scenario)?;
-    let sets: Vec<ModuleSet> = args
+    let mut sets: Vec<(String, ModuleSet, Layers)> = args
         .sets
         .split(';')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(ModuleSet::parse)
+        .map(|s| ModuleSet::parse(s).map(|set| (set.to_string(), set, args.model.layers)))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow!("--sets: {e}"))?;
+    if !args.without_layers.is_empty() {
+        let reverie = ModuleSet::parse("reverie").map_err(|e| anyhow!("{e}"))?;
+        sets.push(("reverie (all layers)".to_owned(), reverie, Layers::ALL));
+        for name in &args.without_layers {
+            let layers = Layers::without(name.trim()).ok_or_else(|| {
+                anyhow!(
+                    "--without-layers: unknown layer {name:?}; expected {}",
+                    Layers::NAMES.join(", ")
+                )
+            })?;
+            sets.push((format!("reverie without {}", name.trim()), reverie, layers));
+        }
+    }
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
         args.model.embedder_dir.as_deref(),
     ))?;
@@ -104,14 +123,15 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     let mut rows = Vec::new();
-    for set in &sets {
-        bar.set_message(set.to_string());
+    for (label, set, layers) in &sets {
+        bar.set_message(label.clone());
         let started = Instant::now();
         let mut model = model.clone();
         model.memory_modules = Some(*set);
+        model.layers = *layers;
         let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
         let mut row = measure_set(
-            set.to_string(),
+            label.clone(),
             &stack.server_url,
             stack.agents.as_ref(),
             &bench,

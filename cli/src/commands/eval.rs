@@ -1,20 +1,120 @@
-//! `dramatis eval kbf`: scores an answerer on a probe file, per character and overall.
+//! `dramatis eval probes`: KBF items from a scenario and a played run; `dramatis eval
+//! kbf`: an answerer scored on items, each asked at its story position.
 
-use crate::args::ModelArgs;
-use clap::Args;
+use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
+use clap::Args;
 use dramatis_embed::OnnxEmbedder;
+use dramatis_eval::ablation::resolve_scenario;
+use dramatis_eval::answerers::{
+    AgentAnswerer, GoldChange, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, ask_at_positions,
+};
+use dramatis_eval::kbf::{self, Probe, Score, Split, load_probes};
+use dramatis_eval::probes::{At, generate};
+use dramatis_eval::walk::Walk;
+use dramatis_llm::ModelRole;
 use dramatis_proto::v1::Usage;
 use dramatis_runtime::Shutdown;
+use dramatis_runtime::client::world_client;
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
 
+use crate::args::ModelArgs;
+use crate::spawn::{Spawned, start_builtin_llm};
 use crate::stack::LocalStack;
-use dramatis_eval::create_world_from_file;
-use dramatis_eval::kbf::{self, Pool, Probe, Score, load_probes, retrieval_answers};
-use dramatis_runtime::client::world_client;
+
+#[derive(Debug, Args)]
+pub struct ProbesArgs {
+    /// Scenario file or shipped scenario name.
+    pub scenario: String,
+    /// Where items are asked: `scene` (facts at the end of the story; a line at the end
+    /// of its scene, and to its perceivers also at the end of the scene before) or
+    /// `line` (facts before the first turn; a line right after it, and one turn before).
+    #[arg(long, value_enum, default_value_t = AtArg::Scene)]
+    pub at: AtArg,
+    /// Write the items here (JSONL) instead of to standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Play the run on the built-in model instead of the scripted one. Its items can
+    /// only be asked on a replay that logs the same lines.
+    #[arg(long)]
+    pub builtin_model: bool,
+    /// The model the run is played with (default: the scripted model, which replays
+    /// identically, so `eval kbf` can stop the story at every item's position).
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AtArg {
+    Scene,
+    Line,
+}
+
+/// `played_with` of a run on `model`.
+fn played_with(model: &ModelArgs) -> String {
+    match &model.scripted {
+        Some(fixture) => format!("scripted:{fixture}"),
+        None => format!("model:{}", model.llm_model),
+    }
+}
+
+pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
+    let scenario_path = resolve_scenario(&args.scenario)?;
+    let scenario = Scenario::load(&scenario_path)?;
+    let mut model = args.model.clone();
+    if model.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
+        model.scripted = Some("builtin".into());
+    }
+    let with = played_with(&model);
+    let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
+    let mut walk = Walk::start(world_client(&stack.server_url).await?, &scenario_path).await?;
+    while !walk.run.finished {
+        let next = walk.run.turns + 1;
+        walk.advance_to(Some(next)).await?;
+        eprint!("\rplayed {} turns", walk.run.turns);
+    }
+    eprintln!();
+    stack.stop(Some(&walk.world)).await;
+    let at = match args.at {
+        AtArg::Scene => At::Scene,
+        AtArg::Line => At::Line,
+    };
+    let items = generate(&scenario, &walk.run, at, &with);
+    let mut out: Box<dyn std::io::Write> = match &args.out {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?,
+        )),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    for item in &items {
+        writeln!(out, "{}", serde_json::to_string(item)?)?;
+    }
+    out.flush()?;
+    let count = |split, line: bool| {
+        items
+            .iter()
+            .filter(|p| p.split == split && p.line.is_some() == line)
+            .count()
+    };
+    eprintln!(
+        "{} items from {} turns on {with}: facts {} KRf + {} KR, lines {} KRf + {} KR{}",
+        items.len(),
+        walk.run.turns,
+        count(Split::Krf, false),
+        count(Split::Kr, false),
+        count(Split::Krf, true),
+        count(Split::Kr, true),
+        args.out
+            .as_ref()
+            .map(|p| format!(", written to {}", p.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
 
 #[derive(Debug, Args)]
 pub struct KbfArgs {
@@ -31,7 +131,9 @@ pub struct KbfArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// The language model of the agent answerer (the built-in one when none is given).
+    /// The language model that answers for `agent`, `direct-llm` and `naive-rag-llm`
+    /// (the built-in one when none is given); answers are greedy (temperature 0). The
+    /// story's turns replay on the model the probes were made with.
     #[command(flatten)]
     pub model: ModelArgs,
 }
@@ -41,26 +143,91 @@ pub struct KbfArgs {
 pub enum Answerer {
     /// The full character agent, asked through `World.Ask` (its shard, its model).
     Agent,
-    /// Retrieval over the character's own visible facts; no language model.
+    /// The agent's recall only (`Ask` with recall_only): the option best supported by
+    /// what comes to the character's mind; no language model.
     Retrieval,
-    /// Baseline: retrieval over the character's profile only.
+    /// Baseline: retrieval over the character's profile only; no language model.
     Direct,
-    /// Baseline: one index over every character's facts (the leak).
+    /// Baseline: retrieval over one index of everything anyone knows so far.
     NaiveRag,
+    /// Baseline: the language model with the character's profile only.
+    DirectLlm,
+    /// Baseline: the language model with the profile and the five nearest items of one
+    /// index over everything anyone knows so far.
+    NaiveRagLlm,
 }
 
-/// Asks every probe through the world service, on a stack of its own.
-async fn agent_answers(
-    args: &KbfArgs,
-    scenario_path: &std::path::Path,
-    probes: &[Probe],
-) -> anyhow::Result<(Vec<Option<char>>, Usage)> {
-    let stack = LocalStack::start(args.model.clone(), None, true, None, Shutdown::new()).await?;
-    let mut client = world_client(&stack.server_url).await?;
-    let world_id = create_world_from_file(&mut client, scenario_path).await?;
-    let answered = kbf::agent_answers(&mut client, &world_id, probes).await;
-    stack.stop(Some(&world_id)).await;
-    answered
+impl Answerer {
+    fn uses_model(self) -> bool {
+        matches!(self, Self::Agent | Self::DirectLlm | Self::NaiveRagLlm)
+    }
+}
+
+/// The scripted fixture the probes' run was played with (`None`: a model; hand-written
+/// probes without a run replay on the scripted model).
+fn turns_fixture(probes: &[Probe]) -> anyhow::Result<Option<String>> {
+    let mut with: Vec<&str> = probes
+        .iter()
+        .filter_map(|p| p.played_with.as_deref())
+        .collect();
+    with.sort_unstable();
+    with.dedup();
+    match with.as_slice() {
+        [] => Ok(Some("builtin".to_owned())),
+        [one] => Ok(one.strip_prefix("scripted:").map(str::to_owned)),
+        many => bail!("the probes come from runs on different models: {many:?}"),
+    }
+}
+
+/// The stack the story replays on, the model that answers, and what keeps it running.
+struct Setup {
+    stack: LocalStack,
+    answer_model: ModelArgs,
+    _llm: Option<Spawned>,
+    _logs: tempfile::TempDir,
+}
+
+async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
+    let logs = tempfile::Builder::new().prefix("dramatis-kbf-").tempdir()?;
+    let mut answer = args.model.clone();
+    answer.answer_temperature = 0.0;
+    let mut llm = None;
+    let needs_model = args.answerer.uses_model();
+    if needs_model && answer.llm_endpoint.is_none() && answer.scripted.is_none() {
+        eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
+        let (spawned, endpoint) = start_builtin_llm(logs.path()).await?;
+        answer.llm_endpoint = Some(endpoint);
+        llm = Some(spawned);
+    }
+    let mut turns = answer.clone();
+    match turns_fixture(probes)? {
+        Some(fixture) => {
+            turns.scripted = Some(fixture);
+            turns.llm_endpoint = None;
+            if needs_model {
+                turns.answer_endpoint = answer.llm_endpoint.clone();
+                turns.answer_model = answer
+                    .llm_endpoint
+                    .as_ref()
+                    .map(|_| answer.llm_model.clone());
+                turns.answer_scripted = answer.scripted.clone();
+            }
+        }
+        None if answer.llm_endpoint.is_none() && answer.scripted.is_none() => {
+            bail!(
+                "the probes were made from a run on a language model: give its \
+                 --llm-endpoint so the story replays on it"
+            );
+        }
+        None => {}
+    }
+    let stack = LocalStack::start(turns, None, true, None, Shutdown::new()).await?;
+    Ok(Setup {
+        stack,
+        answer_model: answer,
+        _llm: llm,
+        _logs: logs,
+    })
 }
 
 pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
@@ -74,23 +241,92 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     };
     let scenario = Scenario::load(&scenario_path)?;
     let probes = load_probes(&args.probes, &scenario)?;
-    let (answers, usage) = if args.answerer == Answerer::Agent {
-        agent_answers(args, &scenario_path, &probes).await?
-    } else {
-        let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
-        let pool = match args.answerer {
-            Answerer::Direct => Pool::Profile,
-            Answerer::NaiveRag => Pool::Everyone,
-            Answerer::Retrieval | Answerer::Agent => Pool::Visible,
-        };
-        let letters =
-            retrieval_answers(&probes, &scenario, &embedder, pool, args.threshold).await?;
-        (letters.into_iter().map(Some).collect(), Usage::default())
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
+        args.model.embedder_dir.as_deref(),
+    ))?;
+    let setup = setup(args, &probes).await?;
+    let mut walk =
+        Walk::start(world_client(&setup.stack.server_url).await?, &scenario_path).await?;
+    let answer_model = || -> anyhow::Result<_> {
+        Ok(std::sync::Arc::clone(
+            crate::models::role_models(&setup.answer_model)?.get(ModelRole::Character),
+        ))
     };
-    let (overall, per) = kbf::scores(&probes, &answers);
+    let mut answerer: Box<dyn dramatis_eval::answerers::Answerer + '_> = match args.answerer {
+        Answerer::Agent => Box::new(AgentAnswerer::default()),
+        Answerer::Retrieval => Box::new(RecallAnswerer {
+            embedder: &embedder,
+            threshold: args.threshold,
+            recalled: Vec::new(),
+            usage: Usage::default(),
+        }),
+        Answerer::Direct | Answerer::NaiveRag => Box::new(PoolAnswerer::new(
+            &scenario,
+            &embedder,
+            pool_of(args.answerer),
+            args.threshold,
+        )),
+        Answerer::DirectLlm | Answerer::NaiveRagLlm => Box::new(ModelAnswerer::new(
+            &scenario,
+            &embedder,
+            answer_model()?,
+            pool_of(args.answerer),
+        )),
+    };
+    let bar = indicatif::ProgressBar::new(probes.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} asking [{bar:30}] {pos}/{len} items")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let asked = ask_at_positions(&mut walk, &scenario, &probes, answerer.as_mut(), &|| {
+        bar.inc(1)
+    })
+    .await;
+    bar.finish_and_clear();
+    let usage = answerer.usage();
+    drop(answerer);
+    let world = walk.world.clone();
+    setup.stack.stop(Some(&world)).await;
+    let asked = asked?;
+    report(
+        args,
+        &scenario,
+        &asked.probes,
+        &asked.letters,
+        &asked.changed,
+        usage,
+    );
+    Ok(())
+}
+
+fn pool_of(answerer: Answerer) -> Pool {
+    match answerer {
+        Answerer::Direct | Answerer::DirectLlm => Pool::Profile,
+        _ => Pool::Everyone,
+    }
+}
+
+fn report(
+    args: &KbfArgs,
+    scenario: &Scenario,
+    probes: &[Probe],
+    answers: &[Option<char>],
+    changed: &[GoldChange],
+    usage: Usage,
+) {
+    let (overall, per) = kbf::scores(probes, answers);
     let name = clap::ValueEnum::to_possible_value(&args.answerer)
         .map_or_else(|| "?".to_owned(), |v| v.get_name().to_owned());
     let unmatched = answers.iter().filter(|a| a.is_none()).count();
+    let refused = |split: Split| {
+        let of: Vec<bool> = probes
+            .iter()
+            .zip(answers)
+            .filter(|(p, _)| p.split == split)
+            .map(|(_, a)| *a == Some(kbf::REFUSAL))
+            .collect();
+        of.iter().filter(|r| **r).count() as f64 / of.len().max(1) as f64
+    };
     if args.json {
         println!(
             "{}",
@@ -99,13 +335,16 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
                 "scenario": scenario.name,
                 "kbf": overall.kbf, "krf_acc": overall.krf_acc, "kr_acc": overall.kr_acc,
                 "n_krf": overall.n_krf, "n_kr": overall.n_kr,
+                "refusal_rate_kr": refused(Split::Kr),
+                "refusal_rate_krf": refused(Split::Krf),
                 "characters": per,
                 "unmatched_answers": unmatched,
+                "gold_changed": changed,
                 "llm_calls": usage.llm_calls,
                 "prompt_tokens": usage.prompt_tokens,
             })
         );
-        return Ok(());
+        return;
     }
     println!(
         "KBF on {} ({} probes), answerer {name}",
@@ -126,11 +365,21 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
         row(character, s);
     }
     row("overall", &overall);
-    if args.answerer == Answerer::Agent {
+    println!(
+        "refused {:.3} of KR items (should), {:.3} of KRf items (should not)",
+        refused(Split::Kr),
+        refused(Split::Krf)
+    );
+    if usage.llm_calls > 0 || args.answerer.uses_model() {
         println!(
             "{} LLM calls, {} prompt tokens; {unmatched} answers matched no option (scored wrong)",
             usage.llm_calls, usage.prompt_tokens
         );
     }
-    Ok(())
+    for c in changed {
+        println!(
+            "gold re-derived: {} ({} at position {}): {} -> {}",
+            c.id, c.character, c.at, c.was, c.now
+        );
+    }
 }

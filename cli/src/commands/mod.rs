@@ -22,7 +22,7 @@ pub use advance::AdvanceArgs;
 pub use ask::AskArgs;
 pub use bench::BenchArgs;
 pub use bench_embed::EmbedBenchArgs;
-pub use eval::KbfArgs;
+pub use eval::{KbfArgs, ProbesArgs};
 pub use llm::LlmServeArgs;
 pub use play::PlayArgs;
 pub use run::RunArgs;
@@ -45,6 +45,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Worlds(args) => worlds::worlds(args).await,
         Command::Advance(args) => advance::advance(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
+        Command::Eval(EvalCommand::Probes(args)) => eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,

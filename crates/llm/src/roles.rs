@@ -6,21 +6,26 @@ use crate::LanguageModel;
 /// The jobs a language model does in Dramatis; each can have its own endpoint and model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ModelRole {
-    /// Plays characters (Act, Answer).
+    /// Plays characters: turns (Act), memory writes and module steps.
     Character,
+    /// Answers interviews (Ask). Falls back to the character model; the evaluation
+    /// gives it a model of its own so that a story replays on the scripted model while
+    /// a real model answers.
+    Answer,
     /// Narrates open stories: judges whether a scene is over and proposes the next
     /// event (one call per scene).
     Narrator,
 }
 
 impl ModelRole {
-    pub const ALL: [Self; 2] = [Self::Character, Self::Narrator];
+    pub const ALL: [Self; 3] = [Self::Character, Self::Answer, Self::Narrator];
 
     /// The lowercase name used in config keys and environment variables.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Character => "character",
+            Self::Answer => "answer",
             Self::Narrator => "narrator",
         }
     }

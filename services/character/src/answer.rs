@@ -79,7 +79,7 @@ impl CharacterAgents {
                 "question must not be empty".into(),
             ));
         }
-        let model = self.options.models.get(ModelRole::Character);
+        let model = self.options.models.get(ModelRole::Answer);
         self.interview(world, character, async |scratch: &mut Shard| {
             self.answer_on(scratch, model.as_ref(), question).await
         })
@@ -99,7 +99,7 @@ impl CharacterAgents {
         Self::audit(shard, &built, "answer");
         let request = CompletionRequest::new(built.messages.clone())
             .with_max_tokens(self.options.answer_max_tokens)
-            .with_temperature(self.options.temperature);
+            .with_temperature(self.options.answer_temperature);
         let completion = model.complete(&request, None).await?;
         let mut usage = recalled.usage;
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);
@@ -149,7 +149,7 @@ impl CharacterAgents {
                 "question must not be empty".into(),
             ));
         }
-        let model = self.options.models.get(ModelRole::Character);
+        let model = self.options.models.get(ModelRole::Answer);
         self.interview(world, character, async |scratch: &mut Shard| {
             let (recalled, grounding) = self
                 .recall_for_question(scratch, model.as_ref(), question)

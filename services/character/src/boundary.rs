@@ -232,7 +232,8 @@ impl CharacterAgents {
         Self::audit(shard, &retry, asked.purpose);
         let request = CompletionRequest {
             messages: retry.messages,
-            temperature: 0.2,
+            // Cooler than the first try; never warmer (a greedy request stays greedy).
+            temperature: asked.request.temperature.min(0.2),
             ..asked.request.clone()
         };
         let again = model.complete(&request, None).await?;

@@ -47,7 +47,10 @@ pub struct AgentOptions {
     /// Tokens a turn may generate.
     pub act_max_tokens: u32,
     pub answer_max_tokens: u32,
+    /// Sampling temperature of turns.
     pub temperature: f32,
+    /// Sampling temperature of interview answers (0 is greedy, for evaluation).
+    pub answer_temperature: f32,
     /// Attempts after the first when the model's output cannot be used.
     pub act_retries: u32,
     /// Memory modules for every character, overriding what the scenario asks for.
@@ -71,6 +74,7 @@ impl AgentOptions {
             act_max_tokens: 160,
             answer_max_tokens: 80,
             temperature: 0.7,
+            answer_temperature: 0.7,
             act_retries: 1,
             memory_modules: None,
             module_budget_tokens: 240,

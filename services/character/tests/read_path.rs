@@ -308,3 +308,56 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
         "detaching removes the file"
     );
 }
+
+/// `--layers` without `semantic`: the same covered question finds no fact and is
+/// refused; interviews go to the answer role's model, turns and Self-Probe never do.
+#[tokio::test]
+async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
+    use dramatis_character::Layers;
+    use dramatis_llm::ModelRole;
+    let turns = ScriptedModel::new(vec![rule(&["Question:"], "From the turn model.")]);
+    let answers = ScriptedModel::new(vec![rule(&["Question:"], "The ring? Lauriston Gardens.")]);
+    let build = |layers: Layers| {
+        let mut options = AgentOptions::new(
+            RoleModels::uniform(Arc::new(turns.clone()))
+                .with_role(ModelRole::Answer, Arc::new(answers.clone())),
+            Arc::new(FakeEmbedder::new(512)),
+        );
+        options.recall.layers = layers;
+        options.answer_temperature = 0.0;
+        CharacterAgents::new(options)
+    };
+    let all = build(Layers::ALL);
+    all.attach("w", "holmes", holmes()).await.expect("attached");
+    let answered = all
+        .answer("w", "holmes", "Where was the ring found?")
+        .await
+        .expect("answer");
+    assert!(!answered.abstained);
+    assert_eq!(answered.answer, "The ring? Lauriston Gardens.");
+    assert_eq!(turns.calls(), 0, "the turn model answered nothing");
+
+    let without = build(Layers::without("semantic").expect("a layer"));
+    without
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attached");
+    let refused = without
+        .answer("w", "holmes", "Where was the ring found?")
+        .await
+        .expect("answer");
+    assert!(refused.abstained, "no visible fact was read");
+    let (items, _, _) = without
+        .recall_view("w", "holmes", "Where was the ring found?")
+        .await
+        .expect("recall");
+    assert!(
+        items.iter().all(|i| i.layer != "semantic"),
+        "semantic items with the layer off: {items:?}"
+    );
+    assert_eq!(
+        Layers::parse("episodic,personality").map(|l| l.to_string()),
+        Ok("episodic,personality".to_owned())
+    );
+    assert!(Layers::parse("episodic,dreams").is_err());
+}

@@ -45,6 +45,85 @@ pub struct RecallSettings {
     /// Self-Probe rounds at most (model calls), for interview answers and for turns.
     pub answer_rounds: u32,
     pub act_rounds: u32,
+    /// ReverieMem's layers the read path uses (all by default; the evaluation switches
+    /// one off at a time, the paper's Table 2).
+    pub layers: Layers,
+}
+
+/// Which of ReverieMem's three layers the read path consults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layers {
+    /// Scene memories: the anchor that frames a query.
+    pub episodic: bool,
+    /// Visible facts and perceived lines: `Vis-Retrieve`.
+    pub semantic: bool,
+    /// The emotion track and behaviour patterns.
+    pub personality: bool,
+}
+
+impl Default for Layers {
+    fn default() -> Self {
+        Self::ALL
+    }
+}
+
+impl Layers {
+    pub const ALL: Self = Self {
+        episodic: true,
+        semantic: true,
+        personality: true,
+    };
+    /// The layer names, as `--layers` takes them.
+    pub const NAMES: [&'static str; 3] = ["episodic", "semantic", "personality"];
+
+    /// A comma list of layer names (`all` for every layer).
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut layers = Self {
+            episodic: false,
+            semantic: false,
+            personality: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "all" => layers = Self::ALL,
+                "episodic" => layers.episodic = true,
+                "semantic" => layers.semantic = true,
+                "personality" => layers.personality = true,
+                other => {
+                    return Err(format!(
+                        "unknown layer {other:?}; expected a comma list of {}",
+                        Self::NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(layers)
+    }
+
+    /// Every layer but `name`.
+    #[must_use]
+    pub fn without(name: &str) -> Option<Self> {
+        let mut layers = Self::ALL;
+        match name {
+            "episodic" => layers.episodic = false,
+            "semantic" => layers.semantic = false,
+            "personality" => layers.personality = false,
+            _ => return None,
+        }
+        Some(layers)
+    }
+}
+
+impl std::fmt::Display for Layers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on: Vec<&str> = Self::NAMES
+            .into_iter()
+            .zip([self.episodic, self.semantic, self.personality])
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| name)
+            .collect();
+        f.write_str(&on.join(","))
+    }
 }
 
 impl Default for RecallSettings {
@@ -57,6 +136,7 @@ impl Default for RecallSettings {
             pool_max: 5,
             answer_rounds: 2,
             act_rounds: 1,
+            layers: Layers::ALL,
         }
     }
 }
@@ -143,13 +223,17 @@ pub async fn recall(
     let query_vector = &vectors[0];
 
     // Anchor(q, c).
-    let anchor = shard
-        .layers()
-        .episodic
-        .anchor(query_vector, 1)
-        .into_iter()
-        .find(|(_, score)| *score >= settings.anchor_min)
-        .map(|(m, _)| m.clone());
+    let anchor = if settings.layers.episodic {
+        shard
+            .layers()
+            .episodic
+            .anchor(query_vector, 1)
+            .into_iter()
+            .find(|(_, score)| *score >= settings.anchor_min)
+            .map(|(m, _)| m.clone())
+    } else {
+        None
+    };
 
     // Round 1: the query, its lines, and the query framed by the anchor.
     let mut probes: Vec<Vec<f32>> = vectors[1..].to_vec();
@@ -208,7 +292,8 @@ pub async fn recall(
 
     // Personality track: Emo-Gate, Emo-Transition, Pattern.
     let previous = shard.mood().clone();
-    let gate_fired = gate_fires(&previous, query.scene_id, query.trigger);
+    let gate_fired =
+        settings.layers.personality && gate_fires(&previous, query.scene_id, query.trigger);
     let (mood, pattern) = if gate_fired {
         // The trigger is embedded only when the gate fires: routine turns skip it.
         let trigger_vector = if query.trigger == query.text {
@@ -243,6 +328,8 @@ pub async fn recall(
             },
             pattern,
         )
+    } else if !settings.layers.personality {
+        (previous, None)
     } else {
         let pattern = previous.pattern.as_ref().and_then(|id| {
             shard
@@ -302,6 +389,9 @@ fn retrieve(
     probes: &[Vec<f32>],
     settings: &RecallSettings,
 ) -> Vec<(Fact, f32)> {
+    if !settings.layers.semantic {
+        return Vec::new();
+    }
     let mut pool: Vec<(Fact, f32)> = shard
         .layers()
         .semantic

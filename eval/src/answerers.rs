@@ -1,0 +1,418 @@
+//! Who answers KBF items, and the walk that asks each item at its story position.
+//!
+//! - [`AgentAnswerer`]: the character's own agent, asked through `World.Ask` (its shard,
+//!   its answer model).
+//! - [`RecallAnswerer`]: the agent's recall only (`Ask` with `recall_only`): the option
+//!   best supported by what came to the character's mind. It measures what the shard
+//!   holds at that point of the story; no language model answers.
+//! - [`PoolAnswerer`]: the retrieval baselines, no agent and no model: the character's
+//!   profile alone (`direct`), or one index over everything anyone knows so far
+//!   (`naive-rag`, the leak the invariant exists to prevent).
+//! - [`ModelAnswerer`]: the same two baselines through a language model, the one the
+//!   agent answers with, so all three compare on one model.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail};
+use async_trait::async_trait;
+use dramatis_embed::Embedder;
+use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
+use dramatis_memory::vector::dot as cosine;
+use dramatis_proto::v1::{AskRequest, Usage};
+use dramatis_runtime::client::describe;
+use dramatis_world::scenario::Scenario;
+
+use crate::kbf::{Probe, best_supported, match_letter};
+use crate::probes::{derive_gold, truths};
+use crate::walk::{Source, Walk, sources};
+
+/// One way of answering an item, asked once the world stands at the item's position.
+#[async_trait]
+pub trait Answerer: Send {
+    /// The matched letter, or `None` when the answer matched no option.
+    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>>;
+
+    /// Language-model use so far.
+    fn usage(&self) -> Usage {
+        Usage::default()
+    }
+}
+
+/// An item whose gold at its position differs from the file's.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct GoldChange {
+    pub id: String,
+    pub character: String,
+    pub at: u32,
+    pub was: char,
+    pub now: char,
+}
+
+/// The outcome of asking every item.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    /// The items as scored: their gold re-derived at their positions.
+    pub probes: Vec<Probe>,
+    pub letters: Vec<Option<char>>,
+    pub changed: Vec<GoldChange>,
+}
+
+/// Asks every item of `probes` at its position, walking the story forward once (items in
+/// order of position; those without one at the end). Line items check that the replay
+/// logged the line they were made from. `each` is called after every item.
+pub async fn ask_at_positions(
+    walk: &mut Walk,
+    scenario: &Scenario,
+    probes: &[Probe],
+    answerer: &mut dyn Answerer,
+    each: &(dyn Fn() + Sync),
+) -> anyhow::Result<Asked> {
+    let mut order: Vec<usize> = (0..probes.len()).collect();
+    order.sort_by_key(|i| probes[*i].at.unwrap_or(u32::MAX));
+    let truths = truths(probes);
+    let mut scored: Vec<Option<Probe>> = vec![None; probes.len()];
+    let mut letters = vec![None; probes.len()];
+    let mut changed = Vec::new();
+    let mut all: Vec<Source> = Vec::new();
+    let mut known_at = None;
+    for i in order {
+        let probe = &probes[i];
+        walk.advance_to(probe.at).await?;
+        if let Some(at) = probe.at
+            && walk.run.turns < at
+        {
+            bail!(
+                "item {}: the story ended after {} turns, before position {at}; the \
+                 probes come from another run (replay them on the model they were played \
+                 with)",
+                probe.id,
+                walk.run.turns
+            );
+        }
+        check_replay(walk, probe)?;
+        let position = walk.run.turns;
+        if known_at != Some(position) {
+            all = sources(scenario, &walk.run);
+            known_at = Some(position);
+        }
+        let gold = derive_gold(probe, scenario, &all, position, &truths).unwrap_or(probe.gold);
+        if gold != probe.gold {
+            changed.push(GoldChange {
+                id: probe.id.clone(),
+                character: probe.character.clone(),
+                at: position,
+                was: probe.gold,
+                now: gold,
+            });
+        }
+        letters[i] = answerer.answer(walk, probe).await?;
+        scored[i] = Some(probe.with_gold(gold));
+        each();
+    }
+    Ok(Asked {
+        probes: scored.into_iter().flatten().collect(),
+        letters,
+        changed,
+    })
+}
+
+/// A line item's line, once the replay has logged that far, must have the same text.
+fn check_replay(walk: &Walk, probe: &Probe) -> anyhow::Result<()> {
+    let (Some(seq), Some(text)) = (probe.line, &probe.line_text) else {
+        return Ok(());
+    };
+    if walk.run.log.last().is_none_or(|(_, e)| e.seq < seq) {
+        return Ok(());
+    }
+    let logged = walk
+        .run
+        .log
+        .iter()
+        .find(|(_, e)| e.seq == seq)
+        .map(|(_, e)| e.text.as_str());
+    if logged != Some(text.as_str()) {
+        let short = |t: &str| t.chars().take(60).collect::<String>();
+        bail!(
+            "item {}: the replay logged {:?} as line {seq}, the probes expect {:?}; the \
+             probes were made from a run on {} and must be replayed on it",
+            probe.id,
+            logged.map(short).unwrap_or_default(),
+            short(text),
+            probe.played_with.as_deref().unwrap_or("another model")
+        );
+    }
+    Ok(())
+}
+
+/// The multiple-choice question put to a character.
+#[must_use]
+pub fn multiple_choice(probe: &Probe) -> String {
+    let mut question = format!("{}\nOptions:", probe.question);
+    for (letter, text) in &probe.options {
+        question.push_str(&format!("\n{letter}) {text}"));
+    }
+    question.push_str("\nReply with the letter of your answer.");
+    question
+}
+
+/// The character's agent answers through `World.Ask`.
+#[derive(Debug, Default)]
+pub struct AgentAnswerer {
+    usage: Usage,
+}
+
+#[async_trait]
+impl Answerer for AgentAnswerer {
+    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+        let answer = walk
+            .client
+            .ask(AskRequest {
+                world_id: walk.world.clone(),
+                character: probe.character.clone(),
+                question: multiple_choice(probe),
+                recall_only: false,
+            })
+            .await
+            .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
+            .into_inner();
+        if let Some(u) = answer.usage {
+            self.usage.add_calls_and_tokens(&u);
+        }
+        Ok(match_letter(&answer.answer, &probe.options))
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+/// The option best supported by what the character's agent recalls for the question.
+pub struct RecallAnswerer<'a> {
+    pub embedder: &'a dyn Embedder,
+    pub threshold: f32,
+    /// Per item asked, in order of asking: the texts recalled.
+    pub recalled: Vec<Vec<String>>,
+    /// Self-Probe calls the recalls spent.
+    pub usage: Usage,
+}
+
+#[async_trait]
+impl Answerer for RecallAnswerer<'_> {
+    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+        let response = walk
+            .client
+            .ask(AskRequest {
+                world_id: walk.world.clone(),
+                character: probe.character.clone(),
+                question: probe.question.clone(),
+                recall_only: true,
+            })
+            .await
+            .map_err(|s| anyhow!("recall: {}", describe(&s)))?
+            .into_inner();
+        if let Some(u) = response.usage {
+            self.usage.add_calls_and_tokens(&u);
+        }
+        let recalled = response.recalled;
+        let texts: Vec<String> = recalled.into_iter().map(|r| r.text).collect();
+        let pool = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder.embed(&texts).await?
+        };
+        let letter = best_supported(probe, &pool, self.embedder, self.threshold).await?;
+        self.recalled.push(texts);
+        Ok(Some(letter))
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
+
+/// What a baseline may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pool {
+    /// The character's profile and manner of speech only.
+    Profile,
+    /// One index over everything anyone knows so far: every fact, every character's
+    /// profile and memories, every line logged (the naive-RAG leak).
+    Everyone,
+}
+
+/// Texts of a pool at the walk's position, for `character`.
+fn pool_texts(scenario: &Scenario, walk: &Walk, pool: Pool, character: &str) -> Vec<String> {
+    match pool {
+        Pool::Profile => scenario
+            .character(character)
+            .map(|c| {
+                c.profile
+                    .split(". ")
+                    .map(str::to_owned)
+                    .chain(std::iter::once(c.style.clone()))
+                    .filter(|s| !s.trim().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Pool::Everyone => sources(scenario, &walk.run)
+            .iter()
+            .flat_map(|s| s.text.lines().map(str::to_owned).collect::<Vec<_>>())
+            .filter(|t| !t.trim().is_empty())
+            .collect(),
+    }
+}
+
+/// Embeddings of pool texts, each text embedded once per evaluation.
+#[derive(Default)]
+struct Vectors(HashMap<String, Vec<f32>>);
+
+impl Vectors {
+    async fn of(
+        &mut self,
+        texts: &[String],
+        embedder: &dyn Embedder,
+    ) -> anyhow::Result<Vec<Vec<f32>>> {
+        let missing: Vec<String> = texts
+            .iter()
+            .filter(|t| !self.0.contains_key(*t))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            let vectors = embedder.embed(&missing).await?;
+            self.0.extend(missing.into_iter().zip(vectors));
+        }
+        Ok(texts.iter().map(|t| self.0[t].clone()).collect())
+    }
+}
+
+/// A retrieval baseline: the option best supported by its pool; no agent, no model.
+pub struct PoolAnswerer<'a> {
+    pub scenario: &'a Scenario,
+    pub embedder: &'a dyn Embedder,
+    pub pool: Pool,
+    pub threshold: f32,
+    vectors: Vectors,
+}
+
+impl<'a> PoolAnswerer<'a> {
+    #[must_use]
+    pub fn new(
+        scenario: &'a Scenario,
+        embedder: &'a dyn Embedder,
+        pool: Pool,
+        threshold: f32,
+    ) -> Self {
+        Self {
+            scenario,
+            embedder,
+            pool,
+            threshold,
+            vectors: Vectors::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl Answerer for PoolAnswerer<'_> {
+    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+        let texts = pool_texts(self.scenario, walk, self.pool, &probe.character);
+        let pool = self.vectors.of(&texts, self.embedder).await?;
+        Ok(Some(
+            best_supported(probe, &pool, self.embedder, self.threshold).await?,
+        ))
+    }
+}
+
+/// A baseline through a language model: the character's profile as the system prompt,
+/// and for `naive-rag` the five items of the shared index nearest the question.
+pub struct ModelAnswerer<'a> {
+    pub scenario: &'a Scenario,
+    pub embedder: &'a dyn Embedder,
+    pub model: Arc<dyn LanguageModel>,
+    pub pool: Pool,
+    vectors: Vectors,
+    usage: Usage,
+}
+
+impl<'a> ModelAnswerer<'a> {
+    #[must_use]
+    pub fn new(
+        scenario: &'a Scenario,
+        embedder: &'a dyn Embedder,
+        model: Arc<dyn LanguageModel>,
+        pool: Pool,
+    ) -> Self {
+        Self {
+            scenario,
+            embedder,
+            model,
+            pool,
+            vectors: Vectors::default(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// The pool's items nearest the question, best first.
+    async fn context(&mut self, walk: &Walk, probe: &Probe) -> anyhow::Result<Vec<String>> {
+        if self.pool == Pool::Profile {
+            return Ok(Vec::new());
+        }
+        let texts = pool_texts(self.scenario, walk, self.pool, &probe.character);
+        let vectors = self.vectors.of(&texts, self.embedder).await?;
+        let question = self
+            .embedder
+            .embed(std::slice::from_ref(&probe.question))
+            .await?
+            .pop()
+            .unwrap_or_default();
+        let mut scored: Vec<(f32, &String)> = vectors
+            .iter()
+            .map(|v| cosine(v, &question))
+            .zip(&texts)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(scored.into_iter().take(5).map(|(_, t)| t.clone()).collect())
+    }
+}
+
+#[async_trait]
+impl Answerer for ModelAnswerer<'_> {
+    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+        let character = self
+            .scenario
+            .character(&probe.character)
+            .ok_or_else(|| anyhow!("no character {:?}", probe.character))?;
+        let mut system = format!(
+            "You are {}. {} You speak {}. Answer as {} would, from what {} knows; if {} \
+             could not know the answer, choose E.",
+            character.name,
+            character.profile,
+            character.style,
+            character.name,
+            character.name,
+            character.name
+        );
+        let context = self.context(walk, probe).await?;
+        if !context.is_empty() {
+            system.push_str("\nWhat comes to mind:");
+            for item in &context {
+                system.push_str(&format!("\n- {item}"));
+            }
+        }
+        let request = CompletionRequest::new(vec![
+            ChatMessage::system(system),
+            ChatMessage::user(multiple_choice(probe)),
+        ])
+        .with_max_tokens(80)
+        .with_temperature(0.0);
+        let completion = self.model.complete(&request, None).await?;
+        self.usage
+            .count_call(completion.prompt_tokens, completion.completion_tokens);
+        Ok(match_letter(&completion.text, &probe.options))
+    }
+
+    fn usage(&self) -> Usage {
+        self.usage
+    }
+}
