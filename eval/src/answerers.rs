@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use dramatis_embed::Embedder;
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
 use dramatis_memory::vector::dot as cosine;
-use dramatis_proto::v1::{AskRequest, Usage};
+use dramatis_proto::v1::{AskRequest, AskResponse, Usage};
 use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
 
@@ -156,6 +156,26 @@ pub fn multiple_choice(probe: &Probe) -> String {
     question
 }
 
+/// `World.Ask` of the probe's character in the walked world.
+async fn ask(
+    walk: &mut Walk,
+    probe: &Probe,
+    question: String,
+    recall_only: bool,
+) -> anyhow::Result<AskResponse> {
+    Ok(walk
+        .client
+        .ask(AskRequest {
+            world_id: walk.world.clone(),
+            character: probe.character.clone(),
+            question,
+            recall_only,
+        })
+        .await
+        .map_err(|s| anyhow!("ask {} failed: {}", probe.character, describe(&s)))?
+        .into_inner())
+}
+
 /// The character's agent answers through `World.Ask`.
 #[derive(Debug, Default)]
 pub struct AgentAnswerer {
@@ -165,17 +185,7 @@ pub struct AgentAnswerer {
 #[async_trait]
 impl Answerer for AgentAnswerer {
     async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
-        let answer = walk
-            .client
-            .ask(AskRequest {
-                world_id: walk.world.clone(),
-                character: probe.character.clone(),
-                question: multiple_choice(probe),
-                recall_only: false,
-            })
-            .await
-            .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
-            .into_inner();
+        let answer = ask(walk, probe, multiple_choice(probe), false).await?;
         if let Some(u) = answer.usage {
             self.usage.add_calls_and_tokens(&u);
         }
@@ -200,17 +210,7 @@ pub struct RecallAnswerer<'a> {
 #[async_trait]
 impl Answerer for RecallAnswerer<'_> {
     async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
-        let response = walk
-            .client
-            .ask(AskRequest {
-                world_id: walk.world.clone(),
-                character: probe.character.clone(),
-                question: probe.question.clone(),
-                recall_only: true,
-            })
-            .await
-            .map_err(|s| anyhow!("recall: {}", describe(&s)))?
-            .into_inner();
+        let response = ask(walk, probe, probe.question.clone(), true).await?;
         if let Some(u) = response.usage {
             self.usage.add_calls_and_tokens(&u);
         }

@@ -71,12 +71,14 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
     let with = played_with(&model);
     let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
     let mut walk = Walk::start(world_client(&stack.server_url).await?, &scenario_path).await?;
+    let bar = indicatif::ProgressBar::new_spinner();
     while !walk.run.finished {
         let next = walk.run.turns + 1;
         walk.advance_to(Some(next)).await?;
-        eprint!("\rplayed {} turns", walk.run.turns);
+        bar.set_message(format!("played {} turns", walk.run.turns));
+        bar.tick();
     }
-    eprintln!();
+    bar.finish_and_clear();
     stack.stop(Some(&walk.world)).await;
     let at = match args.at {
         AtArg::Scene => At::Scene,
@@ -189,10 +191,11 @@ struct Setup {
 
 async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
     let logs = tempfile::Builder::new().prefix("dramatis-kbf-").tempdir()?;
+    let fixture = turns_fixture(probes)?;
     let mut answer = args.model.clone();
     answer.answer_temperature = 0.0;
+    let needs_model = args.answerer.uses_model() || fixture.is_none();
     let mut llm = None;
-    let needs_model = args.answerer.uses_model();
     if needs_model && answer.llm_endpoint.is_none() && answer.scripted.is_none() {
         eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
         let (spawned, endpoint) = start_builtin_llm(logs.path()).await?;
@@ -200,26 +203,19 @@ async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
         llm = Some(spawned);
     }
     let mut turns = answer.clone();
-    match turns_fixture(probes)? {
-        Some(fixture) => {
-            turns.scripted = Some(fixture);
-            turns.llm_endpoint = None;
-            if needs_model {
-                turns.answer_endpoint = answer.llm_endpoint.clone();
-                turns.answer_model = answer
-                    .llm_endpoint
-                    .as_ref()
-                    .map(|_| answer.llm_model.clone());
-                turns.answer_scripted = answer.scripted.clone();
-            }
+    if let Some(fixture) = fixture {
+        // The story replays on the scripted model it was made with; only interview
+        // answers go to the evaluated model.
+        turns.scripted = Some(fixture);
+        turns.llm_endpoint = None;
+        if args.answerer.uses_model() {
+            turns.answer_endpoint = answer.llm_endpoint.clone();
+            turns.answer_model = answer
+                .llm_endpoint
+                .as_ref()
+                .map(|_| answer.llm_model.clone());
+            turns.answer_scripted = answer.scripted.clone();
         }
-        None if answer.llm_endpoint.is_none() && answer.scripted.is_none() => {
-            bail!(
-                "the probes were made from a run on a language model: give its \
-                 --llm-endpoint so the story replays on it"
-            );
-        }
-        None => {}
     }
     let stack = LocalStack::start(turns, None, true, None, Shutdown::new()).await?;
     Ok(Setup {
