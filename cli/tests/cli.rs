@@ -586,9 +586,9 @@ async fn advance_runs_a_served_world_and_prints_a_line_per_scene() {
     let _ = server.kill().await;
 }
 
-/// The ablation table over two module sets and a short long run: with no module the
-/// planted facts are not recalled at all; with every module they all are, and BOOKMARKS
-/// reports its hits and the tokens syncing saved.
+/// The ablation table over two module sets, two layer rows and a short long run: with
+/// no module the planted facts are not recalled at all; with every module they all are,
+/// and BOOKMARKS reports its hits and the tokens syncing saved.
 #[tokio::test]
 async fn ablate_compares_module_sets_on_planted_facts() {
     let (ok, out, err) = dramatis(&[
@@ -598,6 +598,8 @@ async fn ablate_compares_module_sets_on_planted_facts() {
         "scenarios/study-in-scarlet/probes.jsonl",
         "--sets",
         "none;all",
+        "--without-layers",
+        "semantic",
         "--rounds",
         "48",
         "--json",
@@ -605,7 +607,17 @@ async fn ablate_compares_module_sets_on_planted_facts() {
     .await;
     assert!(ok, "{err}");
     let rows: Vec<serde_json::Value> = serde_json::from_str(&out).expect("json rows");
-    assert_eq!(rows.len(), 2);
+    assert_eq!(rows.len(), 4);
+    // The layer rows: ReverieMem alone with every layer, then without the semantic
+    // layer, whose visible facts are what KRf items ask about.
+    assert_eq!(rows[2]["modules"], "reverie (all layers)");
+    assert_eq!(rows[3]["modules"], "reverie without semantic");
+    assert!(
+        rows[3]["krf_acc"].as_f64() < rows[2]["krf_acc"].as_f64().map(|a| a - 0.4),
+        "{} vs {}",
+        rows[3],
+        rows[2]
+    );
     let (none, all) = (&rows[0], &rows[1]);
     assert_eq!(none["modules"], "none");
     assert_eq!(all["modules"], "reverie,dualmem,moom,bookmarks");
