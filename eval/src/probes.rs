@@ -149,21 +149,30 @@ fn kind_of(token: &Token<'_>) -> Option<Kind> {
     (word.chars().count() >= 6 && !COMMON.contains(&lower.as_str())).then_some(Kind::Word)
 }
 
-/// Words no item may turn on: everyone's names and every place's name (frames show
+/// Words of everyone's names (lowercased): no answer turns on who someone is.
+fn names(scenario: &Scenario) -> BTreeSet<String> {
+    words_of(scenario.characters.iter().flat_map(|c| {
+        [c.name.as_str(), c.id.as_str()]
+            .into_iter()
+            .chain(c.aliases.iter().map(String::as_str))
+    }))
+}
+
+/// Words no blank may be: everyone's names and every place's name (frames show
 /// them), lowercased.
 fn blocked(scenario: &Scenario) -> BTreeSet<String> {
-    let mut texts: Vec<&str> = Vec::new();
-    for c in &scenario.characters {
-        texts.push(&c.name);
-        texts.push(&c.id);
-        texts.extend(c.aliases.iter().map(String::as_str));
-    }
-    for l in &scenario.locations {
-        texts.push(&l.name);
-        texts.push(&l.id);
-    }
+    let mut out = names(scenario);
+    out.extend(words_of(
+        scenario
+            .locations
+            .iter()
+            .flat_map(|l| [l.name.as_str(), l.id.as_str()]),
+    ));
+    out
+}
+
+fn words_of<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
     texts
-        .iter()
         .flat_map(|t| tokens(t).into_iter().map(|t| t.word.to_lowercase()))
         .collect()
 }
@@ -379,7 +388,7 @@ pub fn derive_gold(
             .any(|fact| &fact.id == f && fact.known_by.contains(&probe.character))
     });
     let words = if probe.evidence.is_empty() {
-        evidence(probe, truth, scenario)
+        evidence(probe, truth, scenario, all)
     } else {
         probe.evidence.clone()
     };
@@ -400,11 +409,12 @@ pub fn truths(probes: &[Probe]) -> BTreeMap<String, char> {
         .collect()
 }
 
-/// The words a hand-written item's true option rests on: its proper names and numbers
-/// that neither the question nor another option holds. A character that perceived one
-/// of them could know the answer.
-fn evidence(probe: &Probe, truth: char, scenario: &Scenario) -> Vec<String> {
-    let blocked = blocked(scenario);
+/// The words a hand-written item's true option rests on: its proper names (places
+/// included, people not) and numbers that neither the question nor another option
+/// holds, and that at most three sources of the story contain. A character that perceived one of them, or was at the place, could know the
+/// answer.
+fn evidence(probe: &Probe, truth: char, scenario: &Scenario, all: &[Source]) -> Vec<String> {
+    let blocked = names(scenario);
     let Some(text) = probe.options.get(&truth) else {
         return Vec::new();
     };
@@ -412,6 +422,13 @@ fn evidence(probe: &Probe, truth: char, scenario: &Scenario) -> Vec<String> {
         .iter()
         .filter(|t| matches!(kind_of(t), Some(Kind::Name | Kind::Number)))
         .filter(|t| !blocked.contains(&t.word.to_lowercase()))
+        // As rare as a generated blank: "3" in "Scripted line 3." is not an address.
+        .filter(|t| {
+            all.iter()
+                .filter(|s| contains_word(&s.text, t.word))
+                .count()
+                <= 3
+        })
         .filter(|t| {
             !contains_word(&probe.question, t.word)
                 && !probe

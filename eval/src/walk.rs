@@ -100,7 +100,7 @@ impl Walk {
 /// or an event in the log.
 #[derive(Debug, Clone)]
 pub struct Source {
-    /// `fact:ID`, `self:CHARACTER`, or `line:SEQ`.
+    /// `fact:ID`, `self:CHARACTER`, `scene:SEQ` or `line:SEQ`.
     pub id: String,
     pub fact: Option<String>,
     pub line: Option<u64>,
@@ -137,8 +137,9 @@ fn perceived_text(kind: i32) -> bool {
 
 /// Everything any character could know in `run` of `scenario`: each fact (known from
 /// the start by its `known_by`), each character's own profile, patterns and memories
-/// (known by it alone), and each spoken line, action and narration with text (known by
-/// its perceivers from the position it was logged at).
+/// (known by it alone), each spoken line, action and narration with text (known by its
+/// perceivers from the position it was logged at), and each scene's place, its name and
+/// description (known by those present when the scene starts).
 #[must_use]
 pub fn sources(scenario: &Scenario, run: &Run) -> Vec<Source> {
     let mut out = Vec::new();
@@ -169,6 +170,23 @@ pub fn sources(scenario: &Scenario, run: &Run) -> Vec<Source> {
         });
     }
     for (at, event) in &run.log {
+        if event.kind == EventKind::SceneStart as i32 {
+            // Being there: the place's name and look, known by those present.
+            let place = scenario.location(&event.location);
+            out.push(Source {
+                id: format!("scene:{}", event.seq),
+                fact: None,
+                line: None,
+                text: format!(
+                    "{}\n{}",
+                    event.text,
+                    place.map(|l| l.description.as_str()).unwrap_or_default()
+                ),
+                logged_at: *at,
+                known_from: event.perceivers.iter().map(|c| (c.clone(), *at)).collect(),
+            });
+            continue;
+        }
         if !perceived_text(event.kind) || event.text.trim().is_empty() {
             continue;
         }

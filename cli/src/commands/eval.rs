@@ -336,6 +336,10 @@ fn report(
                 "characters": per,
                 "unmatched_answers": unmatched,
                 "gold_changed": changed,
+                "items": probes.iter().zip(answers).map(|(p, a)| json!({
+                    "id": p.id, "character": p.character, "at": p.at,
+                    "split": p.split, "gold": p.gold, "answer": a,
+                })).collect::<Vec<_>>(),
                 "llm_calls": usage.llm_calls,
                 "prompt_tokens": usage.prompt_tokens,
             })

@@ -15,7 +15,7 @@ name = "the quay"
 description = "Wet stones."
 [[locations]]
 id = "office"
-name = "the harbour office"
+name = "Saltash House"
 description = "Ledgers and lamps."
 [[paths]]
 from = "quay"
@@ -81,6 +81,13 @@ fn event(seq: u64, kind: EventKind, speaker: &str, text: &str, perceivers: &[&st
     }
 }
 
+fn scene_start(seq: u64, location: &str, text: &str, perceivers: &[&str]) -> Event {
+    Event {
+        location: location.to_owned(),
+        ..event(seq, EventKind::SceneStart, "", text, perceivers)
+    }
+}
+
 /// Scene one (positions 1–2) on the quay with Ada and Ben; scene two (3) with Cora.
 fn run() -> Run {
     let speech = EventKind::Speech;
@@ -115,6 +122,10 @@ fn run() -> Run {
                 event(4, speech, "ada", "Scripted line 5.", &["ada", "ben"]),
             ),
             (3, event(5, EventKind::SceneEnd, "", "", &[])),
+            (
+                3,
+                scene_start(7, "office", "Scene 2: Saltash House", &["cora"]),
+            ),
             (
                 3,
                 event(
@@ -287,5 +298,50 @@ fn hand_written_gold_follows_what_was_perceived_before_the_position() {
     assert_eq!(
         derive_gold(&probes[0], &scenario, &all, 0, &truths),
         Some('A')
+    );
+}
+
+#[test]
+fn being_at_a_place_is_evidence_for_a_hand_written_item_that_names_it() {
+    let scenario = scenario();
+    let options: BTreeMap<char, String> = [
+        ('A', "At Gullcove"),
+        ('B', "At Saltash House"),
+        ('C', "At Tarrow Point"),
+        ('D', "Nowhere at all"),
+        ('E', REFUSAL_TEXT),
+    ]
+    .into_iter()
+    .map(|(l, t)| (l, t.to_owned()))
+    .collect();
+    let probe = |character: &str| Probe {
+        id: format!("ledgers:{character}"),
+        character: character.to_owned(),
+        question: "Where does the harbour master keep the ledgers?".to_owned(),
+        options: options.clone(),
+        gold: REFUSAL,
+        split: Split::Kr,
+        at: None,
+        fact: None,
+        line: None,
+        line_text: None,
+        truth: Some('B'),
+        evidence: Vec::new(),
+        played_with: None,
+    };
+    let all = sources(&scenario, &run());
+    let none = BTreeMap::new();
+    // Cora was at Saltash House when scene two began (position 3); Ben never was.
+    assert_eq!(
+        derive_gold(&probe("cora"), &scenario, &all, 2, &none),
+        Some(REFUSAL)
+    );
+    assert_eq!(
+        derive_gold(&probe("cora"), &scenario, &all, 3, &none),
+        Some('B')
+    );
+    assert_eq!(
+        derive_gold(&probe("ben"), &scenario, &all, 3, &none),
+        Some(REFUSAL)
     );
 }
