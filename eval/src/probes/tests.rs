@@ -244,38 +244,51 @@ fn line_positions_ask_right_after_the_line_and_one_turn_before() {
     assert_eq!(item(&items, "fact:storm:ben@0").split, Split::Krf);
 }
 
-#[test]
-fn hand_written_gold_follows_what_was_perceived_before_the_position() {
-    let scenario = scenario();
-    let options: BTreeMap<char, String> = [
-        ('A', "Marked Kestrel"),
-        ('B', "Marked Osprey"),
-        ('C', "Unmarked"),
-        ('D', "Marked Heron"),
-        ('E', REFUSAL_TEXT),
-    ]
-    .into_iter()
-    .map(|(l, t)| (l, t.to_owned()))
-    .collect();
-    let probe = |character: &str, gold: char, split| Probe {
-        id: format!("seal:{character}"),
+/// A hand-written item: four options (A–D) and the refusal, asked at the story's end.
+fn hand_written(character: &str, question: &str, options: [&str; 4], gold: char) -> Probe {
+    Probe {
+        id: format!("{question}:{character}"),
         character: character.to_owned(),
-        question: "What is on the customs seal?".to_owned(),
-        options: options.clone(),
+        question: question.to_owned(),
+        options: ['A', 'B', 'C', 'D', 'E']
+            .into_iter()
+            .zip(options.into_iter().chain([REFUSAL_TEXT]))
+            .map(|(l, t)| (l, t.to_owned()))
+            .collect(),
         gold,
-        split,
+        split: if gold == REFUSAL {
+            Split::Kr
+        } else {
+            Split::Krf
+        },
         at: None,
-        fact: Some("cargo".to_owned()),
+        fact: None,
         line: None,
         line_text: None,
         truth: None,
         evidence: Vec::new(),
         played_with: None,
+    }
+}
+
+#[test]
+fn hand_written_gold_follows_what_was_perceived_before_the_position() {
+    let scenario = scenario();
+    let probe = |character: &str, gold: char| Probe {
+        fact: Some("cargo".to_owned()),
+        ..hand_written(
+            character,
+            "What is on the customs seal?",
+            [
+                "Marked Kestrel",
+                "Marked Osprey",
+                "Unmarked",
+                "Marked Heron",
+            ],
+            gold,
+        )
     };
-    let probes = vec![
-        probe("ada", 'A', Split::Krf),
-        probe("ben", REFUSAL, Split::Kr),
-    ];
+    let probes = vec![probe("ada", 'A'), probe("ben", REFUSAL)];
     let truths = truths(&probes);
     assert_eq!(truths.get("cargo"), Some(&'A'));
     let all = sources(&scenario, &run());
@@ -289,7 +302,7 @@ fn hand_written_gold_follows_what_was_perceived_before_the_position() {
         Some('A')
     );
     // Cora never heard it.
-    let cora = probe("cora", REFUSAL, Split::Kr);
+    let cora = probe("cora", REFUSAL);
     assert_eq!(
         derive_gold(&cora, &scenario, &all, 3, &truths),
         Some(REFUSAL)
@@ -304,30 +317,19 @@ fn hand_written_gold_follows_what_was_perceived_before_the_position() {
 #[test]
 fn being_at_a_place_is_evidence_for_a_hand_written_item_that_names_it() {
     let scenario = scenario();
-    let options: BTreeMap<char, String> = [
-        ('A', "At Gullcove"),
-        ('B', "At Saltash House"),
-        ('C', "At Tarrow Point"),
-        ('D', "Nowhere at all"),
-        ('E', REFUSAL_TEXT),
-    ]
-    .into_iter()
-    .map(|(l, t)| (l, t.to_owned()))
-    .collect();
     let probe = |character: &str| Probe {
-        id: format!("ledgers:{character}"),
-        character: character.to_owned(),
-        question: "Where does the harbour master keep the ledgers?".to_owned(),
-        options: options.clone(),
-        gold: REFUSAL,
-        split: Split::Kr,
-        at: None,
-        fact: None,
-        line: None,
-        line_text: None,
         truth: Some('B'),
-        evidence: Vec::new(),
-        played_with: None,
+        ..hand_written(
+            character,
+            "Where does the harbour master keep the ledgers?",
+            [
+                "At Gullcove",
+                "At Saltash House",
+                "At Tarrow Point",
+                "Nowhere at all",
+            ],
+            REFUSAL,
+        )
     };
     let all = sources(&scenario, &run());
     let none = BTreeMap::new();
