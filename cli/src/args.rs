@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
-    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, CreateArgs, EmbedBenchArgs, KbfArgs,
-    LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CreateArgs,
+    EmbedBenchArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs,
+    WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -38,6 +39,7 @@ impl Cli {
                 | Command::Advance(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
+                | Command::Import(_)
                 | Command::Bench(_),
             ) => "warn",
             (0, _) => "info",
@@ -92,6 +94,9 @@ pub enum Command {
     Advance(AdvanceArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
+    /// Turn another tool's story data into a scenario folder.
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Evaluate characters (knowledge-boundary fidelity).
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -212,6 +217,15 @@ pub struct ServerArg {
     /// World service address.
     #[arg(long, env = "DRAMATIS_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A BookWorld experiment preset: its roles become characters (relations become
+    /// facts visible to the two characters, role lines become style excerpts), its
+    /// locations and distance map become places and paths, its script a scripted scene
+    /// and its intervention an open story's premise.
+    Bookworld(BookWorldArgs),
 }
 
 #[derive(Debug, Subcommand)]

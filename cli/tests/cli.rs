@@ -686,3 +686,48 @@ async fn ablate_compares_module_sets_on_planted_facts() {
     assert_eq!(none["calls_per_turn"], 1.0);
     assert_eq!(all["calls_per_turn"], 1.0);
 }
+
+/// Every complete BookWorld preset in the shared fixtures imports into a scenario folder
+/// that runs on the scripted model: the script as a scene, the others as open stories.
+/// Chinese names reach the transcript intact.
+#[tokio::test]
+async fn bookworld_presets_import_and_run() {
+    let presets = repo().join("../shared/fixtures/bookworld/experiment_presets");
+    if !presets.is_dir() {
+        eprintln!("SKIPPED: {} is absent", presets.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (preset, command, expect) in [
+        ("example_script", "run", "Lacia·Eldridge:"),
+        ("example_free", "sandbox", "Trek·Vemil:"),
+        ("experiment_alice", "sandbox", "Alice"),
+        ("experiment_red_mansions", "sandbox", "林黛玉"),
+    ] {
+        let out = dir.path().join(preset);
+        let (ok, said, err) = dramatis(&[
+            "import",
+            "bookworld",
+            &presets.join(format!("{preset}.json")).to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+        ])
+        .await;
+        assert!(ok, "{preset}: {err}");
+        assert!(said.starts_with("wrote "), "{said}");
+        let scenario = out.join("scenario.toml");
+        let (ok, transcript, err) = dramatis(&[
+            command,
+            &scenario.to_string_lossy(),
+            "--scripted",
+            "builtin",
+            "--shared-agent",
+        ])
+        .await;
+        assert!(ok, "{preset}: {err}");
+        assert!(
+            transcript.contains(expect),
+            "{preset}: no {expect:?} in {transcript}"
+        );
+    }
+}

@@ -7,6 +7,7 @@ mod bench;
 mod bench_embed;
 mod bench_retrieval;
 mod eval;
+mod import;
 mod llm;
 mod play;
 mod run;
@@ -15,7 +16,7 @@ mod serve;
 mod watch;
 mod worlds;
 
-use crate::args::{BenchCommand, Cli, Command, EvalCommand};
+use crate::args::{BenchCommand, Cli, Command, EvalCommand, ImportCommand};
 
 pub use ablate::AblateArgs;
 pub use advance::AdvanceArgs;
@@ -23,6 +24,7 @@ pub use ask::AskArgs;
 pub use bench::BenchArgs;
 pub use bench_embed::EmbedBenchArgs;
 pub use eval::{KbfArgs, ProbesArgs};
+pub use import::BookWorldArgs;
 pub use llm::LlmServeArgs;
 pub use play::PlayArgs;
 pub use run::RunArgs;
@@ -45,6 +47,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Worlds(args) => worlds::worlds(args).await,
         Command::Advance(args) => advance::advance(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
+        Command::Import(ImportCommand::Bookworld(args)) => import::bookworld(&args),
         Command::Eval(EvalCommand::Probes(args)) => eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,

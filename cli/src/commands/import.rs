@@ -1,0 +1,49 @@
+//! `dramatis import bookworld`: a BookWorld preset as a scenario folder.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct BookWorldArgs {
+    /// The BookWorld experiment preset (JSON). Its `./data/…` paths are read relative
+    /// to the folder that holds `experiment_presets/`.
+    pub preset: PathBuf,
+    /// The scenario folder to write (`scenario.toml` inside); default: a folder named
+    /// after the preset's source and sub-name in the current directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn bookworld(args: &BookWorldArgs) -> anyhow::Result<()> {
+    let out = match &args.out {
+        Some(dir) => dir.clone(),
+        None => {
+            // Read the name first so the default folder is the scenario's name.
+            let staging = tempfile::Builder::new()
+                .prefix("dramatis-import-")
+                .tempdir()?;
+            let done = dramatis_ingest::bookworld::import(&args.preset, staging.path())?;
+            PathBuf::from(done.name)
+        }
+    };
+    let done = dramatis_ingest::bookworld::import(&args.preset, &out)?;
+    println!(
+        "wrote {}: {} characters, {} places, {} paths, {} relation facts, {} excerpts; {}",
+        done.scenario.display(),
+        done.characters,
+        done.locations,
+        done.paths,
+        done.facts,
+        done.excerpts,
+        if done.scripted {
+            "a scripted scene from the preset's script"
+        } else {
+            "an open story (run it with `dramatis sandbox`)"
+        }
+    );
+    for note in &done.notes {
+        eprintln!("note: {note}");
+    }
+    Ok(())
+}

@@ -1,0 +1,498 @@
+//! `dramatis import bookworld`: a BookWorld experiment preset (its world file,
+//! locations, distance map and role directories) turned into a Dramatis scenario.
+//!
+//! - Each role becomes a character: name, nickname as alias, profile; its lines (when
+//!   `role_lines.jsonl` exists) become a pattern's excerpts, spoken text only.
+//! - Each relation becomes a fact visible to its two characters (`direct_experience`),
+//!   and the two know each other by name. Nobody else is given it.
+//! - Locations and the distance map become places and paths.
+//! - The preset's `script` becomes one scripted scene with the whole cast; an
+//!   `intervention` becomes an open story's premise; with neither, the world's own
+//!   description is the premise.
+//!
+//! Every file is read strictly: a missing or unknown field is an error naming the file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow, bail};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::file::{
+    Character, Fact, Location, Open, PathEntry, Pattern, ScenarioFile, Scene, World, id_from,
+};
+
+// Every field BookWorld writes is listed, so that an unknown one is refused; not all
+// of them are used.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Preset {
+    #[serde(default)]
+    experiment_subname: String,
+    world_file_path: String,
+    map_file_path: String,
+    loc_file_path: String,
+    role_file_dir: String,
+    role_agent_codes: Vec<String>,
+    #[serde(default)]
+    intervention: String,
+    #[serde(default)]
+    script: String,
+    source: String,
+    #[serde(default)]
+    language: String,
+    #[serde(default)]
+    title: String,
+}
+
+// Every field BookWorld writes is listed, so that an unknown one is refused; not all
+// of them are used.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorldInfo {
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    world_name: String,
+    #[serde(default)]
+    title: String,
+    description: String,
+    #[serde(default)]
+    detail: String,
+    #[serde(default)]
+    language: String,
+}
+
+// Every field BookWorld writes is listed, so that an unknown one is refused; not all
+// of them are used.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LocationInfo {
+    location_code: String,
+    location_name: String,
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    detail: String,
+}
+
+// Every field BookWorld writes is listed, so that an unknown one is refused; not all
+// of them are used.
+#[allow(dead_code)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleInfo {
+    role_code: String,
+    role_name: String,
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    activity: Option<f64>,
+    profile: String,
+    #[serde(default)]
+    nickname: String,
+    #[serde(default)]
+    relation: BTreeMap<String, Relation>,
+    #[serde(default)]
+    gender: String,
+    #[serde(default)]
+    identity: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Relation {
+    #[serde(default)]
+    relation: Vec<String>,
+    #[serde(default)]
+    detail: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct RoleLine {
+    text: String,
+}
+
+/// What an import produced.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    pub scenario: PathBuf,
+    pub name: String,
+    pub characters: usize,
+    pub locations: usize,
+    pub paths: usize,
+    pub facts: usize,
+    pub excerpts: usize,
+    /// Whether the story is scripted (from the preset's script) or open.
+    pub scripted: bool,
+    /// Things left out, each naming its file.
+    pub notes: Vec<String>,
+}
+
+fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// A preset's path (`./data/…`), relative to the BookWorld folder that holds
+/// `experiment_presets/`, or else to the preset's own folder.
+fn resolve(preset: &Path, relative: &str) -> PathBuf {
+    let dir = preset.parent().unwrap_or(Path::new("."));
+    let root = if dir.file_name().is_some_and(|n| n == "experiment_presets") {
+        dir.parent().unwrap_or(dir)
+    } else {
+        dir
+    };
+    root.join(relative.trim_start_matches("./"))
+}
+
+/// The speech of a role line: BookWorld writes "[thought] (action) speech".
+fn spoken(line: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0i32;
+    for c in line.chars() {
+        match c {
+            '[' | '(' | '【' | '（' => depth += 1,
+            ']' | ')' | '】' | '）' => depth = (depth - 1).max(0),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Unique ids for `codes`, in order.
+fn ids(codes: &[String], prefix: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    codes
+        .iter()
+        .enumerate()
+        .map(|(i, code)| {
+            let base = id_from(code, &format!("{prefix}-{}", i + 1));
+            let mut id = base.clone();
+            let mut n = 2;
+            while !seen.insert(id.clone()) {
+                id = format!("{base}-{n}");
+                n += 1;
+            }
+            id
+        })
+        .collect()
+}
+
+/// Imports the preset at `preset` into the scenario folder `out`.
+pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
+    let preset: Preset = read_json(preset_path)?;
+    if preset.role_agent_codes.is_empty() {
+        bail!("{}: role_agent_codes: no roles", preset_path.display());
+    }
+    let world_path = resolve(preset_path, &preset.world_file_path);
+    let world: WorldInfo = read_json(&world_path)?;
+    let loc_path = resolve(preset_path, &preset.loc_file_path);
+    let places: BTreeMap<String, LocationInfo> = read_json(&loc_path)?;
+    if places.is_empty() {
+        bail!("{}: no locations", loc_path.display());
+    }
+    let mut notes = Vec::new();
+
+    // Places, in the distance map's order when it lists them.
+    let map_path = resolve(preset_path, &preset.map_file_path);
+    let (order, distances) = read_map(&map_path)?;
+    let mut codes: Vec<String> = order
+        .iter()
+        .filter(|c| places.contains_key(*c))
+        .cloned()
+        .collect();
+    let unmapped: Vec<String> = places
+        .keys()
+        .filter(|c| !codes.contains(c))
+        .cloned()
+        .collect();
+    codes.extend(unmapped);
+    for code in order.iter().filter(|c| !places.contains_key(*c)) {
+        notes.push(format!(
+            "{}: {code:?} is not in {}; its distances are left out",
+            map_path.display(),
+            loc_path.display()
+        ));
+    }
+    let place_ids = ids(&codes, "place");
+    let id_of_place: BTreeMap<&str, &str> = codes
+        .iter()
+        .map(String::as_str)
+        .zip(place_ids.iter().map(String::as_str))
+        .collect();
+    let locations: Vec<Location> = codes
+        .iter()
+        .zip(&place_ids)
+        .map(|(code, id)| {
+            let info = &places[code];
+            Location {
+                id: id.clone(),
+                name: if info.location_name.trim().is_empty() {
+                    info.location_code.clone()
+                } else {
+                    info.location_name.clone()
+                },
+                description: first_non_empty(&[&info.description, &info.detail]),
+            }
+        })
+        .collect();
+    let mut paths = Vec::new();
+    for ((a, b), distance) in distances {
+        if let (Some(from), Some(to)) = (id_of_place.get(a.as_str()), id_of_place.get(b.as_str())) {
+            paths.push(PathEntry {
+                from: (*from).to_owned(),
+                to: (*to).to_owned(),
+                distance,
+            });
+        }
+    }
+    let start = place_ids[0].clone();
+
+    // Roles.
+    let role_dir = resolve(preset_path, &preset.role_file_dir).join(&preset.source);
+    let role_ids = ids(&preset.role_agent_codes, "person");
+    let id_of_role: BTreeMap<&str, &str> = preset
+        .role_agent_codes
+        .iter()
+        .map(String::as_str)
+        .zip(role_ids.iter().map(String::as_str))
+        .collect();
+    let mut roles = Vec::new();
+    for code in &preset.role_agent_codes {
+        let dir = role_dir.join(code);
+        let info: RoleInfo = read_json(&dir.join("role_info.json"))?;
+        let lines_path = dir.join("role_lines.jsonl");
+        let mut excerpts = Vec::new();
+        if lines_path.is_file() {
+            let text = std::fs::read_to_string(&lines_path)
+                .with_context(|| format!("cannot read {}", lines_path.display()))?;
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let parsed: RoleLine = serde_json::from_str(line)
+                    .map_err(|e| anyhow!("{}:{}: {e}", lines_path.display(), n + 1))?;
+                let said = spoken(&parsed.text);
+                if said.chars().count() >= 2 && excerpts.len() < 3 {
+                    excerpts.push(said);
+                }
+            }
+        }
+        roles.push((code.clone(), info, excerpts));
+    }
+    let name_of: BTreeMap<&str, &str> = roles
+        .iter()
+        .map(|(code, info, _)| (code.as_str(), info.role_name.as_str()))
+        .collect();
+
+    let mut facts = Vec::new();
+    let mut knows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (code, info, _) in &roles {
+        let me = id_of_role[code.as_str()];
+        for (other, relation) in &info.relation {
+            let Some(them) = id_of_role.get(other.as_str()) else {
+                notes.push(format!(
+                    "{}: relation to {other:?}, who is not in the preset's cast, is left out",
+                    role_dir.join(code).join("role_info.json").display()
+                ));
+                continue;
+            };
+            if *them == me {
+                continue;
+            }
+            knows
+                .entry(me.to_owned())
+                .or_default()
+                .insert((*them).to_owned());
+            knows
+                .entry((*them).to_owned())
+                .or_default()
+                .insert(me.to_owned());
+            let kinds = relation.relation.join(", ");
+            let text = [
+                format!(
+                    "{} and {}: {kinds}.",
+                    info.role_name,
+                    name_of[other.as_str()]
+                ),
+                relation.detail.trim().to_owned(),
+            ]
+            .into_iter()
+            .filter(|t| !t.trim().is_empty() && t != ":.")
+            .collect::<Vec<_>>()
+            .join(" ");
+            facts.push(Fact {
+                id: format!("relation-{me}-{them}"),
+                text,
+                known_by: vec![me.to_owned(), (*them).to_owned()],
+                route: "direct_experience".to_owned(),
+            });
+        }
+    }
+    let mut excerpt_count = 0;
+    let characters: Vec<Character> = roles
+        .into_iter()
+        .map(|(code, info, excerpts)| {
+            let id = id_of_role[code.as_str()].to_owned();
+            excerpt_count += excerpts.len();
+            let aliases = [info.nickname.trim()]
+                .into_iter()
+                .filter(|n| !n.is_empty() && *n != info.role_name)
+                .map(str::to_owned)
+                .collect();
+            Character {
+                knows: knows
+                    .remove(&id)
+                    .map(|k| k.into_iter().collect())
+                    .unwrap_or_default(),
+                patterns: if excerpts.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Pattern {
+                        id: "in-the-book".to_owned(),
+                        description: format!("{} as the book has them speak", info.role_name),
+                        excerpts,
+                    }]
+                },
+                id,
+                name: info.role_name,
+                aliases,
+                profile: info.profile,
+                style: "in their own voice, as in the book".to_owned(),
+                location: start.clone(),
+                goal: String::new(),
+            }
+        })
+        .collect();
+
+    let premise = first_non_empty(&[&world.description, &world.detail]);
+    let cast: Vec<String> = characters.iter().map(|c| c.id.clone()).collect();
+    let scripted = !preset.script.trim().is_empty();
+    let (open, scenes) = if scripted {
+        let scene = Scene {
+            id: "scene-1".to_owned(),
+            location: start.clone(),
+            cast,
+            beat: preset.script.trim().to_owned(),
+            min_turns: 3,
+            max_turns: 8,
+            opening: preset.script.trim().to_owned(),
+        };
+        (None, vec![scene])
+    } else {
+        let premise = first_non_empty(&[&preset.intervention, &premise]);
+        let open = Open {
+            opening: premise.clone(),
+            premise,
+            opening_location: start.clone(),
+            rounds: 6,
+            scene_turns: 8,
+        };
+        (Some(open), Vec::new())
+    };
+    let subname = preset.experiment_subname.trim();
+    let name = if subname.is_empty() || subname == preset.source {
+        id_from(&preset.source, "bookworld")
+    } else {
+        id_from(&format!("{}-{subname}", preset.source), "bookworld")
+    };
+    let title = first_non_empty(&[&preset.title, &world.title, &world.world_name, &name]);
+    let file = ScenarioFile {
+        version: 1,
+        name: name.clone(),
+        title,
+        description: premise.clone(),
+        world: World {
+            description: premise,
+        },
+        open,
+        locations,
+        paths,
+        characters,
+        facts,
+        scenes,
+    };
+    let header = format!(
+        "# Imported from the BookWorld preset {} by `dramatis import bookworld`.\n\
+         # Format: scenarios/README.md.",
+        preset_path.display()
+    );
+    let scenario = file.write(out, &header)?;
+    Ok(Imported {
+        scenario,
+        name,
+        characters: file.characters.len(),
+        locations: file.locations.len(),
+        paths: file.paths.len(),
+        facts: file.facts.len(),
+        excerpts: excerpt_count,
+        scripted,
+        notes,
+    })
+}
+
+fn first_non_empty(texts: &[&str]) -> String {
+    texts
+        .iter()
+        .map(|t| t.trim())
+        .find(|t| !t.is_empty())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Distances between pairs of place codes.
+type Distances = BTreeMap<(String, String), u32>;
+
+/// The distance map: a square CSV whose first row and first column name the places.
+/// Returns the places in order and each pair's distance (the upper triangle, at least 1).
+fn read_map(path: &Path) -> anyhow::Result<(Vec<String>, Distances)> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_path(path)
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|e| anyhow!("{}: {e}", path.display()))?
+        .iter()
+        .skip(1)
+        .map(|h| h.trim().to_owned())
+        .collect();
+    let mut distances = BTreeMap::new();
+    for (row, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let from = record.get(0).unwrap_or_default().trim().to_owned();
+        for (column, cell) in record.iter().skip(1).enumerate() {
+            let Some(to) = header.get(column) else {
+                bail!(
+                    "{}:{}: more cells than places in the first row",
+                    path.display(),
+                    row + 2
+                );
+            };
+            let value: f64 = cell.trim().parse().map_err(|_| {
+                anyhow!(
+                    "{}:{}: distance {:?} from {from} to {to} is not a number",
+                    path.display(),
+                    row + 2,
+                    cell
+                )
+            })?;
+            if from < *to && value > 0.0 {
+                distances.insert((from.clone(), to.clone()), (value.round() as u32).max(1));
+            }
+        }
+    }
+    Ok((header, distances))
+}
+
+#[cfg(test)]
+mod tests;

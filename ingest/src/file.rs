@@ -1,0 +1,133 @@
+//! The scenario file as ingest and import write it: the subset of the format
+//! (`scenarios/README.md`) they produce, serialised to TOML. What they write is read back
+//! with the world's own loader before it is kept, so the two cannot drift apart.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use dramatis_world::scenario::Scenario;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioFile {
+    pub version: u32,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub world: World,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open: Option<Open>,
+    pub locations: Vec<Location>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<PathEntry>,
+    pub characters: Vec<Character>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<Fact>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scenes: Vec<Scene>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct World {
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Open {
+    pub premise: String,
+    pub opening: String,
+    pub opening_location: String,
+    pub rounds: u32,
+    pub scene_turns: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PathEntry {
+    pub from: String,
+    pub to: String,
+    pub distance: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Character {
+    pub id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    pub profile: String,
+    pub style: String,
+    pub location: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub goal: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub knows: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<Pattern>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Pattern {
+    pub id: String,
+    pub description: String,
+    pub excerpts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fact {
+    pub id: String,
+    pub text: String,
+    pub known_by: Vec<String>,
+    pub route: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Scene {
+    pub id: String,
+    pub location: String,
+    pub cast: Vec<String>,
+    pub beat: String,
+    pub min_turns: u32,
+    pub max_turns: u32,
+    pub opening: String,
+}
+
+impl ScenarioFile {
+    /// Writes `DIR/scenario.toml`, checked by the world's loader first; returns its path.
+    pub fn write(&self, dir: &Path, header: &str) -> anyhow::Result<PathBuf> {
+        let body = toml::to_string(self).context("cannot render the scenario as TOML")?;
+        let text = format!("{header}\n{body}");
+        let path = dir.join("scenario.toml");
+        Scenario::parse(&text, &path)
+            .map_err(|e| anyhow::anyhow!("the imported scenario does not load: {e}"))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+}
+
+/// An id the scenario format accepts (lowercase ASCII letters, digits, `-`, `_`) made
+/// from `code`; `fallback` when nothing of it is left (a code in Chinese characters).
+#[must_use]
+pub fn id_from(code: &str, fallback: &str) -> String {
+    let mut id = String::new();
+    for c in code.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if (c == '-' || c == '_' || c.is_whitespace()) && !id.ends_with('-') {
+            id.push('-');
+        }
+    }
+    let id = id.trim_matches('-').to_owned();
+    if id.is_empty() {
+        fallback.to_owned()
+    } else {
+        id
+    }
+}
