@@ -12,7 +12,9 @@ use dramatis_llm::{
 use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 
 /// The models for each role, from the arguments. The character endpoint must be set
-/// unless the scripted model was chosen; the narrator falls back to it.
+/// unless the scripted model was chosen; the narrator and answer roles fall back to the
+/// character model, and take their own endpoint, model name or (for answers) scripted
+/// fixture when given.
 pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
     let mut models = if let Some(fixture) = &args.scripted {
         RoleModels::uniform(Arc::new(scripted(fixture)?))

@@ -16,108 +16,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
+
+use files::{LocationInfo, Preset, RoleInfo, RoleLine, WorldInfo, read_json, read_map};
 
 use crate::file::{
     Character, Fact, Location, Open, PathEntry, Pattern, ScenarioFile, Scene, World, id_from,
 };
-
-// Every field BookWorld writes is listed, so that an unknown one is refused; not all
-// of them are used.
-#[allow(dead_code)]
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Preset {
-    #[serde(default)]
-    experiment_subname: String,
-    world_file_path: String,
-    map_file_path: String,
-    loc_file_path: String,
-    role_file_dir: String,
-    role_agent_codes: Vec<String>,
-    #[serde(default)]
-    intervention: String,
-    #[serde(default)]
-    script: String,
-    source: String,
-    #[serde(default)]
-    language: String,
-    #[serde(default)]
-    title: String,
-}
-
-// Every field BookWorld writes is listed, so that an unknown one is refused; not all
-// of them are used.
-#[allow(dead_code)]
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WorldInfo {
-    #[serde(default)]
-    source: String,
-    #[serde(default)]
-    world_name: String,
-    #[serde(default)]
-    title: String,
-    description: String,
-    #[serde(default)]
-    detail: String,
-    #[serde(default)]
-    language: String,
-}
-
-// Every field BookWorld writes is listed, so that an unknown one is refused; not all
-// of them are used.
-#[allow(dead_code)]
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LocationInfo {
-    location_code: String,
-    location_name: String,
-    #[serde(default)]
-    source: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    detail: String,
-}
-
-// Every field BookWorld writes is listed, so that an unknown one is refused; not all
-// of them are used.
-#[allow(dead_code)]
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoleInfo {
-    role_code: String,
-    role_name: String,
-    #[serde(default)]
-    source: String,
-    #[serde(default)]
-    activity: Option<f64>,
-    profile: String,
-    #[serde(default)]
-    nickname: String,
-    #[serde(default)]
-    relation: BTreeMap<String, Relation>,
-    #[serde(default)]
-    gender: String,
-    #[serde(default)]
-    identity: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Relation {
-    #[serde(default)]
-    relation: Vec<String>,
-    #[serde(default)]
-    detail: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct RoleLine {
-    text: String,
-}
 
 /// What an import produced.
 #[derive(Debug, Clone)]
@@ -133,12 +37,6 @@ pub struct Imported {
     pub scripted: bool,
     /// Things left out, each naming its file.
     pub notes: Vec<String>,
-}
-
-fn read_json<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 /// A preset's path (`./data/…`), relative to the BookWorld folder that holds
@@ -449,50 +347,6 @@ fn first_non_empty(texts: &[&str]) -> String {
         .to_owned()
 }
 
-/// Distances between pairs of place codes.
-type Distances = BTreeMap<(String, String), u32>;
-
-/// The distance map: a square CSV whose first row and first column name the places.
-/// Returns the places in order and each pair's distance (the upper triangle, at least 1).
-fn read_map(path: &Path) -> anyhow::Result<(Vec<String>, Distances)> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .from_path(path)
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    let header: Vec<String> = reader
-        .headers()
-        .map_err(|e| anyhow!("{}: {e}", path.display()))?
-        .iter()
-        .skip(1)
-        .map(|h| h.trim().to_owned())
-        .collect();
-    let mut distances = BTreeMap::new();
-    for (row, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        let from = record.get(0).unwrap_or_default().trim().to_owned();
-        for (column, cell) in record.iter().skip(1).enumerate() {
-            let Some(to) = header.get(column) else {
-                bail!(
-                    "{}:{}: more cells than places in the first row",
-                    path.display(),
-                    row + 2
-                );
-            };
-            let value: f64 = cell.trim().parse().map_err(|_| {
-                anyhow!(
-                    "{}:{}: distance {:?} from {from} to {to} is not a number",
-                    path.display(),
-                    row + 2,
-                    cell
-                )
-            })?;
-            if from < *to && value > 0.0 {
-                distances.insert((from.clone(), to.clone()), (value.round() as u32).max(1));
-            }
-        }
-    }
-    Ok((header, distances))
-}
-
+mod files;
 #[cfg(test)]
 mod tests;
