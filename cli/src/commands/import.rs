@@ -28,14 +28,16 @@ pub fn bookworld(args: &BookWorldArgs) -> anyhow::Result<()> {
         }
     };
     let done = dramatis_ingest::bookworld::import(&args.preset, &out)?;
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     println!(
-        "wrote {}: {} characters, {} places, {} paths, {} relation facts, {} excerpts; {}",
+        "wrote {}: {}, {}, {}, {}, {}; {}",
         done.scenario.display(),
-        done.characters,
-        done.locations,
-        done.paths,
-        done.facts,
-        done.excerpts,
+        count(done.characters, "character", "characters"),
+        count(done.locations, "place", "places"),
+        count(done.paths, "path", "paths"),
+        count(done.facts, "relation fact", "relation facts"),
+        count(done.excerpts, "excerpt", "excerpts"),
         if done.scripted {
             "a scripted scene from the preset's script"
         } else {
