@@ -51,6 +51,40 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// An item asked at the end of the story: four candidate answers (A–D) and the
+    /// refusal (E); its split follows from `gold`.
+    #[must_use]
+    pub fn multiple_choice(
+        character: &str,
+        question: &str,
+        options: [&str; 4],
+        gold: char,
+    ) -> Self {
+        Self {
+            id: String::new(),
+            character: character.to_owned(),
+            question: question.to_owned(),
+            options: ['A', 'B', 'C', 'D', 'E']
+                .into_iter()
+                .zip(options.into_iter().chain([REFUSAL_TEXT]))
+                .map(|(letter, text)| (letter, text.to_owned()))
+                .collect(),
+            gold,
+            split: if gold == REFUSAL {
+                Split::Kr
+            } else {
+                Split::Krf
+            },
+            at: None,
+            fact: None,
+            line: None,
+            line_text: None,
+            truth: None,
+            evidence: Vec::new(),
+            played_with: None,
+        }
+    }
+
     /// The same item with another gold letter (and the split that goes with it).
     #[must_use]
     pub fn with_gold(&self, gold: char) -> Self {

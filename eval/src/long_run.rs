@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::kbf::{Probe, REFUSAL_TEXT, Split};
+use crate::kbf::Probe;
 
 /// Items recalled that count for Recall@10.
 pub const RECALL_AT: usize = 10;
@@ -115,29 +115,7 @@ pub fn write_long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Pr
     std::fs::write(&path, toml).with_context(|| format!("cannot write {}", path.display()))?;
     let probes = PLANTED
         .iter()
-        .map(|(_, question, options)| Probe {
-            character: "tom".into(),
-            question: (*question).to_owned(),
-            options: ['A', 'B', 'C', 'D', 'E']
-                .into_iter()
-                .zip(
-                    options
-                        .iter()
-                        .map(|o| (*o).to_owned())
-                        .chain(std::iter::once(REFUSAL_TEXT.to_owned())),
-                )
-                .collect(),
-            gold: 'A',
-            split: Split::Krf,
-            id: String::new(),
-            at: None,
-            fact: None,
-            line: None,
-            line_text: None,
-            truth: None,
-            evidence: Vec::new(),
-            played_with: None,
-        })
+        .map(|(_, question, options)| Probe::multiple_choice("tom", question, *options, 'A'))
         .collect();
     Ok((path, probes))
 }

@@ -248,26 +248,7 @@ fn line_positions_ask_right_after_the_line_and_one_turn_before() {
 fn hand_written(character: &str, question: &str, options: [&str; 4], gold: char) -> Probe {
     Probe {
         id: format!("{question}:{character}"),
-        character: character.to_owned(),
-        question: question.to_owned(),
-        options: ['A', 'B', 'C', 'D', 'E']
-            .into_iter()
-            .zip(options.into_iter().chain([REFUSAL_TEXT]))
-            .map(|(l, t)| (l, t.to_owned()))
-            .collect(),
-        gold,
-        split: if gold == REFUSAL {
-            Split::Kr
-        } else {
-            Split::Krf
-        },
-        at: None,
-        fact: None,
-        line: None,
-        line_text: None,
-        truth: None,
-        evidence: Vec::new(),
-        played_with: None,
+        ..Probe::multiple_choice(character, question, options, gold)
     }
 }
 
