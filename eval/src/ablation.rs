@@ -108,11 +108,9 @@ pub async fn play_and_probe(
     let tokens = tokens.saturating_sub(asked_usage.prompt_tokens as usize);
 
     // Recalled texts come in order of asking; put them back in probe order.
-    let mut order: Vec<usize> = (0..probes.len()).collect();
-    order.sort_by_key(|i| probes[*i].at.unwrap_or(u32::MAX));
     let mut recalled = vec![Vec::new(); probes.len()];
-    for (i, texts) in order.into_iter().zip(answerer.recalled) {
-        recalled[i] = texts;
+    for (i, texts) in asked.order.iter().zip(answerer.recalled) {
+        recalled[*i] = texts;
     }
     let answers = asked
         .letters

@@ -30,8 +30,14 @@ use crate::walk::{Source, Walk, sources};
 /// One way of answering an item, asked once the world stands at the item's position.
 #[async_trait]
 pub trait Answerer: Send {
-    /// The matched letter, or `None` when the answer matched no option.
-    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>>;
+    /// The matched letter, or `None` when the answer matched no option. `known` is
+    /// everything anyone could know at the walk's position ([`sources`]).
+    async fn answer(
+        &mut self,
+        walk: &mut Walk,
+        known: &[Source],
+        probe: &Probe,
+    ) -> anyhow::Result<Option<char>>;
 
     /// Language-model use so far.
     fn usage(&self) -> Usage {
@@ -56,6 +62,8 @@ pub struct Asked {
     pub probes: Vec<Probe>,
     pub letters: Vec<Option<char>>,
     pub changed: Vec<GoldChange>,
+    /// The items' indices in the order they were asked.
+    pub order: Vec<usize>,
 }
 
 /// Asks every item of `probes` at its position, walking the story forward once (items in
@@ -76,7 +84,7 @@ pub async fn ask_at_positions(
     let mut changed = Vec::new();
     let mut all: Vec<Source> = Vec::new();
     let mut known_at = None;
-    for i in order {
+    for &i in &order {
         let probe = &probes[i];
         walk.advance_to(probe.at).await?;
         if let Some(at) = probe.at
@@ -106,7 +114,7 @@ pub async fn ask_at_positions(
                 now: gold,
             });
         }
-        letters[i] = answerer.answer(walk, probe).await?;
+        letters[i] = answerer.answer(walk, &all, probe).await?;
         scored[i] = Some(probe.with_gold(gold));
         each();
     }
@@ -114,6 +122,7 @@ pub async fn ask_at_positions(
         probes: scored.into_iter().flatten().collect(),
         letters,
         changed,
+        order,
     })
 }
 
@@ -184,7 +193,12 @@ pub struct AgentAnswerer {
 
 #[async_trait]
 impl Answerer for AgentAnswerer {
-    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+    async fn answer(
+        &mut self,
+        walk: &mut Walk,
+        _known: &[Source],
+        probe: &Probe,
+    ) -> anyhow::Result<Option<char>> {
         let answer = ask(walk, probe, multiple_choice(probe), false).await?;
         if let Some(u) = answer.usage {
             self.usage.add_calls_and_tokens(&u);
@@ -209,7 +223,12 @@ pub struct RecallAnswerer<'a> {
 
 #[async_trait]
 impl Answerer for RecallAnswerer<'_> {
-    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+    async fn answer(
+        &mut self,
+        walk: &mut Walk,
+        _known: &[Source],
+        probe: &Probe,
+    ) -> anyhow::Result<Option<char>> {
         let response = ask(walk, probe, probe.question.clone(), true).await?;
         if let Some(u) = response.usage {
             self.usage.add_calls_and_tokens(&u);
@@ -241,8 +260,8 @@ pub enum Pool {
     Everyone,
 }
 
-/// Texts of a pool at the walk's position, for `character`.
-fn pool_texts(scenario: &Scenario, walk: &Walk, pool: Pool, character: &str) -> Vec<String> {
+/// Texts of a pool at the walk's position (`known`), for `character`.
+fn pool_texts(scenario: &Scenario, known: &[Source], pool: Pool, character: &str) -> Vec<String> {
     match pool {
         Pool::Profile => scenario
             .character(character)
@@ -255,7 +274,7 @@ fn pool_texts(scenario: &Scenario, walk: &Walk, pool: Pool, character: &str) -> 
                     .collect()
             })
             .unwrap_or_default(),
-        Pool::Everyone => sources(scenario, &walk.run)
+        Pool::Everyone => known
             .iter()
             .flat_map(|s| s.text.lines().map(str::to_owned).collect::<Vec<_>>())
             .filter(|t| !t.trim().is_empty())
@@ -315,8 +334,13 @@ impl<'a> PoolAnswerer<'a> {
 
 #[async_trait]
 impl Answerer for PoolAnswerer<'_> {
-    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
-        let texts = pool_texts(self.scenario, walk, self.pool, &probe.character);
+    async fn answer(
+        &mut self,
+        _walk: &mut Walk,
+        known: &[Source],
+        probe: &Probe,
+    ) -> anyhow::Result<Option<char>> {
+        let texts = pool_texts(self.scenario, known, self.pool, &probe.character);
         let pool = self.vectors.of(&texts, self.embedder).await?;
         Ok(Some(
             best_supported(probe, &pool, self.embedder, self.threshold).await?,
@@ -354,11 +378,11 @@ impl<'a> ModelAnswerer<'a> {
     }
 
     /// The pool's items nearest the question, best first.
-    async fn context(&mut self, walk: &Walk, probe: &Probe) -> anyhow::Result<Vec<String>> {
+    async fn context(&mut self, known: &[Source], probe: &Probe) -> anyhow::Result<Vec<String>> {
         if self.pool == Pool::Profile {
             return Ok(Vec::new());
         }
-        let texts = pool_texts(self.scenario, walk, self.pool, &probe.character);
+        let texts = pool_texts(self.scenario, known, self.pool, &probe.character);
         let vectors = self.vectors.of(&texts, self.embedder).await?;
         let question = self
             .embedder
@@ -378,7 +402,12 @@ impl<'a> ModelAnswerer<'a> {
 
 #[async_trait]
 impl Answerer for ModelAnswerer<'_> {
-    async fn answer(&mut self, walk: &mut Walk, probe: &Probe) -> anyhow::Result<Option<char>> {
+    async fn answer(
+        &mut self,
+        _walk: &mut Walk,
+        known: &[Source],
+        probe: &Probe,
+    ) -> anyhow::Result<Option<char>> {
         let character = self
             .scenario
             .character(&probe.character)
@@ -393,7 +422,7 @@ impl Answerer for ModelAnswerer<'_> {
             character.name,
             character.name
         );
-        let context = self.context(walk, probe).await?;
+        let context = self.context(known, probe).await?;
         if !context.is_empty() {
             system.push_str("\nWhat comes to mind:");
             for item in &context {

@@ -13,6 +13,7 @@ pub mod kbf;
 pub mod long_run;
 pub mod probes;
 pub mod walk;
+pub mod words;
 
 use std::path::Path;
 

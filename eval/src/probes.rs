@@ -17,6 +17,7 @@ use dramatis_world::scenario::Scenario;
 
 use crate::kbf::{Probe, REFUSAL, REFUSAL_TEXT, Split};
 use crate::walk::{Run, Source, sources};
+use crate::words::{Token, contains_word, tokens};
 
 /// Where items are asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,48 +36,6 @@ enum Kind {
     Number,
     Name,
     Word,
-}
-
-/// One word of a text: its byte range and whether it opens a sentence.
-struct Token<'a> {
-    start: usize,
-    word: &'a str,
-    opens_sentence: bool,
-}
-
-fn tokens(text: &str) -> Vec<Token<'_>> {
-    let mut out = Vec::new();
-    let mut start = None;
-    let mut opens_sentence = true;
-    for (i, c) in text
-        .char_indices()
-        .chain(std::iter::once((text.len(), ' ')))
-    {
-        if c.is_alphanumeric() {
-            start.get_or_insert(i);
-            continue;
-        }
-        if let Some(s) = start.take() {
-            out.push(Token {
-                start: s,
-                word: &text[s..i],
-                opens_sentence,
-            });
-            opens_sentence = false;
-        }
-        if matches!(c, '.' | '!' | '?' | ':' | '"' | '\u{201c}' | '\n') {
-            opens_sentence = true;
-        }
-    }
-    out
-}
-
-/// Whether `text` holds `word` as a whole word, ignoring case.
-#[must_use]
-pub fn contains_word(text: &str, word: &str) -> bool {
-    tokens(text)
-        .iter()
-        .any(|t| t.word.eq_ignore_ascii_case(word))
 }
 
 /// Common words too long for the length rule to drop.
@@ -181,7 +140,7 @@ fn words_of<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
 /// some source it knew by then contains one.
 fn could_know(all: &[Source], character: &str, at: u32, words: &[String]) -> bool {
     all.iter()
-        .any(|s| s.known_by(character, at) && words.iter().any(|w| contains_word(&s.text, w)))
+        .any(|s| s.known_by(character, at) && words.iter().any(|w| s.holds(w)))
 }
 
 fn hash(parts: &[&str]) -> u64 {
@@ -220,7 +179,7 @@ fn probed(scenario: &Scenario, all: &[Source]) -> Vec<Probed> {
             merged.push(s.clone());
         }
     }
-    let frequency = |word: &str| all.iter().filter(|s| contains_word(&s.text, word)).count();
+    let frequency = |word: &str| all.iter().filter(|s| s.holds(word)).count();
     let mut out: Vec<Probed> = Vec::new();
     for source in merged {
         let chosen = tokens(&source.text)
@@ -284,7 +243,7 @@ pub fn generate(scenario: &Scenario, run: &Run, at: At, played_with: &str) -> Ve
                 .iter()
                 .filter(|(_, w)| {
                     !w.eq_ignore_ascii_case(&p.word)
-                        && !contains_word(&p.source.text, w)
+                        && !p.source.holds(w)
                         && !could_know(&all, &who, position, std::slice::from_ref(w))
                 })
                 .collect();
@@ -423,12 +382,7 @@ fn evidence(probe: &Probe, truth: char, scenario: &Scenario, all: &[Source]) -> 
         .filter(|t| matches!(kind_of(t), Some(Kind::Name | Kind::Number)))
         .filter(|t| !blocked.contains(&t.word.to_lowercase()))
         // As rare as a generated blank: "3" in "Scripted line 3." is not an address.
-        .filter(|t| {
-            all.iter()
-                .filter(|s| contains_word(&s.text, t.word))
-                .count()
-                <= 3
-        })
+        .filter(|t| all.iter().filter(|s| s.holds(t.word)).count() <= 3)
         .filter(|t| {
             !contains_word(&probe.question, t.word)
                 && !probe

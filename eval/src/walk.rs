@@ -7,7 +7,7 @@
 //! turns and stopped. An event logged while turn `p` was played has position `p`, so it
 //! has been perceived by the time the world stops there.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
@@ -16,6 +16,8 @@ use dramatis_proto::v1::{AdvanceRequest, Event, EventKind, WorldStatus, advance_
 use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
 use tonic::transport::Channel;
+
+use crate::words::word_set;
 
 /// What a walked story has logged so far.
 #[derive(Debug, Clone, Default)]
@@ -109,9 +111,36 @@ pub struct Source {
     pub logged_at: u32,
     /// Each character that knows it, and from which position.
     pub known_from: BTreeMap<String, u32>,
+    /// Its lowercased words, read once.
+    words: BTreeSet<String>,
 }
 
 impl Source {
+    fn new(
+        id: String,
+        fact: Option<String>,
+        line: Option<u64>,
+        text: String,
+        logged_at: u32,
+        known_from: BTreeMap<String, u32>,
+    ) -> Self {
+        Self {
+            words: word_set(&text),
+            id,
+            fact,
+            line,
+            text,
+            logged_at,
+            known_from,
+        }
+    }
+
+    /// Whether its text holds `word` as a whole word, ignoring case.
+    #[must_use]
+    pub fn holds(&self, word: &str) -> bool {
+        self.words.contains(&word.to_lowercase())
+    }
+
     /// Whether `character` knows it once `at` turns have been played.
     #[must_use]
     pub fn known_by(&self, character: &str, at: u32) -> bool {
@@ -144,14 +173,14 @@ fn perceived_text(kind: i32) -> bool {
 pub fn sources(scenario: &Scenario, run: &Run) -> Vec<Source> {
     let mut out = Vec::new();
     for fact in &scenario.facts {
-        out.push(Source {
-            id: format!("fact:{}", fact.id),
-            fact: Some(fact.id.clone()),
-            line: None,
-            text: fact.text.clone(),
-            logged_at: 0,
-            known_from: fact.known_by.iter().map(|c| (c.clone(), 0)).collect(),
-        });
+        out.push(Source::new(
+            format!("fact:{}", fact.id),
+            Some(fact.id.clone()),
+            None,
+            fact.text.clone(),
+            0,
+            fact.known_by.iter().map(|c| (c.clone(), 0)).collect(),
+        ));
     }
     for character in &scenario.characters {
         let mut own = vec![character.profile.clone(), character.style.clone()];
@@ -160,31 +189,31 @@ pub fn sources(scenario: &Scenario, run: &Run) -> Vec<Source> {
             own.push(pattern.description.clone());
             own.extend(pattern.excerpts.iter().cloned());
         }
-        out.push(Source {
-            id: format!("self:{}", character.id),
-            fact: None,
-            line: None,
-            text: own.join("\n"),
-            logged_at: 0,
-            known_from: BTreeMap::from([(character.id.clone(), 0)]),
-        });
+        out.push(Source::new(
+            format!("self:{}", character.id),
+            None,
+            None,
+            own.join("\n"),
+            0,
+            BTreeMap::from([(character.id.clone(), 0)]),
+        ));
     }
     for (at, event) in &run.log {
         if event.kind == EventKind::SceneStart as i32 {
             // Being there: the place's name and look, known by those present.
             let place = scenario.location(&event.location);
-            out.push(Source {
-                id: format!("scene:{}", event.seq),
-                fact: None,
-                line: None,
-                text: format!(
+            out.push(Source::new(
+                format!("scene:{}", event.seq),
+                None,
+                None,
+                format!(
                     "{}\n{}",
                     event.text,
                     place.map(|l| l.description.as_str()).unwrap_or_default()
                 ),
-                logged_at: *at,
-                known_from: event.perceivers.iter().map(|c| (c.clone(), *at)).collect(),
-            });
+                *at,
+                event.perceivers.iter().map(|c| (c.clone(), *at)).collect(),
+            ));
             continue;
         }
         if !perceived_text(event.kind) || event.text.trim().is_empty() {
@@ -195,14 +224,14 @@ pub fn sources(scenario: &Scenario, run: &Run) -> Vec<Source> {
         if !event.speaker.is_empty() {
             known_from.insert(event.speaker.clone(), *at);
         }
-        out.push(Source {
-            id: format!("line:{}", event.seq),
-            fact: None,
-            line: Some(event.seq),
-            text: event.text.clone(),
-            logged_at: *at,
+        out.push(Source::new(
+            format!("line:{}", event.seq),
+            None,
+            Some(event.seq),
+            event.text.clone(),
+            *at,
             known_from,
-        });
+        ));
     }
     out
 }

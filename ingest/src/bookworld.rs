@@ -85,6 +85,21 @@ fn ids(codes: &[String], prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// The scenario name an import of the preset at `preset` gets: its source, and its
+/// sub-name when that says more.
+pub fn scenario_name(preset: &Path) -> anyhow::Result<String> {
+    Ok(name_of_preset(&read_json(preset)?))
+}
+
+fn name_of_preset(preset: &Preset) -> String {
+    let subname = preset.experiment_subname.trim();
+    if subname.is_empty() || subname == preset.source {
+        id_from(&preset.source, "bookworld")
+    } else {
+        id_from(&format!("{}-{subname}", preset.source), "bookworld")
+    }
+}
+
 /// Imports the preset at `preset` into the scenario folder `out`.
 pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
     let preset: Preset = read_json(preset_path)?;
@@ -297,12 +312,7 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
         };
         (Some(open), Vec::new())
     };
-    let subname = preset.experiment_subname.trim();
-    let name = if subname.is_empty() || subname == preset.source {
-        id_from(&preset.source, "bookworld")
-    } else {
-        id_from(&format!("{}-{subname}", preset.source), "bookworld")
-    };
+    let name = name_of_preset(&preset);
     let title = first_non_empty(&[&preset.title, &world.title, &world.world_name, &name]);
     let file = ScenarioFile {
         version: 1,

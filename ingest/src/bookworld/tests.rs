@@ -136,21 +136,21 @@ fn bad_presets_are_named_with_their_file() {
             .expect("preset"),
     )
     .expect("json");
-    let write = |name: &str, value: &serde_json::Value| {
+    // Writes the preset as NAME and imports it; the error it is refused with.
+    let refused = |name: &str, value: &serde_json::Value| {
         let presets = dir.path().join("experiment_presets");
         std::fs::create_dir_all(&presets).expect("dir");
         let path = presets.join(name);
         std::fs::write(&path, value.to_string()).expect("write");
-        path
+        format!(
+            "{:#}",
+            import(&path, &dir.path().join("out")).expect_err("refused")
+        )
     };
     // An unknown field.
     let mut unknown = original.clone();
     unknown["mystery_field"] = serde_json::json!(1);
-    let path = write("unknown.json", &unknown);
-    let error = format!(
-        "{:#}",
-        import(&path, &dir.path().join("out")).expect_err("refused")
-    );
+    let error = refused("unknown.json", &unknown);
     assert!(
         error.contains("unknown.json") && error.contains("mystery_field"),
         "{error}"
@@ -161,21 +161,13 @@ fn bad_presets_are_named_with_their_file() {
         .as_object_mut()
         .expect("object")
         .remove("map_file_path");
-    let path = write("missing.json", &missing);
-    let error = format!(
-        "{:#}",
-        import(&path, &dir.path().join("out")).expect_err("refused")
-    );
+    let error = refused("missing.json", &missing);
     assert!(
         error.contains("missing.json") && error.contains("map_file_path"),
         "{error}"
     );
     // Files it points to that are not there (this copy has no data folder).
-    let path = write("elsewhere.json", &original);
-    let error = format!(
-        "{:#}",
-        import(&path, &dir.path().join("out")).expect_err("refused")
-    );
+    let error = refused("elsewhere.json", &original);
     assert!(error.contains("general.json"), "{error}");
     assert!(
         !dir.path().join("out/scenario.toml").exists(),
