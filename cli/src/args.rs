@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CreateArgs,
-    EmbedBenchArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs,
-    WatchArgs,
+    EmbedBenchArgs, IngestArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs,
+    ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -40,6 +40,7 @@ impl Cli {
                 | Command::Scenarios(_)
                 | Command::Eval(_)
                 | Command::Import(_)
+                | Command::Ingest(_)
                 | Command::Bench(_),
             ) => "warn",
             (0, _) => "info",
@@ -94,6 +95,16 @@ pub enum Command {
     Advance(AdvanceArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
+    /// Turn a book into a scenario folder (ReverieMem's Source-to-Memory).
+    ///
+    /// The only human input is the focus characters. Five stages: scenes (places,
+    /// speakers, who is present, silent or only talked about), episodic summaries (each
+    /// written from the text up to its scene only), a knowledge graph (facts and who may
+    /// know them, shared through organisations), personality patterns (lines clustered
+    /// with the agents' embedder), and who knows whom by name. A model refines each stage
+    /// when one is available; every stage also works without one (--no-model). Results
+    /// are cached in the folder, so an interrupted ingest resumes.
+    Ingest(IngestArgs),
     /// Turn another tool's story data into a scenario folder.
     #[command(subcommand)]
     Import(ImportCommand),

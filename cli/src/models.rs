@@ -58,9 +58,19 @@ fn client(
     endpoint: String,
     model: &str,
 ) -> anyhow::Result<Arc<dyn LanguageModel>> {
+    openai_client(endpoint, model, args.llm_api_key.clone(), args.llm_timeout)
+}
+
+/// A client for an OpenAI-compatible endpoint.
+pub fn openai_client(
+    endpoint: String,
+    model: &str,
+    api_key: Option<String>,
+    timeout_seconds: u64,
+) -> anyhow::Result<Arc<dyn LanguageModel>> {
     let mut config = OpenAiConfig::new(endpoint, model);
-    config.api_key.clone_from(&args.llm_api_key);
-    config.idle_timeout = Duration::from_secs(args.llm_timeout.max(1));
+    config.api_key = api_key;
+    config.idle_timeout = Duration::from_secs(timeout_seconds.max(1));
     Ok(Arc::new(OpenAiClient::new(config)?))
 }
 

@@ -248,6 +248,7 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
                 text,
                 known_by: vec![me.to_owned(), (*them).to_owned()],
                 route: "direct_experience".to_owned(),
+                ..Fact::default()
             });
         }
     }
@@ -282,7 +283,7 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
                 profile: info.profile,
                 style: "in their own voice, as in the book".to_owned(),
                 location: start.clone(),
-                goal: String::new(),
+                ..Character::default()
             }
         })
         .collect();
@@ -299,6 +300,7 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
             min_turns: 3,
             max_turns: 8,
             opening: preset.script.trim().to_owned(),
+            ..Scene::default()
         };
         (None, vec![scene])
     } else {

@@ -55,7 +55,7 @@ pub struct PathEntry {
     pub distance: u32,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Character {
     pub id: String,
     pub name: String,
@@ -68,8 +68,18 @@ pub struct Character {
     pub goal: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub knows: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub known_as: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memories: Vec<Memory>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<Pattern>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Memory {
+    pub id: String,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,15 +89,23 @@ pub struct Pattern {
     pub excerpts: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Fact {
     pub id: String,
     pub text: String,
     pub known_by: Vec<String>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub predicate: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub object: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cause: String,
     pub route: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Scene {
     pub id: String,
     pub location: String,
@@ -96,6 +114,9 @@ pub struct Scene {
     pub min_turns: u32,
     pub max_turns: u32,
     pub opening: String,
+    /// Names learned offstage before this scene: id -> ids it knows by name from here.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub knows: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl ScenarioFile {

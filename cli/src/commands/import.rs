@@ -18,14 +18,7 @@ pub struct BookWorldArgs {
 pub fn bookworld(args: &BookWorldArgs) -> anyhow::Result<()> {
     let out = match &args.out {
         Some(dir) => dir.clone(),
-        None => {
-            // Read the name first so the default folder is the scenario's name.
-            let staging = tempfile::Builder::new()
-                .prefix("dramatis-import-")
-                .tempdir()?;
-            let done = dramatis_ingest::bookworld::import(&args.preset, staging.path())?;
-            PathBuf::from(done.name)
-        }
+        None => PathBuf::from(dramatis_ingest::bookworld::scenario_name(&args.preset)?),
     };
     let done = dramatis_ingest::bookworld::import(&args.preset, &out)?;
     let count =

@@ -8,6 +8,7 @@ mod bench_embed;
 mod bench_retrieval;
 mod eval;
 mod import;
+mod ingest;
 mod llm;
 mod play;
 mod run;
@@ -25,6 +26,7 @@ pub use bench::BenchArgs;
 pub use bench_embed::EmbedBenchArgs;
 pub use eval::{KbfArgs, ProbesArgs};
 pub use import::BookWorldArgs;
+pub use ingest::IngestArgs;
 pub use llm::LlmServeArgs;
 pub use play::PlayArgs;
 pub use run::RunArgs;
@@ -48,6 +50,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Advance(args) => advance::advance(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Import(ImportCommand::Bookworld(args)) => import::bookworld(&args),
+        Command::Ingest(args) => ingest::ingest(&args).await,
         Command::Eval(EvalCommand::Probes(args)) => eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,

@@ -1,0 +1,461 @@
+//! Stage 3, the knowledge graph (deterministic path): entities of seven types named in
+//! each scene, with aliases unified across scenes; fact candidates (sentences naming an
+//! entity, a time or a number) as (s, p, o, cause) with their text; visibility in two
+//! phases: local (the subject's direct experience, observation by those present at that
+//! point of the scene, common knowledge for world background), then propagation
+//! through the character–organisation membership graph.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::lexicon::{COMMON_MARKERS, ORGANISATION_HEADS, TIME_WORDS};
+use super::scenes::{Scene, Speaker};
+use super::text::{FocusCharacter, Namer, contains_phrase, words};
+
+/// The paper's seven entity types.
+pub const ENTITY_KINDS: [&str; 7] = [
+    "person",
+    "organisation",
+    "place",
+    "object",
+    "event",
+    "time",
+    "concept",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entity {
+    pub name: String,
+    pub kind: String,
+    pub aliases: BTreeSet<String>,
+    /// Scenes (1-based) it is named in.
+    pub scenes: BTreeSet<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Organisation {
+    pub name: String,
+    pub aliases: BTreeSet<String>,
+    /// Focus characters who belong to it.
+    pub members: BTreeSet<String>,
+}
+
+/// A SPOCV fact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphFact {
+    pub scene: usize,
+    pub text: String,
+    pub subject: String,
+    pub predicate: String,
+    pub object: String,
+    pub cause: String,
+    pub route: String,
+    pub known_by: BTreeSet<String>,
+    /// `text` (a sentence of the book) or `model` (a relation the model induced).
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graph {
+    pub entities: Vec<Entity>,
+    pub organisations: Vec<Organisation>,
+    pub facts: Vec<GraphFact>,
+}
+
+const NUMBER_WORDS: &[&str] = &[
+    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+    "twenty", "thirty", "forty", "fifty", "hundred", "thousand",
+];
+
+const FUNCTION_WORDS: &[&str] = &[
+    "of", "in", "on", "at", "and", "was", "were", "had", "is", "to", "from", "with", "that", "for",
+    "but", "or", "by", "into", "under", "as", "he", "she", "they", "it", "which",
+];
+
+const SENTENCE_STARTERS: &[&str] = &[
+    "The", "A", "An", "He", "She", "It", "They", "We", "I", "You", "But", "And", "On", "In",
+    "When", "Then", "There", "This", "That", "If", "What", "Who", "Why", "How", "Not", "No", "Yes",
+    "Under", "Out", "At", "For", "My", "His", "Her", "Our", "Your", "Their", "Now", "Outside",
+    "Inside", "Below", "Above", "Near", "Every", "Everyone", "Nobody", "Neither", "Somebody",
+    "Someone", "Whoever", "Since", "Because", "Only", "So", "Mind", "Give", "Tell", "Father",
+    "Mother", "Sir", "Miss", "Mr", "Mrs", "Very", "Once", "Thank",
+];
+
+/// Capitalised words the book uses inside sentences (not first): the proper nouns a
+/// sentence may also start with.
+fn mid_sentence_capitals(scenes: &[Scene]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for s in scenes {
+        for sentence in &s.sentences {
+            let tokens: Vec<&str> = sentence.text.split_whitespace().collect();
+            for (i, raw) in tokens.iter().enumerate().skip(1) {
+                let w = clean_word(raw);
+                if w.chars().next().is_some_and(char::is_uppercase)
+                    && !tokens[i - 1].ends_with(['.', '!', '?', ':', '"'])
+                {
+                    out.insert(w.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn clean_word(raw: &str) -> &str {
+    let w = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+    w.strip_suffix("'s").unwrap_or(w)
+}
+
+/// Capitalised phrases of a sentence: candidate names. A word in first position counts
+/// only when the book also capitalises it mid-sentence; contractions never do.
+fn proper_phrases(sentence: &str, proper: &BTreeSet<String>) -> Vec<String> {
+    let tokens: Vec<&str> = sentence.split_whitespace().collect();
+    let mut out = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    for (i, raw) in tokens.iter().enumerate() {
+        let w = clean_word(raw);
+        let capital = w.chars().next().is_some_and(char::is_uppercase);
+        let starter = i == 0 || tokens[i - 1].ends_with(['.', '!', '?', ':', '"']);
+        let keep = capital
+            && !(starter && (SENTENCE_STARTERS.contains(&w) || !proper.contains(w)))
+            && w.len() > 1
+            && !w.contains('\'');
+        if keep {
+            current.push(w.to_owned());
+        }
+        let ends = !keep || raw.ends_with([',', '.', ';', ':', '!', '?']) || raw.ends_with("'s");
+        if ends && !current.is_empty() {
+            out.push(current.join(" "));
+            current.clear();
+        }
+    }
+    if !current.is_empty() {
+        out.push(current.join(" "));
+    }
+    out
+}
+
+fn kind_of(phrase: &str, sentence: &str, scene_places: &BTreeSet<String>) -> &'static str {
+    let last = phrase.split_whitespace().last().unwrap_or("");
+    if ORGANISATION_HEADS.contains(&last) {
+        return "organisation";
+    }
+    if TIME_WORDS.contains(&phrase.to_lowercase().as_str()) {
+        return "time";
+    }
+    if scene_places.iter().any(|p| p.contains(phrase)) {
+        return "place";
+    }
+    let lower = sentence.to_lowercase();
+    let p = phrase.to_lowercase();
+    for prep in [
+        "at ", "in ", "to ", "from ", "on ", "under ", "below ", "across ", "near ",
+    ] {
+        if lower.contains(&format!("{prep}{p}")) || lower.contains(&format!("{prep}the {p}")) {
+            return "place";
+        }
+    }
+    if lower.contains(&format!("the {p}")) {
+        return "object";
+    }
+    "person"
+}
+
+/// Builds the graph from prepared scenes. `world` are the focus characters ever on
+/// stage: the only ones visibility can name.
+#[must_use]
+pub fn extract(
+    scenes: &[Scene],
+    characters: &[FocusCharacter],
+    namer: &Namer,
+    world: &BTreeSet<String>,
+) -> Graph {
+    let places: BTreeSet<String> = scenes.iter().map(|s| s.location.clone()).collect();
+    let proper = mid_sentence_capitals(scenes);
+    let focus_names: BTreeMap<&str, &str> = characters
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str()))
+        .collect();
+    let mut entities: BTreeMap<String, Entity> = BTreeMap::new();
+    let add_entity =
+        |entities: &mut BTreeMap<String, Entity>, name: &str, kind: &str, scene: usize| {
+            let e = entities.entry(name.to_owned()).or_insert_with(|| Entity {
+                name: name.to_owned(),
+                kind: kind.to_owned(),
+                aliases: BTreeSet::new(),
+                scenes: BTreeSet::new(),
+            });
+            e.scenes.insert(scene);
+        };
+    for c in characters {
+        for s in scenes {
+            if s.present().any(|p| *p == c.id) || s.referenced.contains(&c.id) {
+                add_entity(&mut entities, &c.name, "person", s.number);
+            }
+        }
+    }
+    for s in scenes {
+        add_entity(&mut entities, &s.location, "place", s.number);
+        for sentence in &s.sentences {
+            let mentioned: BTreeSet<&str> = namer
+                .mentions(&sentence.text)
+                .iter()
+                .map(|m| m.character)
+                .collect();
+            for phrase in proper_phrases(&sentence.text, &proper) {
+                // A focus character's name form is that character.
+                if namer
+                    .mentions(&phrase)
+                    .first()
+                    .is_some_and(|m| m.start == 0)
+                    || mentioned.iter().any(|id| focus_names[id].contains(&phrase))
+                {
+                    continue;
+                }
+                add_entity(
+                    &mut entities,
+                    &phrase,
+                    kind_of(&phrase, &sentence.text, &places),
+                    s.number,
+                );
+            }
+        }
+    }
+    // Aliases: a one-word organisation or person name folds into the longer name that
+    // ends with it ("Society" into "Lantern Society", "Silas" into "Silas Penrose").
+    let names: Vec<String> = entities.keys().cloned().collect();
+    for short in &names {
+        if short.contains(' ') {
+            continue;
+        }
+        let long = names.iter().find(|n| {
+            *n != short
+                && n.split_whitespace().any(|w| w == short.as_str())
+                && entities[*n].kind == entities[short].kind
+        });
+        if let Some(long) = long.cloned() {
+            if let Some(e) = entities.remove(short) {
+                let target = entities.get_mut(&long).expect("present");
+                target.aliases.insert(short.clone());
+                target.scenes.extend(e.scenes);
+            }
+        }
+    }
+    // Objects: a thing the book keeps returning to ("the token", "the logbook"), named
+    // with "the" in at least three scenes.
+    let mut object_scenes: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+    for s in scenes {
+        for sentence in &s.sentences {
+            let tokens: Vec<&str> = sentence.text.split_whitespace().collect();
+            for (i, pair) in tokens.windows(2).enumerate() {
+                let w = clean_word(pair[1]);
+                let lower = w.to_lowercase();
+                // A noun ends its phrase: punctuation or a function word follows it.
+                let next = tokens.get(i + 2).map(|t| clean_word(t).to_lowercase());
+                let ends = pair[1].ends_with([',', '.', ';', ':', '!', '?'])
+                    || next.is_none()
+                    || next.as_deref().is_some_and(|n| FUNCTION_WORDS.contains(&n));
+                if pair[0].eq_ignore_ascii_case("the")
+                    && ends
+                    && w.len() >= 4
+                    && w.chars().all(|c| c.is_lowercase())
+                    && !proper.iter().any(|p| p.to_lowercase() == lower)
+                {
+                    object_scenes.entry(lower).or_default().insert(s.number);
+                }
+            }
+        }
+    }
+    let objects: BTreeSet<String> = object_scenes
+        .into_iter()
+        .filter(|(w, found)| found.len() >= 3 && !TIME_WORDS.contains(&w.as_str()))
+        .map(|(w, found)| {
+            let name = format!("the {w}");
+            if namer.mentions(&name).is_empty() && !places.iter().any(|p| p.ends_with(&name)) {
+                for n in &found {
+                    add_entity(&mut entities, &name, "object", *n);
+                }
+            }
+            w
+        })
+        .collect();
+    let organisations = organisations(scenes, &entities);
+    let mut facts: Vec<GraphFact> = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for s in scenes {
+        // The paragraph whose narration last named a focus character: a later sentence
+        // of it speaking of "he" or "her" is about that character.
+        let mut named_paragraph: Option<usize> = None;
+        for sentence in &s.sentences {
+            let text = sentence.text.trim();
+            if sentence.spoken_by.is_none() && !namer.mentions(text).is_empty() {
+                named_paragraph = Some(sentence.paragraph);
+            }
+            let pronoun = sentence.spoken_by.is_none()
+                && named_paragraph == Some(sentence.paragraph)
+                && words(text).any(|w| matches!(w.as_str(), "he" | "his" | "him" | "she" | "her"));
+            let word_count = text.split_whitespace().count();
+            if !(4..=60).contains(&word_count) {
+                continue;
+            }
+            let mentions = namer.mentions(text);
+            let phrases = proper_phrases(text, &proper);
+            let lower_words: Vec<String> = words(text).collect();
+            let timed = lower_words
+                .iter()
+                .any(|w| TIME_WORDS.contains(&w.as_str()) || NUMBER_WORDS.contains(&w.as_str()))
+                || text.chars().any(|c| c.is_ascii_digit());
+            let thing = lower_words.iter().any(|w| objects.contains(w));
+            if mentions.is_empty() && phrases.is_empty() && !timed && !thing && !pronoun {
+                continue;
+            }
+            let mut fact = spo(text, &mentions, &phrases, &sentence.spoken_by, &focus_names);
+            fact.scene = s.number;
+            if let Some(speaker) = &sentence.spoken_by {
+                let who = match speaker {
+                    Speaker::Focus(id) => focus_names[id.as_str()].to_owned(),
+                    Speaker::Other(name) => name.clone(),
+                };
+                fact.text = format!("{who} said, \"{text}\"");
+            }
+            let common = COMMON_MARKERS.iter().any(|m| contains_phrase(text, m));
+            let mut known_by = if common {
+                fact.route = "common_knowledge".into();
+                world.clone()
+            } else {
+                fact.route = "observation".into();
+                s.present_at(sentence.paragraph)
+            };
+            if let Some(m) = mentions.first().filter(|m| m.start == 0) {
+                if world.contains(m.character) && !common {
+                    known_by.insert(m.character.to_owned());
+                    fact.route = "direct_experience".into();
+                }
+            }
+            for org in &organisations {
+                if org
+                    .aliases
+                    .iter()
+                    .chain([&org.name])
+                    .any(|a| contains_phrase(text, a))
+                    && !org.members.is_subset(&known_by)
+                {
+                    known_by.extend(org.members.iter().cloned());
+                    fact.route = "organisation_membership".into();
+                }
+            }
+            fact.known_by = known_by.intersection(world).cloned().collect();
+            if fact.known_by.is_empty() {
+                continue;
+            }
+            let key = fact.text.to_lowercase();
+            if let Some(at) = seen.get(&key) {
+                let known = fact.known_by.clone();
+                facts[*at].known_by.extend(known);
+                continue;
+            }
+            seen.insert(key, facts.len());
+            facts.push(fact);
+        }
+    }
+    Graph {
+        entities: entities.into_values().collect(),
+        organisations,
+        facts,
+    }
+}
+
+/// The membership graph: in each scene that names an organisation, the focus
+/// characters who speak of it as "we" belong to it.
+fn organisations(scenes: &[Scene], entities: &BTreeMap<String, Entity>) -> Vec<Organisation> {
+    let mut out = Vec::new();
+    for e in entities.values().filter(|e| e.kind == "organisation") {
+        let mut members = BTreeSet::new();
+        for s in scenes.iter().filter(|s| e.scenes.contains(&s.number)) {
+            for u in &s.utterances {
+                let plural = words(&u.text).any(|w| matches!(w.as_str(), "we" | "us" | "our"));
+                if let (true, Speaker::Focus(id)) = (plural, &u.speaker) {
+                    members.insert(id.clone());
+                }
+            }
+        }
+        if !members.is_empty() {
+            out.push(Organisation {
+                name: e.name.clone(),
+                aliases: e.aliases.clone(),
+                members,
+            });
+        }
+    }
+    out
+}
+
+/// Subject, predicate, object and cause of a sentence, read off its surface: the
+/// subject is the speaker for a first-person line or the first entity named, the
+/// predicate the word after the subject, the object the next entity, the cause what
+/// follows "because", "so that" or "to pay".
+fn spo(
+    text: &str,
+    mentions: &[super::text::Mention<'_>],
+    phrases: &[String],
+    speaker: &Option<Speaker>,
+    focus_names: &BTreeMap<&str, &str>,
+) -> GraphFact {
+    let mut named: Vec<(usize, String)> = mentions
+        .iter()
+        .map(|m| (m.start, focus_names[m.character].to_owned()))
+        .collect();
+    for p in phrases {
+        if let Some(at) = text.find(p.as_str()) {
+            named.push((at, p.clone()));
+        }
+    }
+    named.sort();
+    let first_word = text.split_whitespace().next().unwrap_or("");
+    let speaker_name = match speaker {
+        Some(Speaker::Focus(id)) => focus_names.get(id.as_str()).map(|n| (*n).to_owned()),
+        Some(Speaker::Other(n)) => Some(n.clone()),
+        None => None,
+    };
+    let (subject, subject_end) = match (first_word, speaker_name) {
+        ("I" | "I'm" | "I've" | "My" | "We", Some(name)) => (name, first_word.len()),
+        _ => named
+            .first()
+            .map(|(at, n)| (n.clone(), at + n.len()))
+            .unwrap_or_default(),
+    };
+    let predicate = text
+        .get(subject_end..)
+        .unwrap_or("")
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| !c.is_alphanumeric())
+        .to_owned();
+    let object = named
+        .iter()
+        .find(|(at, n)| *at >= subject_end && *n != subject)
+        .map(|(_, n)| n.clone())
+        .unwrap_or_default();
+    let lower = text.to_lowercase();
+    let cause = ["because ", "so that ", "to pay "]
+        .iter()
+        .find_map(|m| {
+            lower
+                .find(m)
+                .map(|at| text[at..].trim_end_matches(['.', '"']).to_owned())
+        })
+        .unwrap_or_default();
+    GraphFact {
+        scene: 0,
+        text: text.to_owned(),
+        subject,
+        predicate,
+        object,
+        cause,
+        route: String::new(),
+        known_by: BTreeSet::new(),
+        source: "text".into(),
+    }
+}

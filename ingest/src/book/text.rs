@@ -1,0 +1,519 @@
+//! The book as text: reading it (with clear refusals for what is not a book), the
+//! character list, the partition into chapters and scenes, paragraphs split into
+//! narration and quoted speech, sentences, and where each character is named.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::file::id_from;
+
+/// The largest book ingest reads: about 2.8 million words.
+pub const MAX_BOOK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Scenes shorter than this many words join the scene before them (one dramatic unit).
+const MIN_SCENE_WORDS: usize = 150;
+
+/// Without chapter headings or scene breaks, the text is cut at paragraph ends into
+/// scenes of about this many words.
+const UNMARKED_SCENE_WORDS: usize = 1500;
+
+/// Reads a book: UTF-8 text, not empty, at most [`MAX_BOOK_BYTES`]. Line ends are
+/// normalised to `\n`.
+pub fn read_book(path: &Path) -> anyhow::Result<String> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a file", path.display());
+    }
+    if meta.len() > MAX_BOOK_BYTES {
+        bail!(
+            "{} is {:.1} MB; ingest reads books up to {} MB (about 2.8 million words). Split it \
+             into volumes and ingest each.",
+            path.display(),
+            meta.len() as f64 / 1_048_576.0,
+            MAX_BOOK_BYTES / 1_048_576
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(at) = bytes.iter().position(|b| *b == 0) {
+        bail!(
+            "{} is not a text file (a zero byte at offset {at}); ingest reads plain UTF-8 text",
+            path.display()
+        );
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not UTF-8 text (invalid bytes at offset {}); convert it first, e.g. with iconv",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    if text.trim().is_empty() {
+        bail!("{} is empty", path.display());
+    }
+    Ok(text.replace("\r\n", "\n").replace('\r', "\n"))
+}
+
+/// One focus character of the list: `Canonical Name | alias, alias`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FocusCharacter {
+    pub id: String,
+    pub name: String,
+    pub aliases: Vec<String>,
+}
+
+impl FocusCharacter {
+    /// Every form the text may use: the name, then the aliases.
+    pub fn forms(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str()).chain(self.aliases.iter().map(String::as_str))
+    }
+
+    /// The first alias that describes rather than names ("the ferrywoman"): what
+    /// strangers see.
+    #[must_use]
+    pub fn description(&self) -> Option<&str> {
+        self.aliases
+            .iter()
+            .map(String::as_str)
+            .find(|a| is_description(a))
+    }
+}
+
+/// A form that describes (starts with a lowercase word: "the widow") rather than names.
+#[must_use]
+pub fn is_description(form: &str) -> bool {
+    form.chars().next().is_some_and(char::is_lowercase)
+}
+
+/// Reads the character list: one `Canonical Name | alias, alias` per line; blank lines
+/// and `#` comments are skipped. Ids are the first word of the name, lowercased (the
+/// whole name when two characters share a first word).
+pub fn read_characters(path: &Path) -> anyhow::Result<Vec<FocusCharacter>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_characters(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
+    let mut list: Vec<(usize, String, Vec<String>)> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, aliases) = line.split_once('|').unwrap_or((line, ""));
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 80 {
+            bail!(
+                "line {}: expected `Canonical Name | alias, alias` with a name of 1 to 80 \
+                 characters, found `{}`",
+                n + 1,
+                prefix(line, 40)
+            );
+        }
+        let aliases: Vec<String> = aliases
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty() && *a != name)
+            .map(str::to_owned)
+            .collect();
+        list.push((n + 1, name.to_owned(), aliases));
+    }
+    if list.is_empty() {
+        bail!("no characters: write one `Canonical Name | alias, alias` per line");
+    }
+    let first_word =
+        |name: &str| id_from(name.split_whitespace().next().unwrap_or(name), "character");
+    let mut out: Vec<FocusCharacter> = Vec::new();
+    for (line, name, aliases) in &list {
+        let short = first_word(name);
+        let shared = list
+            .iter()
+            .filter(|(_, n, _)| first_word(n) == short)
+            .count()
+            > 1;
+        let id = if shared {
+            id_from(name, "character")
+        } else {
+            short
+        };
+        if out.iter().any(|c| c.id == id) {
+            bail!("line {line}: `{name}` is listed twice");
+        }
+        out.push(FocusCharacter {
+            id,
+            name: name.clone(),
+            aliases: aliases.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// At most `n` characters of `text`, with `…` when cut.
+#[must_use]
+pub fn prefix(text: &str, n: usize) -> String {
+    let mut out: String = text.chars().take(n).collect();
+    if text.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// A scene's place in the book: its chapter (1-based) and its byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub chapter: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The book cut into scenes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// The first line of the front matter, if any.
+    pub title: Option<String>,
+    pub chapters: usize,
+    pub scenes: Vec<Span>,
+}
+
+fn is_chapter_heading(line: &str) -> bool {
+    let line = line.trim();
+    if line.is_empty() || line.chars().count() > 60 {
+        return false;
+    }
+    let lower = line.to_lowercase();
+    let mut words = lower.split_whitespace();
+    let first = words.next().unwrap_or("");
+    if matches!(first, "chapter" | "book" | "part") && words.next().is_some() {
+        return true;
+    }
+    // A bare number or Roman numeral ("IV.", "12").
+    let bare = line.trim_end_matches('.');
+    !bare.is_empty()
+        && (bare.chars().all(|c| c.is_ascii_digit())
+            || bare
+                .chars()
+                .all(|c| matches!(c, 'I' | 'V' | 'X' | 'L' | 'C')))
+}
+
+fn is_scene_break(line: &str) -> bool {
+    let line = line.trim();
+    !line.is_empty()
+        && line
+            .chars()
+            .all(|c| matches!(c, '*' | '#' | '-' | '~' | '•' | '⁂' | ' '))
+}
+
+/// Lines of `text` with their byte offsets.
+fn lines_with_offsets(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut at = 0;
+    text.split_inclusive('\n').map(move |line| {
+        let start = at;
+        at += line.len();
+        (start, line.trim_end_matches('\n'))
+    })
+}
+
+/// Cuts the book at chapter headings and scene breaks; front matter before the first
+/// heading is left out. Scenes under [`MIN_SCENE_WORDS`] words join the one before them
+/// in the same chapter. A text with no marks at all is cut at paragraph ends about
+/// every [`UNMARKED_SCENE_WORDS`] words.
+#[must_use]
+pub fn partition(text: &str) -> Partition {
+    let mut chapters: Vec<(usize, usize)> = Vec::new(); // (body start, heading start)
+    let mut breaks: Vec<(usize, usize)> = Vec::new(); // (line start, line end)
+    for (start, line) in lines_with_offsets(text) {
+        if is_chapter_heading(line) {
+            chapters.push((start + line.len(), start));
+        } else if is_scene_break(line) {
+            breaks.push((start, start + line.len()));
+        }
+    }
+    let title = if chapters.is_empty() {
+        None
+    } else {
+        text[..chapters[0].1]
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(str::to_owned)
+    };
+    let bodies: Vec<(usize, usize)> = if chapters.is_empty() {
+        vec![(0, text.len())]
+    } else {
+        chapters
+            .iter()
+            .enumerate()
+            .map(|(i, (body, _))| (*body, chapters.get(i + 1).map_or(text.len(), |c| c.1)))
+            .collect()
+    };
+    let mut scenes = Vec::new();
+    for (c, (start, end)) in bodies.iter().enumerate() {
+        let mut pieces = Vec::new();
+        let mut at = *start;
+        for (b_start, b_end) in breaks.iter().filter(|(s, _)| s >= start && s < end) {
+            pieces.push((at, *b_start));
+            at = *b_end;
+        }
+        pieces.push((at, *end));
+        if chapters.is_empty() && breaks.is_empty() {
+            pieces = cut_unmarked(text, *start, *end);
+        }
+        let mut merged: Vec<Span> = Vec::new();
+        for (s, e) in pieces {
+            let words = text[s..e].split_whitespace().count();
+            if words == 0 {
+                continue;
+            }
+            match merged.last_mut() {
+                Some(last) if words < MIN_SCENE_WORDS => last.end = e,
+                _ => merged.push(Span {
+                    chapter: c + 1,
+                    start: s,
+                    end: e,
+                }),
+            }
+        }
+        // A short first piece merges forward instead.
+        if merged.len() > 1
+            && text[merged[0].start..merged[0].end]
+                .split_whitespace()
+                .count()
+                < MIN_SCENE_WORDS
+        {
+            let first = merged.remove(0);
+            merged[0].start = first.start;
+        }
+        scenes.extend(merged);
+    }
+    Partition {
+        title,
+        chapters: bodies.len(),
+        scenes,
+    }
+}
+
+fn cut_unmarked(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::new();
+    let mut at = start;
+    let mut words = 0;
+    let body = &text[start..end];
+    let mut offset = start;
+    for para in body.split_inclusive("\n\n") {
+        words += para.split_whitespace().count();
+        offset += para.len();
+        if words >= UNMARKED_SCENE_WORDS {
+            pieces.push((at, offset));
+            at = offset;
+            words = 0;
+        }
+    }
+    if at < end {
+        pieces.push((at, end));
+    }
+    pieces
+}
+
+/// Part of a paragraph: the narrator's words, or words spoken aloud.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Narration(String),
+    Quote(String),
+}
+
+/// A scene's paragraphs (blank-line separated; wrapped lines joined), each split into
+/// narration and quotes. Straight (`"`) and curly (`“ ”`) quotes are read; a quote left
+/// open at the paragraph's end closes there.
+#[must_use]
+pub fn paragraphs(text: &str) -> Vec<Vec<Segment>> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let flush = |current: &mut String, out: &mut Vec<Vec<Segment>>| {
+        let joined = current.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !joined.is_empty() {
+            out.push(segments(&joined));
+        }
+        current.clear();
+    };
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            flush(&mut current, &mut out);
+        } else {
+            current.push(' ');
+            current.push_str(line);
+        }
+    }
+    flush(&mut current, &mut out);
+    out
+}
+
+fn segments(paragraph: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    let mut quoted = false;
+    for c in paragraph.chars() {
+        let opens = c == '“' || (c == '"' && !quoted);
+        let closes = c == '”' || (c == '"' && quoted);
+        if opens && !quoted {
+            push_segment(&mut out, &mut piece, false);
+            quoted = true;
+        } else if closes && quoted {
+            push_segment(&mut out, &mut piece, true);
+            quoted = false;
+        } else {
+            piece.push(c);
+        }
+    }
+    push_segment(&mut out, &mut piece, quoted);
+    out
+}
+
+fn push_segment(out: &mut Vec<Segment>, piece: &mut String, quoted: bool) {
+    let text = piece.trim().to_owned();
+    piece.clear();
+    if text.is_empty() {
+        return;
+    }
+    out.push(if quoted {
+        Segment::Quote(text)
+    } else {
+        Segment::Narration(text)
+    });
+}
+
+const ABBREVIATIONS: [&str; 8] = ["Mr", "Mrs", "Ms", "Dr", "St", "Capt", "Prof", "Rev"];
+
+/// Sentences of `text`: cut after `.`, `!` or `?` (and closing quotes) before a space,
+/// except after common abbreviations (`Mr.`).
+#[must_use]
+pub fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (i, (at, c)) in chars.iter().enumerate() {
+        if !matches!(c, '.' | '!' | '?') {
+            continue;
+        }
+        let next = chars.get(i + 1).map(|(_, c)| *c);
+        if next.is_some_and(|n| !n.is_whitespace()) {
+            continue;
+        }
+        let word = text[start..*at].rsplit(' ').next().unwrap_or("");
+        if *c == '.' && ABBREVIATIONS.contains(&word) {
+            continue;
+        }
+        let end = at + c.len_utf8();
+        let sentence = text[start..end].trim();
+        if !sentence.is_empty() {
+            out.push(sentence);
+        }
+        start = end;
+    }
+    let rest = text[start..].trim();
+    if !rest.is_empty() {
+        out.push(rest);
+    }
+    out
+}
+
+/// Where a character is named in a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mention<'a> {
+    pub character: &'a str,
+    pub start: usize,
+    pub end: usize,
+    /// A name form ("Mrs Crane"), not a description ("the widow").
+    pub by_name: bool,
+}
+
+/// Finds the characters' name forms in texts: whole words, longest form first, each
+/// stretch of text claimed once. Descriptions match with a capital first letter too.
+#[derive(Debug, Clone)]
+pub struct Namer {
+    forms: Vec<(String, String, bool)>, // (form, character id, by name)
+}
+
+impl Namer {
+    #[must_use]
+    pub fn new(characters: &[FocusCharacter]) -> Self {
+        let mut forms = Vec::new();
+        for c in characters {
+            for form in c.forms() {
+                let by_name = !is_description(form);
+                forms.push((form.to_owned(), c.id.clone(), by_name));
+                if !by_name {
+                    let mut cap = form.to_owned();
+                    if let Some(first) = cap.get_mut(0..1) {
+                        first.make_ascii_uppercase();
+                    }
+                    forms.push((cap, c.id.clone(), false));
+                }
+            }
+        }
+        forms.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        Self { forms }
+    }
+
+    /// Every mention in `text`, in order.
+    #[must_use]
+    pub fn mentions<'a>(&'a self, text: &str) -> Vec<Mention<'a>> {
+        let mut claimed: Vec<(usize, usize)> = Vec::new();
+        let mut out = Vec::new();
+        for (form, id, by_name) in &self.forms {
+            for (start, _) in text.match_indices(form.as_str()) {
+                let end = start + form.len();
+                if !word_bounded(text, start, end)
+                    || claimed.iter().any(|(s, e)| start < *e && *s < end)
+                {
+                    continue;
+                }
+                claimed.push((start, end));
+                out.push(Mention {
+                    character: id,
+                    start,
+                    end,
+                    by_name: *by_name,
+                });
+            }
+        }
+        out.sort_by_key(|m| m.start);
+        out
+    }
+}
+
+fn word_bounded(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+}
+
+/// Whole-word, case-insensitive: does `text` contain `phrase`?
+#[must_use]
+pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let text = text.to_lowercase();
+    let phrase = phrase.to_lowercase();
+    text.match_indices(phrase.as_str())
+        .any(|(s, _)| word_bounded(&text, s, s + phrase.len()))
+}
+
+/// Lowercased alphabetic words of a text.
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .map(|w| w.trim_matches('\'').to_lowercase())
+        .filter(|w| !w.is_empty())
+}
+
+/// Counts of each word over texts.
+#[must_use]
+pub fn word_counts<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for text in texts {
+        for w in words(text) {
+            *counts.entry(w).or_insert(0) += 1;
+        }
+    }
+    counts
+}

@@ -1,0 +1,265 @@
+//! `dramatis ingest` on the test book (`tests/books/wrayhaven/`), deterministic path,
+//! against the hand-made answer file: scene count, rosters, summaries that know nothing
+//! of later scenes, visibility of the ten key facts (with organisation propagation),
+//! the pattern count K, who knows whom by name, and a scenario whose starting shards
+//! hold nothing from the script's scenes. (The model path, the real embedder, resume
+//! and the world run are the CLI's tests.)
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use dramatis_embed::FakeEmbedder;
+use dramatis_ingest::book::personality::pattern_count;
+use dramatis_ingest::book::text::contains_phrase;
+use dramatis_ingest::book::{Options, Past, Quiet, ingest};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Answers {
+    scenes: Vec<SceneAnswer>,
+    facts: Vec<FactAnswer>,
+    knows: BTreeMap<String, BTreeSet<String>>,
+    organisation: Organisation,
+}
+
+#[derive(Deserialize)]
+struct Organisation {
+    members: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct SceneAnswer {
+    active: BTreeSet<String>,
+    silent: BTreeSet<String>,
+    referenced: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct FactAnswer {
+    id: String,
+    known_by: BTreeSet<String>,
+    evidence: Vec<String>,
+}
+
+fn book_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/books/wrayhaven")
+}
+
+fn answers() -> Answers {
+    toml::from_str(&std::fs::read_to_string(book_dir().join("answers.toml")).unwrap()).unwrap()
+}
+
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> T {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[derive(Deserialize)]
+struct SceneOut {
+    number: usize,
+    span: SpanOut,
+    active: BTreeSet<String>,
+    silent: BTreeSet<String>,
+    referenced: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct SpanOut {
+    end: usize,
+}
+
+#[derive(Deserialize)]
+struct SummaryOut {
+    character: String,
+    scene: usize,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct GraphOut {
+    facts: Vec<FactOut>,
+    organisations: Vec<OrgOut>,
+}
+
+#[derive(Deserialize)]
+struct FactOut {
+    text: String,
+    known_by: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct OrgOut {
+    members: BTreeSet<String>,
+}
+
+#[derive(Deserialize)]
+struct IdentityRow {
+    knows: BTreeMap<String, BTreeSet<String>>,
+}
+
+#[tokio::test]
+async fn the_deterministic_path_matches_the_answer_file() {
+    let out = tempfile::tempdir().unwrap();
+    let options = Options {
+        past: Past::Half,
+        patterns: None,
+        stop_after: None,
+    };
+    let done = ingest(
+        &book_dir().join("book.txt"),
+        &book_dir().join("characters.txt"),
+        out.path(),
+        &FakeEmbedder::new(64),
+        None,
+        &options,
+        &Quiet,
+    )
+    .await
+    .expect("ingest");
+    let answers = answers();
+    let book = std::fs::read_to_string(book_dir().join("book.txt")).unwrap();
+
+    // Scenes and rosters.
+    let scenes: Vec<SceneOut> = read(&out.path().join("layers/scenes.json"));
+    assert_eq!(scenes.len(), answers.scenes.len());
+    for (got, want) in scenes.iter().zip(&answers.scenes) {
+        assert_eq!(got.active, want.active, "active in scene {}", got.number);
+        assert_eq!(got.silent, want.silent, "silent in scene {}", got.number);
+        assert_eq!(
+            got.referenced, want.referenced,
+            "referenced in scene {}",
+            got.number
+        );
+    }
+    assert_eq!(done.offstage, ["elias"]);
+
+    // No summary knows a word the book first uses after the summarised scene.
+    let summaries: Vec<SummaryOut> = read(&out.path().join("layers/episodic.json"));
+    let present: usize = answers
+        .scenes
+        .iter()
+        .map(|s| s.active.len() + s.silent.len())
+        .sum();
+    assert_eq!(summaries.len(), present);
+    // The digest's own words ("I was at … with …; I kept silent; X said").
+    let template = ["was", "with", "kept", "silent", "said", "then", "left"];
+    for s in &summaries {
+        let end = scenes[s.scene - 1].span.end;
+        let (before, after) = book.split_at(end);
+        let words = s.text.split(|c: char| !c.is_alphanumeric());
+        for w in words.filter(|w| w.len() > 2 && !template.contains(&w.to_lowercase().as_str())) {
+            assert!(
+                contains_phrase(before, w) || !contains_phrase(after, w),
+                "{}'s memory of scene {} uses `{w}`, which the book first uses later: {}",
+                s.character,
+                s.scene,
+                s.text
+            );
+        }
+    }
+
+    // Visibility of the ten key facts, organisation propagation included.
+    let graph: GraphOut = read(&out.path().join("layers/graph.json"));
+    assert_eq!(graph.organisations.len(), 1);
+    assert_eq!(graph.organisations[0].members, answers.organisation.members);
+    let on_stage: BTreeSet<String> = answers
+        .scenes
+        .iter()
+        .flat_map(|s| s.active.iter().chain(&s.silent).cloned())
+        .collect();
+    for fact in &answers.facts {
+        let got: BTreeSet<String> = graph
+            .facts
+            .iter()
+            .filter(|f| fact.evidence.iter().any(|e| contains_phrase(&f.text, e)))
+            .flat_map(|f| f.known_by.iter().cloned())
+            .collect();
+        let want: BTreeSet<String> = fact.known_by.intersection(&on_stage).cloned().collect();
+        assert_eq!(got, want, "who may know `{}`", fact.id);
+    }
+
+    // K patterns per character: ⌈√(scenes it speaks in)⌉.
+    for row in &done.layers {
+        let speaks = answers
+            .scenes
+            .iter()
+            .filter(|s| s.active.contains(&row.character))
+            .count();
+        assert_eq!(
+            row.patterns,
+            pattern_count(speaks, None),
+            "{}",
+            row.character
+        );
+        assert!(row.patterns >= 1);
+    }
+
+    // Who knows whom by name at the end.
+    let identity: Vec<IdentityRow> = read(&out.path().join("layers/identity.json"));
+    let last = &identity.last().unwrap().knows;
+    for (who, want) in &answers.knows {
+        if !on_stage.contains(who) {
+            continue;
+        }
+        let got: BTreeSet<String> = last
+            .get(who)
+            .map(|k| k.intersection(&on_stage).cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(&got, want, "whom {who} knows by name");
+    }
+
+    // The scenario: the first half is the past, the second half the script; no
+    // starting shard holds a word the book first uses in the script.
+    assert_eq!((done.past, done.script), (4, 4));
+    let scenario = std::fs::read_to_string(done.scenario.as_ref().unwrap()).unwrap();
+    let parsed: toml::Value = toml::from_str(&scenario).unwrap();
+    assert_eq!(parsed["scenes"].as_array().unwrap().len(), 4);
+    let (past_text, later_text) = book.split_at(scenes[3].span.end);
+    for ch in parsed["characters"].as_array().unwrap() {
+        let mut shard = Vec::new();
+        for m in ch
+            .get("memories")
+            .and_then(|m| m.as_array())
+            .into_iter()
+            .flatten()
+        {
+            shard.push(m["text"].as_str().unwrap().to_owned());
+        }
+        for p in ch
+            .get("patterns")
+            .and_then(|m| m.as_array())
+            .into_iter()
+            .flatten()
+        {
+            for e in p["excerpts"].as_array().unwrap() {
+                shard.push(e.as_str().unwrap().to_owned());
+            }
+        }
+        shard.push(ch["profile"].as_str().unwrap().to_owned());
+        for text in &shard {
+            for w in text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+            {
+                assert!(
+                    contains_phrase(past_text, w) || !contains_phrase(later_text, w),
+                    "{}'s shard uses `{w}` from the script's scenes: {text}",
+                    ch["id"]
+                );
+            }
+        }
+    }
+    let facts = parsed["facts"].as_array().unwrap();
+    assert!(facts.len() >= 20, "{} facts", facts.len());
+    for f in facts {
+        let text = f["text"].as_str().unwrap();
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 2)
+        {
+            assert!(
+                contains_phrase(past_text, w) || !contains_phrase(later_text, w),
+                "a starting fact uses `{w}` from the script's scenes: {text}"
+            );
+        }
+    }
+}
