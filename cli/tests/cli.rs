@@ -10,11 +10,8 @@ use dramatis_llm::{
 };
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-const EXE: &str = env!("CARGO_BIN_EXE_dramatis");
-
-fn repo() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::{EXE, dramatis, repo};
 
 #[tokio::test]
 async fn builtin_model_serves_text_and_schema_valid_json() {
@@ -374,21 +371,6 @@ fn the_retrieval_answerer_measures_the_agents_shard() {
         number(&without, "krf_acc") <= number(&full, "krf_acc") - 0.4,
         "semantic off still finds the facts: {without} vs {full}"
     );
-}
-
-/// Runs `dramatis ARGS` to completion; returns (success, stdout, stderr).
-async fn dramatis(args: &[&str]) -> (bool, String, String) {
-    let output = tokio::process::Command::new(EXE)
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .await
-        .expect("dramatis ran");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
 }
 
 /// The next line of `lines` that contains `needle` (within 60 s), with what came before.

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use dramatis_embed::Embedder;
 use dramatis_llm::LanguageModel;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -41,7 +42,7 @@ use self::episodic::{Summary, Upto};
 use self::graph::{ENTITY_KINDS, Graph, GraphFact};
 use self::identity::NameTable;
 use self::personality::{Annotation, EMOTION_NAMES, INTENTS, PatternOut, SceneBehaviour};
-use self::refine::{Refiner, StageCache, content_hash};
+use self::refine::{Refiner, Rejection, StageCache, content_hash};
 use self::scenes::{BookFacts, Scene};
 use self::text::{FocusCharacter, Namer, contains_phrase, partition, prefix};
 
@@ -149,31 +150,22 @@ pub async fn analyse(
 
     // 1. Scenes.
     let key = content_hash(&[b"scenes", &base.to_le_bytes()]);
-    let started = Instant::now();
-    let stage1: (Option<String>, usize, Vec<Scene>) = match cache.load("scenes", key) {
-        Some(hit) => {
-            refiner.cost("scenes", |c| c.from_cache = true);
-            hit
-        }
-        None => {
+    (analysis.title, analysis.chapters, analysis.scenes) =
+        cached("scenes", key, cache, refiner, async {
             let parts = partition(book);
             let facts = BookFacts::read(book, characters, &namer);
             progress.start("scenes", parts.scenes.len() as u64);
             let mut scenes = Vec::with_capacity(parts.scenes.len());
             for (i, span) in parts.scenes.iter().enumerate() {
-                let mut scene =
-                    scenes::prepare(i + 1, *span, &book[span.start..span.end], &namer, &facts);
-                refine_scene(refiner, &mut scene, &book[span.start..span.end], &namer).await;
+                let text = &book[span.start..span.end];
+                let mut scene = scenes::prepare(i + 1, *span, text, &namer, &facts);
+                refine_scene(refiner, &mut scene, text, &namer).await;
                 scenes.push(scene);
                 progress.step();
             }
-            let value = (parts.title, parts.chapters, scenes);
-            cache.store("scenes", key, &value)?;
-            value
-        }
-    };
-    (analysis.title, analysis.chapters, analysis.scenes) = stage1;
-    refiner.cost("scenes", |c| c.seconds += started.elapsed().as_secs_f64());
+            Ok((parts.title, parts.chapters, scenes))
+        })
+        .await?;
     if analysis.on_stage().is_empty() {
         let looked: Vec<&str> = characters.iter().map(|c| c.name.as_str()).collect();
         bail!(
@@ -198,38 +190,30 @@ pub async fn analyse(
 
     // 2. Episodic summaries.
     let key = content_hash(&[b"episodic", &key.to_le_bytes()]);
-    let started = Instant::now();
-    analysis.summaries = match cache.load("episodic", key) {
-        Some(hit) => {
-            refiner.cost("episodic", |c| c.from_cache = true);
-            hit
-        }
-        None => {
-            let steps: usize = analysis.scenes.iter().map(|s| s.present().count()).sum();
-            progress.start("episodic", steps as u64);
-            let mut summaries: Vec<Summary> = Vec::with_capacity(steps);
-            for i in 0..analysis.scenes.len() {
-                // Structural: the stage sees the scenes up to this one, and the book's
-                // text up to this scene's end. Nothing later.
-                let upto = Upto {
-                    scenes: &analysis.scenes[..=i],
-                    names: &analysis.names[i],
-                };
-                let text_upto = &book[..analysis.scenes[i].span.end];
-                for who in upto.scene().present() {
-                    let summary = summarise(
-                        refiner, characters, &upto, text_upto, &namer, who, &summaries,
-                    )
-                    .await;
-                    summaries.push(summary);
-                    progress.step();
-                }
+    analysis.summaries = cached("episodic", key, cache, refiner, async {
+        let steps: usize = analysis.scenes.iter().map(|s| s.present().count()).sum();
+        progress.start("episodic", steps as u64);
+        let mut summaries: Vec<Summary> = Vec::with_capacity(steps);
+        for i in 0..analysis.scenes.len() {
+            // Structural: the stage sees the scenes up to this one, and the book's
+            // text up to this scene's end. Nothing later.
+            let upto = Upto {
+                scenes: &analysis.scenes[..=i],
+                names: &analysis.names[i],
+            };
+            let text_upto = &book[..analysis.scenes[i].span.end];
+            for who in upto.scene().present() {
+                let summary = summarise(
+                    refiner, characters, &upto, text_upto, &namer, who, &summaries,
+                )
+                .await;
+                summaries.push(summary);
+                progress.step();
             }
-            cache.store("episodic", key, &summaries)?;
-            summaries
         }
-    };
-    refiner.cost("episodic", |c| c.seconds += started.elapsed().as_secs_f64());
+        Ok(summaries)
+    })
+    .await?;
     progress.finish(
         "episodic",
         &format!("{} summaries", analysis.summaries.len()),
@@ -240,26 +224,18 @@ pub async fn analyse(
 
     // 3. Knowledge graph.
     let world = analysis.on_stage();
-    let key3 = content_hash(&[b"graph", &key.to_le_bytes()]);
-    let started = Instant::now();
-    analysis.graph = match cache.load("graph", key3) {
-        Some(hit) => {
-            refiner.cost("graph", |c| c.from_cache = true);
-            hit
-        }
-        None => {
-            progress.start("graph", analysis.scenes.len() as u64 + 1);
-            let mut graph = graph::extract(&analysis.scenes, characters, &namer, &world);
+    let key = content_hash(&[b"graph", &key.to_le_bytes()]);
+    analysis.graph = cached("graph", key, cache, refiner, async {
+        progress.start("graph", analysis.scenes.len() as u64 + 1);
+        let mut graph = graph::extract(&analysis.scenes, characters, &namer, &world);
+        progress.step();
+        for scene in &analysis.scenes {
+            refine_graph(refiner, &mut graph, scene, book, &namer, &world).await;
             progress.step();
-            for scene in &analysis.scenes {
-                refine_graph(refiner, &mut graph, scene, book, &namer, &world).await;
-                progress.step();
-            }
-            cache.store("graph", key3, &graph)?;
-            graph
         }
-    };
-    refiner.cost("graph", |c| c.seconds += started.elapsed().as_secs_f64());
+        Ok(graph)
+    })
+    .await?;
     progress.finish(
         "graph",
         &format!(
@@ -274,30 +250,16 @@ pub async fn analyse(
     }
 
     // 4. Personality.
-    let key4 = content_hash(&[
+    let key = content_hash(&[
         b"personality",
-        &key3.to_le_bytes(),
+        &key.to_le_bytes(),
         &options.patterns.unwrap_or(0).to_le_bytes(),
     ]);
-    let started = Instant::now();
-    let stage4: (Vec<Annotation>, Vec<SceneBehaviour>, Vec<PatternOut>) = match cache
-        .load("personality", key4)
-    {
-        Some(hit) => {
-            refiner.cost("personality", |c| c.from_cache = true);
-            hit
-        }
-        None => {
-            let value =
-                personality_stage(refiner, &analysis.scenes, embedder, options, progress).await?;
-            cache.store("personality", key4, &value)?;
-            value
-        }
-    };
-    (analysis.annotations, analysis.behaviours, analysis.patterns) = stage4;
-    refiner.cost("personality", |c| {
-        c.seconds += started.elapsed().as_secs_f64()
-    });
+    (analysis.annotations, analysis.behaviours, analysis.patterns) =
+        cached("personality", key, cache, refiner, async {
+            personality_stage(refiner, &analysis.scenes, embedder, options, progress).await
+        })
+        .await?;
     progress.finish(
         "personality",
         &format!(
@@ -316,6 +278,33 @@ pub async fn analyse(
     progress.finish("identity", "names heard, per scene");
     refiner.cost("identity", |_| {});
     Ok((analysis, false))
+}
+
+/// Runs one stage through its cache: a hit restores the stage's result and the
+/// rejections it reported; a miss runs `compute`, then stores both. Either way the
+/// stage's wall time is added to its cost.
+async fn cached<T: Serialize + DeserializeOwned>(
+    stage: &str,
+    key: u64,
+    cache: &StageCache,
+    refiner: &Refiner,
+    compute: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let value = match cache.load::<(T, Vec<Rejection>)>(stage, key) {
+        Some((value, rejections)) => {
+            refiner.cost(stage, |c| c.from_cache = true);
+            refiner.restore(rejections);
+            value
+        }
+        None => {
+            let value = compute.await?;
+            cache.store(stage, key, &(&value, refiner.rejections_of(stage)))?;
+            value
+        }
+    };
+    refiner.cost(stage, |c| c.seconds += started.elapsed().as_secs_f64());
+    Ok(value)
 }
 
 #[derive(Deserialize)]

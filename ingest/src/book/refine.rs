@@ -139,6 +139,23 @@ impl Refiner {
         self.ledger().rejections.clone()
     }
 
+    /// The rejections one stage reported.
+    #[must_use]
+    pub fn rejections_of(&self, stage: &str) -> Vec<Rejection> {
+        let ledger = self.ledger();
+        ledger
+            .rejections
+            .iter()
+            .filter(|r| r.stage == stage)
+            .cloned()
+            .collect()
+    }
+
+    /// Reports again the rejections of a stage read from its cache.
+    pub fn restore(&self, rejections: Vec<Rejection>) {
+        self.ledger().rejections.extend(rejections);
+    }
+
     /// Asks the model to refine one chunk. `task` says what to do, `body` is the text
     /// it may read; the answer must parse as `T` and pass `check`. Returns `None` (and
     /// reports the chunk) when two attempts fail, or at once without a model.

@@ -1,0 +1,276 @@
+//! `dramatis ingest` as a user runs it: the test book with the scripted model answering
+//! every stage (accepted, rejected and reported), stopped after stage 2 and resumed
+//! without repeating a call, the folder run as a world, probed and scored; and bad
+//! input refused with a clear message.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{dramatis, repo};
+use serde_json::{Value, json};
+
+fn book() -> PathBuf {
+    repo().join("ingest/tests/books/wrayhaven")
+}
+
+/// Answers for each stage. Scenes: "the schoolhouse", usable only where the first
+/// paragraph names it. Graph: one relation, usable only where the scene names both
+/// ends. Summaries, annotations and pattern lines: usable everywhere.
+fn fixture(dir: &Path) -> PathBuf {
+    let rules = json!([
+        {"when": ["stage: scenes"], "reply": json!({
+            "location": "the schoolhouse", "time": "evening", "atmosphere": "hushed", "silent": []
+        }).to_string()},
+        {"when": ["stage: episodic"], "reply": json!({
+            "summary": "I remember the grey water and every word that was said to me there."
+        }).to_string()},
+        {"when": ["stage: graph"], "reply": json!({
+            "entities": [{"name": "Gull Point", "kind": "place"}],
+            "relations": [{"subject": "Gull Point", "predicate": "looks over",
+                           "object": "the Shards", "cause": ""}]
+        }).to_string()},
+        {"when": ["stage: personality", "Annotate the line"], "reply": json!({
+            "emotion": "calm", "intensity": 0.25, "trigger": "the line before", "intent": "tell"
+        }).to_string()},
+        {"when": ["stage: personality", "describe how this character behaves"], "reply": json!({
+            "description": "keeps its own counsel until pressed"
+        }).to_string()}
+    ]);
+    let path = dir.join("ingest-fixture.json");
+    std::fs::write(&path, rules.to_string()).unwrap();
+    path
+}
+
+async fn ingest(out: &Path, extra: &[&str]) -> Value {
+    let book_file = book().join("book.txt");
+    let characters = book().join("characters.txt");
+    let mut args = vec![
+        "ingest",
+        book_file.to_str().unwrap(),
+        "--characters",
+        characters.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, said, err) = dramatis(&args).await;
+    assert!(ok, "ingest failed: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    serde_json::from_str(&said).unwrap_or_else(|e| panic!("{e}: {said}"))
+}
+
+fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s[0] == name)
+        .map(|s| &s[1])
+        .unwrap_or_else(|| panic!("no stage {name} in {report}"))
+}
+
+fn calls(report: &Value, name: &str) -> u64 {
+    stage(report, name)["calls"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeats_no_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wrayhaven");
+    let fixture = fixture(dir.path());
+    let scripted = ["--scripted", fixture.to_str().unwrap()];
+
+    // Stopped after stage 2: only scenes and episodic ran.
+    let mut first = scripted.to_vec();
+    first.extend(["--stop-after", "episodic"]);
+    let stopped = ingest(&out, &first).await;
+    assert_eq!(stopped["stopped_after"], "episodic");
+    assert!(stopped["scenario"].is_null());
+    let scene_calls = calls(&stopped, "scenes");
+    let episodic_calls = calls(&stopped, "episodic");
+    // Eight scenes; the six whose first paragraph has no schoolhouse are retried once.
+    assert_eq!(scene_calls, 2 + 6 * 2);
+    assert_eq!(
+        episodic_calls, 18,
+        "one summary per character present per scene"
+    );
+    assert_eq!(stopped["stages"].as_array().unwrap().len(), 2);
+
+    // Resumed: stages 1 and 2 come from their caches; 3 and 4 call the model.
+    let resumed = ingest(&out, &scripted).await;
+    assert_eq!(calls(&resumed, "scenes"), 0);
+    assert_eq!(calls(&resumed, "episodic"), 0);
+    assert_eq!(stage(&resumed, "scenes")["from_cache"], true);
+    assert_eq!(stage(&resumed, "episodic")["from_cache"], true);
+    assert!(calls(&resumed, "graph") >= 8);
+    assert!(calls(&resumed, "personality") > 100, "{resumed}");
+
+    // Refinements the checks refused are reported, chunk by chunk, never dropped.
+    let rejections = resumed["rejections"].as_array().unwrap();
+    let rejected_scenes: Vec<&str> = rejections
+        .iter()
+        .filter(|r| r["stage"] == "scenes")
+        .map(|r| r["chunk"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rejected_scenes,
+        [
+            "scene 1", "scene 3", "scene 4", "scene 5", "scene 6", "scene 8"
+        ]
+    );
+    assert!(
+        rejections
+            .iter()
+            .filter(|r| r["stage"] == "graph")
+            .all(|r| r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("is not in the scene")),
+        "{rejections:?}"
+    );
+    let summaries: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("layers/episodic.json")).unwrap())
+            .unwrap();
+    assert!(summaries.iter().all(|s| s["by"] == "model"));
+    let scenes: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("layers/scenes.json")).unwrap())
+            .unwrap();
+    let places: Vec<&str> = scenes
+        .iter()
+        .map(|s| s["location"].as_str().unwrap())
+        .collect();
+    assert_eq!(places[1], "the schoolhouse");
+    assert_eq!(
+        places[0], "Wrayhaven quay",
+        "a rejected refinement keeps the text's place"
+    );
+    let graph: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("layers/graph.json")).unwrap())
+            .unwrap();
+    let induced: Vec<&Value> = graph["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["source"] == "model")
+        .collect();
+    assert!(!induced.is_empty());
+    for f in &induced {
+        assert_eq!(f["text"], "Gull Point looks over the Shards.");
+    }
+
+    // A rerun with the same inputs makes no model call at all.
+    let again = ingest(&out, &scripted).await;
+    for name in ["scenes", "episodic", "graph", "personality", "identity"] {
+        assert_eq!(calls(&again, name), 0, "{name}");
+    }
+
+    // The folder runs as a world, and generated probes score on it.
+    let scenario = out.join("scenario.toml");
+    let (ok, transcript, err) = dramatis(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--scripted",
+        "builtin",
+        "--shared-agent",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(transcript.contains("Scene 1"), "{transcript}");
+    assert!(transcript.contains("Maren Hale:"), "{transcript}");
+    let probes = dir.path().join("probes.jsonl");
+    let (ok, said, err) = dramatis(&[
+        "eval",
+        "probes",
+        scenario.to_str().unwrap(),
+        "--out",
+        probes.to_str().unwrap(),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let report = format!("{said}{err}");
+    assert!(report.contains("items from"), "{report}");
+    let (ok, said, err) = dramatis(&[
+        "eval",
+        "kbf",
+        probes.to_str().unwrap(),
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--answerer",
+        "retrieval",
+        "--json",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let kbf: Value = serde_json::from_str(&said).unwrap();
+    let overall = kbf["kbf"].as_f64().unwrap();
+    assert!(overall >= 0.5, "KBF {overall}: {said}");
+}
+
+#[tokio::test]
+async fn bad_books_and_lists_get_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let characters = book().join("characters.txt");
+    let empty = dir.path().join("empty.txt");
+    std::fs::write(&empty, "  \n\n").unwrap();
+    let binary = dir.path().join("binary.txt");
+    std::fs::write(&binary, [0x7f, b'E', b'L', b'F', 0, 1, 2, 3]).unwrap();
+    let latin1 = dir.path().join("latin1.txt");
+    std::fs::write(&latin1, b"CHAPTER ONE\n\nCaf\xe9 au lait.\n").unwrap();
+    let huge = dir.path().join("huge.txt");
+    let paragraph = "The tide came in over the shingle and went out again. ".repeat(40) + "\n\n";
+    std::fs::write(
+        &huge,
+        paragraph.repeat(20 * 1024 * 1024 / paragraph.len() + 1),
+    )
+    .unwrap();
+    let nobody = dir.path().join("nobody.txt");
+    std::fs::write(
+        &nobody,
+        "Ebenezer Scrooge | Scrooge\nJacob Marley | Marley\n",
+    )
+    .unwrap();
+    let malformed = dir.path().join("malformed.txt");
+    std::fs::write(&malformed, "Maren Hale | Maren\n | the widow\n").unwrap();
+    let book_file = book().join("book.txt");
+    let out = dir.path().join("out");
+    for (book_path, list, expect) in [
+        (&empty, &characters, "is empty"),
+        (
+            &binary,
+            &characters,
+            "is not a text file (a zero byte at offset 4)",
+        ),
+        (
+            &latin1,
+            &characters,
+            "is not UTF-8 text (invalid bytes at offset 16)",
+        ),
+        (&huge, &characters, "ingest reads books up to 16 MB"),
+        (
+            &book_file,
+            &nobody,
+            "none of the 2 characters of the list is on stage",
+        ),
+        (
+            &book_file,
+            &malformed,
+            "malformed.txt: line 2: expected `Canonical Name | alias",
+        ),
+    ] {
+        let (ok, _, err) = dramatis(&[
+            "ingest",
+            book_path.to_str().unwrap(),
+            "--characters",
+            list.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-model",
+        ])
+        .await;
+        assert!(!ok, "{} was accepted", book_path.display());
+        assert!(err.contains(expect), "{}: {err}", book_path.display());
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
