@@ -38,7 +38,7 @@ fn fixture(dir: &Path) -> PathBuf {
         }).to_string()}
     ]);
     let path = dir.join("ingest-fixture.json");
-    std::fs::write(&path, rules.to_string()).unwrap();
+    std::fs::write(&path, rules.to_string()).expect("test data");
     path
 }
 
@@ -47,11 +47,11 @@ async fn ingest(out: &Path, extra: &[&str]) -> Value {
     let characters = book().join("characters.txt");
     let mut args = vec![
         "ingest",
-        book_file.to_str().unwrap(),
+        book_file.to_str().expect("test data"),
         "--characters",
-        characters.to_str().unwrap(),
+        characters.to_str().expect("test data"),
         "--out",
-        out.to_str().unwrap(),
+        out.to_str().expect("test data"),
         "--json",
     ];
     args.extend_from_slice(extra);
@@ -64,7 +64,7 @@ async fn ingest(out: &Path, extra: &[&str]) -> Value {
 fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["stages"]
         .as_array()
-        .unwrap()
+        .expect("test data")
         .iter()
         .find(|s| s[0] == name)
         .map(|s| &s[1])
@@ -72,15 +72,15 @@ fn stage<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 fn calls(report: &Value, name: &str) -> u64 {
-    stage(report, name)["calls"].as_u64().unwrap()
+    stage(report, name)["calls"].as_u64().expect("test data")
 }
 
 #[tokio::test]
 async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeats_no_call() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("test data");
     let out = dir.path().join("wrayhaven");
     let fixture = fixture(dir.path());
-    let scripted = ["--scripted", fixture.to_str().unwrap()];
+    let scripted = ["--scripted", fixture.to_str().expect("test data")];
 
     // Stopped after stage 2: only scenes and episodic ran.
     let mut first = scripted.to_vec();
@@ -96,7 +96,7 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
         episodic_calls, 18,
         "one summary per character present per scene"
     );
-    assert_eq!(stopped["stages"].as_array().unwrap().len(), 2);
+    assert_eq!(stopped["stages"].as_array().expect("test data").len(), 2);
 
     // Resumed: stages 1 and 2 come from their caches; 3 and 4 call the model.
     let resumed = ingest(&out, &scripted).await;
@@ -108,11 +108,11 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     assert!(calls(&resumed, "personality") > 100, "{resumed}");
 
     // Refinements the checks refused are reported, chunk by chunk, never dropped.
-    let rejections = resumed["rejections"].as_array().unwrap();
+    let rejections = resumed["rejections"].as_array().expect("test data");
     let rejected_scenes: Vec<&str> = rejections
         .iter()
         .filter(|r| r["stage"] == "scenes")
-        .map(|r| r["chunk"].as_str().unwrap())
+        .map(|r| r["chunk"].as_str().expect("test data"))
         .collect();
     assert_eq!(
         rejected_scenes,
@@ -126,32 +126,35 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
             .filter(|r| r["stage"] == "graph")
             .all(|r| r["reason"]
                 .as_str()
-                .unwrap()
+                .expect("test data")
                 .contains("is not in the scene")),
         "{rejections:?}"
     );
-    let summaries: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(out.join("layers/episodic.json")).unwrap())
-            .unwrap();
+    let summaries: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(out.join("layers/episodic.json")).expect("test data"),
+    )
+    .expect("test data");
     assert!(summaries.iter().all(|s| s["by"] == "model"));
-    let scenes: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(out.join("layers/scenes.json")).unwrap())
-            .unwrap();
+    let scenes: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(out.join("layers/scenes.json")).expect("test data"),
+    )
+    .expect("test data");
     let places: Vec<&str> = scenes
         .iter()
-        .map(|s| s["location"].as_str().unwrap())
+        .map(|s| s["location"].as_str().expect("test data"))
         .collect();
     assert_eq!(places[1], "the schoolhouse");
     assert_eq!(
         places[0], "Wrayhaven quay",
         "a rejected refinement keeps the text's place"
     );
-    let graph: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("layers/graph.json")).unwrap())
-            .unwrap();
+    let graph: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("layers/graph.json")).expect("test data"),
+    )
+    .expect("test data");
     let induced: Vec<&Value> = graph["facts"]
         .as_array()
-        .unwrap()
+        .expect("test data")
         .iter()
         .filter(|f| f["source"] == "model")
         .collect();
@@ -170,7 +173,7 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     let scenario = out.join("scenario.toml");
     let (ok, transcript, err) = dramatis(&[
         "run",
-        scenario.to_str().unwrap(),
+        scenario.to_str().expect("test data"),
         "--scripted",
         "builtin",
         "--shared-agent",
@@ -183,9 +186,9 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     let (ok, said, err) = dramatis(&[
         "eval",
         "probes",
-        scenario.to_str().unwrap(),
+        scenario.to_str().expect("test data"),
         "--out",
-        probes.to_str().unwrap(),
+        probes.to_str().expect("test data"),
     ])
     .await;
     assert!(ok, "{err}");
@@ -194,45 +197,45 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     let (ok, said, err) = dramatis(&[
         "eval",
         "kbf",
-        probes.to_str().unwrap(),
+        probes.to_str().expect("test data"),
         "--scenario",
-        scenario.to_str().unwrap(),
+        scenario.to_str().expect("test data"),
         "--answerer",
         "retrieval",
         "--json",
     ])
     .await;
     assert!(ok, "{err}");
-    let kbf: Value = serde_json::from_str(&said).unwrap();
-    let overall = kbf["kbf"].as_f64().unwrap();
+    let kbf: Value = serde_json::from_str(&said).expect("test data");
+    let overall = kbf["kbf"].as_f64().expect("test data");
     assert!(overall >= 0.5, "KBF {overall}: {said}");
 }
 
 #[tokio::test]
 async fn bad_books_and_lists_get_clear_errors() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("test data");
     let characters = book().join("characters.txt");
     let empty = dir.path().join("empty.txt");
-    std::fs::write(&empty, "  \n\n").unwrap();
+    std::fs::write(&empty, "  \n\n").expect("test data");
     let binary = dir.path().join("binary.txt");
-    std::fs::write(&binary, [0x7f, b'E', b'L', b'F', 0, 1, 2, 3]).unwrap();
+    std::fs::write(&binary, [0x7f, b'E', b'L', b'F', 0, 1, 2, 3]).expect("test data");
     let latin1 = dir.path().join("latin1.txt");
-    std::fs::write(&latin1, b"CHAPTER ONE\n\nCaf\xe9 au lait.\n").unwrap();
+    std::fs::write(&latin1, b"CHAPTER ONE\n\nCaf\xe9 au lait.\n").expect("test data");
     let huge = dir.path().join("huge.txt");
     let paragraph = "The tide came in over the shingle and went out again. ".repeat(40) + "\n\n";
     std::fs::write(
         &huge,
         paragraph.repeat(20 * 1024 * 1024 / paragraph.len() + 1),
     )
-    .unwrap();
+    .expect("test data");
     let nobody = dir.path().join("nobody.txt");
     std::fs::write(
         &nobody,
         "Ebenezer Scrooge | Scrooge\nJacob Marley | Marley\n",
     )
-    .unwrap();
+    .expect("test data");
     let malformed = dir.path().join("malformed.txt");
-    std::fs::write(&malformed, "Maren Hale | Maren\n | the widow\n").unwrap();
+    std::fs::write(&malformed, "Maren Hale | Maren\n | the widow\n").expect("test data");
     let book_file = book().join("book.txt");
     let out = dir.path().join("out");
     for (book_path, list, expect) in [
@@ -261,11 +264,11 @@ async fn bad_books_and_lists_get_clear_errors() {
     ] {
         let (ok, _, err) = dramatis(&[
             "ingest",
-            book_path.to_str().unwrap(),
+            book_path.to_str().expect("test data"),
             "--characters",
-            list.to_str().unwrap(),
+            list.to_str().expect("test data"),
             "--out",
-            out.to_str().unwrap(),
+            out.to_str().expect("test data"),
             "--no-model",
         ])
         .await;

@@ -42,7 +42,7 @@ use self::episodic::{Summary, Upto};
 use self::graph::{ENTITY_KINDS, Graph, GraphFact};
 use self::identity::NameTable;
 use self::personality::{Annotation, EMOTION_NAMES, INTENTS, PatternOut, SceneBehaviour};
-use self::refine::{Refiner, Rejection, StageCache, content_hash};
+use self::refine::{Ask, Refiner, Rejection, StageCache, content_hash};
 use self::scenes::{BookFacts, Scene};
 use self::text::{FocusCharacter, Namer, contains_phrase, partition, prefix};
 
@@ -344,12 +344,14 @@ async fn refine_scene(refiner: &Refiner, scene: &mut Scene, text: &str, namer: &
                 or two words)? List by name the people who are there but never speak.";
     let answer: Option<SceneAnswer> = refiner
         .ask(
-            "scenes",
-            &format!("scene {}", scene.number),
-            task,
-            &prefix(text, 6000),
-            schema,
-            120,
+            Ask {
+                stage: "scenes",
+                chunk: format!("scene {}", scene.number),
+                task,
+                body: &prefix(text, 6000),
+                schema,
+                max_tokens: 120,
+            },
             |a: &SceneAnswer| {
                 if a.location.trim().is_empty() || a.location.chars().count() > 80 {
                     return Err("location must be a short phrase".into());
@@ -444,12 +446,14 @@ async fn summarise(
     let known = &upto.names;
     let answer: Option<SummaryAnswer> = refiner
         .ask(
-            "episodic",
-            &format!("{who} in scene {}", scene.number),
-            &task,
-            &body,
-            schema,
-            220,
+            Ask {
+                stage: "episodic",
+                chunk: format!("{who} in scene {}", scene.number),
+                task: &task,
+                body: &body,
+                schema,
+                max_tokens: 220,
+            },
             |a: &SummaryAnswer| {
                 let s = a.summary.trim();
                 if !(20..=900).contains(&s.chars().count()) {
@@ -552,12 +556,14 @@ async fn refine_graph(
     );
     let answer: Option<GraphAnswer> = refiner
         .ask(
-            "graph",
-            &format!("scene {}", scene.number),
-            &task,
-            &prefix(text, 6000),
-            schema,
-            400,
+            Ask {
+                stage: "graph",
+                chunk: format!("scene {}", scene.number),
+                task: &task,
+                body: &prefix(text, 6000),
+                schema,
+                max_tokens: 400,
+            },
             |a: &GraphAnswer| {
                 if a.relations.len() > 20 || a.entities.len() > 40 {
                     return Err("at most 40 entities and 20 relations".into());
@@ -614,10 +620,11 @@ async fn refine_graph(
         let mut known_by = scene.present_at(usize::MAX);
         let mut route = "observation";
         for part in [&r.subject, &r.object] {
-            if let Some(m) = namer.mentions(part).first() {
-                if world.contains(m.character) && known_by.insert(m.character.to_owned()) {
-                    route = "direct_experience";
-                }
+            if let Some(m) = namer.mentions(part).first()
+                && world.contains(m.character)
+                && known_by.insert(m.character.to_owned())
+            {
+                route = "direct_experience";
             }
         }
         for org in &graph.organisations {
@@ -676,7 +683,7 @@ async fn personality_stage(
     progress: &dyn Progress,
 ) -> anyhow::Result<(Vec<Annotation>, Vec<SceneBehaviour>, Vec<PatternOut>)> {
     let per_scene = personality::lines_by_scene(scenes);
-    let total: usize = per_scene.iter().map(|(_, _, l)| l.len()).sum();
+    let total: usize = per_scene.iter().map(|l| l.lines.len()).sum();
     progress.start("personality", total as u64 + 1);
     let schema = json!({
         "type": "object",
@@ -690,13 +697,22 @@ async fn personality_stage(
     });
     let mut annotations = Vec::with_capacity(total);
     let mut behaviours = Vec::new();
-    for (character, scene, lines) in &per_scene {
-        let texts: Vec<String> = lines.iter().map(|(l, _)| l.clone()).collect();
+    for personality::SceneLines {
+        character,
+        scene,
+        lines,
+    } in &per_scene
+    {
+        let texts: Vec<String> = lines.iter().map(|l| l.text.clone()).collect();
         let mut vectors = Vec::with_capacity(texts.len());
         for batch in texts.chunks(32) {
             vectors.extend(embedder.embed(batch).await?);
         }
-        for (line, previous) in lines {
+        for personality::Line {
+            text: line,
+            previous,
+        } in lines
+        {
             let prev = previous.as_ref().map(|(w, t)| (w.as_str(), t.as_str()));
             let (emotion, intensity, trigger, intent) = personality::annotate(line, prev);
             let body = format!(
@@ -708,14 +724,16 @@ async fn personality_stage(
             );
             let answer: Option<AnnotationAnswer> = refiner
                 .ask(
-                    "personality",
-                    &format!("a line of {character} in scene {scene}"),
-                    "Annotate the line: its emotion, intensity (0 to 1), what triggered it (a \
+            Ask {
+                stage: "personality",
+                chunk: format!("a line of {character} in scene {scene}"),
+                task: "Annotate the line: its emotion, intensity (0 to 1), what triggered it (a \
                      few words), and the speaker's intent.",
-                    &body,
-                    schema.clone(),
-                    80,
-                    |a: &AnnotationAnswer| {
+                body: &body,
+                schema: schema.clone(),
+                max_tokens: 80,
+            },
+            |a: &AnnotationAnswer| {
                         if !EMOTION_NAMES.contains(&a.emotion.as_str()) {
                             return Err(format!("emotion must be one of {EMOTION_NAMES:?}"));
                         }
@@ -730,7 +748,7 @@ async fn personality_stage(
                         }
                         Ok(())
                     },
-                )
+        )
                 .await;
             annotations.push(match answer {
                 Some(a) => Annotation {
@@ -785,22 +803,24 @@ async fn personality_stage(
         );
         let answer: Option<DescriptionAnswer> = refiner
             .ask(
-                "personality",
-                &format!("a pattern of {}", p.character),
-                "In one line of at most 15 words, describe how this character behaves in \
+            Ask {
+                stage: "personality",
+                chunk: format!("a pattern of {}", p.character),
+                task: "In one line of at most 15 words, describe how this character behaves in \
                  situations like these (no names).",
-                &body,
-                json!({"type": "object", "properties": {"description": {"type": "string"}},
+                body: &body,
+                schema: json!({"type": "object", "properties": {"description": {"type": "string"}},
                        "required": ["description"]}),
-                60,
-                |a: &DescriptionAnswer| {
+                max_tokens: 60,
+            },
+            |a: &DescriptionAnswer| {
                     let n = a.description.split_whitespace().count();
                     if n == 0 || n > 25 {
                         return Err("one line of at most 15 words".into());
                     }
                     Ok(())
                 },
-            )
+        )
             .await;
         if let Some(a) = answer {
             p.description = a.description.trim().to_owned();

@@ -46,11 +46,12 @@ fn book_dir() -> PathBuf {
 }
 
 fn answers() -> Answers {
-    toml::from_str(&std::fs::read_to_string(book_dir().join("answers.toml")).unwrap()).unwrap()
+    toml::from_str(&std::fs::read_to_string(book_dir().join("answers.toml")).expect("test data"))
+        .expect("test data")
 }
 
 fn read<T: serde::de::DeserializeOwned>(path: &Path) -> T {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(path).expect("test data")).expect("test data")
 }
 
 #[derive(Deserialize)]
@@ -98,7 +99,7 @@ struct IdentityRow {
 
 #[tokio::test]
 async fn the_deterministic_path_matches_the_answer_file() {
-    let out = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().expect("test data");
     let options = Options {
         past: Past::Half,
         patterns: None,
@@ -116,7 +117,7 @@ async fn the_deterministic_path_matches_the_answer_file() {
     .await
     .expect("ingest");
     let answers = answers();
-    let book = std::fs::read_to_string(book_dir().join("book.txt")).unwrap();
+    let book = std::fs::read_to_string(book_dir().join("book.txt")).expect("test data");
 
     // Scenes and rosters.
     let scenes: Vec<SceneOut> = read(&out.path().join("layers/scenes.json"));
@@ -195,7 +196,7 @@ async fn the_deterministic_path_matches_the_answer_file() {
 
     // Who knows whom by name at the end.
     let identity: Vec<IdentityRow> = read(&out.path().join("layers/identity.json"));
-    let last = &identity.last().unwrap().knows;
+    let last = &identity.last().expect("test data").knows;
     for (who, want) in &answers.knows {
         if !on_stage.contains(who) {
             continue;
@@ -210,11 +211,12 @@ async fn the_deterministic_path_matches_the_answer_file() {
     // The scenario: the first half is the past, the second half the script; no
     // starting shard holds a word the book first uses in the script.
     assert_eq!((done.past, done.script), (4, 4));
-    let scenario = std::fs::read_to_string(done.scenario.as_ref().unwrap()).unwrap();
-    let parsed: toml::Value = toml::from_str(&scenario).unwrap();
-    assert_eq!(parsed["scenes"].as_array().unwrap().len(), 4);
+    let scenario =
+        std::fs::read_to_string(done.scenario.as_ref().expect("test data")).expect("test data");
+    let parsed: toml::Value = toml::from_str(&scenario).expect("test data");
+    assert_eq!(parsed["scenes"].as_array().expect("test data").len(), 4);
     let (past_text, later_text) = book.split_at(scenes[3].span.end);
-    for ch in parsed["characters"].as_array().unwrap() {
+    for ch in parsed["characters"].as_array().expect("test data") {
         let mut shard = Vec::new();
         for m in ch
             .get("memories")
@@ -222,7 +224,7 @@ async fn the_deterministic_path_matches_the_answer_file() {
             .into_iter()
             .flatten()
         {
-            shard.push(m["text"].as_str().unwrap().to_owned());
+            shard.push(m["text"].as_str().expect("test data").to_owned());
         }
         for p in ch
             .get("patterns")
@@ -230,11 +232,11 @@ async fn the_deterministic_path_matches_the_answer_file() {
             .into_iter()
             .flatten()
         {
-            for e in p["excerpts"].as_array().unwrap() {
-                shard.push(e.as_str().unwrap().to_owned());
+            for e in p["excerpts"].as_array().expect("test data") {
+                shard.push(e.as_str().expect("test data").to_owned());
             }
         }
-        shard.push(ch["profile"].as_str().unwrap().to_owned());
+        shard.push(ch["profile"].as_str().expect("test data").to_owned());
         for text in &shard {
             for w in text
                 .split(|c: char| !c.is_alphanumeric())
@@ -248,10 +250,10 @@ async fn the_deterministic_path_matches_the_answer_file() {
             }
         }
     }
-    let facts = parsed["facts"].as_array().unwrap();
+    let facts = parsed["facts"].as_array().expect("test data");
     assert!(facts.len() >= 20, "{} facts", facts.len());
     for f in facts {
-        let text = f["text"].as_str().unwrap();
+        let text = f["text"].as_str().expect("test data");
         for w in text
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.len() > 2)

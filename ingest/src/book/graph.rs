@@ -234,12 +234,12 @@ pub fn extract(
                 && n.split_whitespace().any(|w| w == short.as_str())
                 && entities[*n].kind == entities[short].kind
         });
-        if let Some(long) = long.cloned() {
-            if let Some(e) = entities.remove(short) {
-                let target = entities.get_mut(&long).expect("present");
-                target.aliases.insert(short.clone());
-                target.scenes.extend(e.scenes);
-            }
+        if let Some(long) = long.cloned()
+            && let Some(e) = entities.remove(short)
+        {
+            let target = entities.get_mut(&long).expect("present");
+            target.aliases.insert(short.clone());
+            target.scenes.extend(e.scenes);
         }
     }
     // Objects: a thing the book keeps returning to ("the token", "the logbook"), named
@@ -327,11 +327,12 @@ pub fn extract(
                 fact.route = "observation".into();
                 s.present_at(sentence.paragraph)
             };
-            if let Some(m) = mentions.first().filter(|m| m.start == 0) {
-                if world.contains(m.character) && !common {
-                    known_by.insert(m.character.to_owned());
-                    fact.route = "direct_experience".into();
-                }
+            if let Some(m) = mentions.first().filter(|m| m.start == 0)
+                && world.contains(m.character)
+                && !common
+            {
+                known_by.insert(m.character.to_owned());
+                fact.route = "direct_experience".into();
             }
             for org in &organisations {
                 if org

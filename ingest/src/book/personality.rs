@@ -271,29 +271,45 @@ fn describe(
     format!("{mood}, mostly {doing}{place}")
 }
 
-/// Lines each character speaks per scene, with the speaker label of the line before.
+/// One line a character speaks, and the line before it (speaker label, text).
+#[derive(Debug, Clone)]
+pub struct Line {
+    pub text: String,
+    pub previous: Option<(String, String)>,
+}
+
+/// The lines one character speaks in one scene.
+#[derive(Debug, Clone)]
+pub struct SceneLines {
+    pub character: String,
+    pub scene: usize,
+    pub lines: Vec<Line>,
+}
+
+/// Lines each character speaks, per scene, in book order.
 #[must_use]
-pub fn lines_by_scene(
-    scenes: &[Scene],
-) -> Vec<(String, usize, Vec<(String, Option<(String, String)>)>)> {
-    let mut out: Vec<(String, usize, Vec<(String, Option<(String, String)>)>)> = Vec::new();
+pub fn lines_by_scene(scenes: &[Scene]) -> Vec<SceneLines> {
+    let mut out = Vec::new();
     for s in scenes {
-        let mut per: BTreeMap<String, Vec<(String, Option<(String, String)>)>> = BTreeMap::new();
+        let mut per: BTreeMap<String, Vec<Line>> = BTreeMap::new();
         let mut previous: Option<(String, String)> = None;
         for u in &s.utterances {
             if let Speaker::Focus(id) = &u.speaker {
-                per.entry(id.clone())
-                    .or_default()
-                    .push((u.text.clone(), previous.clone()));
+                per.entry(id.clone()).or_default().push(Line {
+                    text: u.text.clone(),
+                    previous: previous.clone(),
+                });
             }
             let label = match &u.speaker {
                 Speaker::Focus(id) | Speaker::Other(id) => id.clone(),
             };
             previous = Some((label, u.text.clone()));
         }
-        for (id, lines) in per {
-            out.push((id, s.number, lines));
-        }
+        out.extend(per.into_iter().map(|(character, lines)| SceneLines {
+            character,
+            scene: s.number,
+            lines,
+        }));
     }
     out
 }

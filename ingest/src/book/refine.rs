@@ -68,6 +68,18 @@ struct Ledger {
     calls: HashMap<String, CachedCall>,
 }
 
+/// One refinement request: which stage and chunk (for the report), what to do, the
+/// text the model may read, the answer's JSON schema and its length limit.
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    pub stage: &'a str,
+    pub chunk: String,
+    pub task: &'a str,
+    pub body: &'a str,
+    pub schema: serde_json::Value,
+    pub max_tokens: u32,
+}
+
 /// Makes the calls, counts them, and keeps their answers.
 #[derive(Debug)]
 pub struct Refiner {
@@ -87,13 +99,13 @@ impl Refiner {
     ) -> anyhow::Result<Self> {
         let mut ledger = Ledger::default();
         let calls_file = cache_dir.map(|d| d.join("calls.jsonl"));
-        if let Some(path) = &calls_file {
-            if let Ok(text) = std::fs::read_to_string(path) {
-                // A line cut short by a kill is skipped; its call is simply made again.
-                for line in text.lines() {
-                    if let Ok(call) = serde_json::from_str::<CachedCall>(line) {
-                        ledger.calls.insert(call.key.clone(), call);
-                    }
+        if let Some(path) = &calls_file
+            && let Ok(text) = std::fs::read_to_string(path)
+        {
+            // A line cut short by a kill is skipped; its call is simply made again.
+            for line in text.lines() {
+                if let Ok(call) = serde_json::from_str::<CachedCall>(line) {
+                    ledger.calls.insert(call.key.clone(), call);
                 }
             }
         }
@@ -156,19 +168,22 @@ impl Refiner {
         self.ledger().rejections.extend(rejections);
     }
 
-    /// Asks the model to refine one chunk. `task` says what to do, `body` is the text
-    /// it may read; the answer must parse as `T` and pass `check`. Returns `None` (and
+    /// Asks the model to refine one chunk; the answer must parse as `T` and pass
+    /// `check`. Returns `None` (and
     /// reports the chunk) when two attempts fail, or at once without a model.
     pub async fn ask<T: DeserializeOwned>(
         &self,
-        stage: &str,
-        chunk: &str,
-        task: &str,
-        body: &str,
-        schema: serde_json::Value,
-        max_tokens: u32,
+        ask: Ask<'_>,
         check: impl Fn(&T) -> Result<(), String>,
     ) -> Option<T> {
+        let Ask {
+            stage,
+            chunk,
+            task,
+            body,
+            schema,
+            max_tokens,
+        } = ask;
         let model = self.model.as_ref()?;
         let system = format!(
             "You help turn a novel into a story world (Dramatis ingest, stage: {stage}). \
@@ -215,7 +230,7 @@ impl Refiner {
         self.cost(stage, |c| c.rejected += 1);
         self.ledger().rejections.push(Rejection {
             stage: stage.to_owned(),
-            chunk: chunk.to_owned(),
+            chunk,
             reason,
         });
         None

@@ -140,12 +140,11 @@ impl BookFacts {
         let mut other_speakers = BTreeSet::new();
         for para in paragraphs(text) {
             for seg in &para {
-                if let Segment::Narration(n) = seg {
-                    if let Some(Tag::Named(name)) = speech_tag(n, namer, true) {
-                        if namer.mentions(&name).is_empty() {
-                            other_speakers.insert(name);
-                        }
-                    }
+                if let Segment::Narration(n) = seg
+                    && let Some(Tag::Named(name)) = speech_tag(n, namer, true)
+                    && namer.mentions(&name).is_empty()
+                {
+                    other_speakers.insert(name);
                 }
             }
         }
