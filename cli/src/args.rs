@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CreateArgs,
-    EmbedBenchArgs, IngestArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs,
-    ScenariosArgs, ServeArgs, WatchArgs,
+    EmbedBenchArgs, IngestArgs, IngestBenchArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs,
+    RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -111,7 +111,7 @@ pub enum Command {
     /// Evaluate characters (knowledge-boundary fidelity).
     #[command(subcommand)]
     Eval(EvalCommand),
-    /// Print performance figures (orchestration per turn, embedder throughput).
+    /// Print performance figures (orchestration per turn, embedder throughput, ingest).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -269,6 +269,9 @@ pub enum BenchCommand {
     Embed(EmbedBenchArgs),
     /// Semantic-layer retrieval latency (Vis-Retrieve, top 8) at 1k, 10k and 100k facts.
     Retrieval,
+    /// `dramatis ingest` on the deterministic path: a 100,000-word book made from the
+    /// test book (places renamed in each copy), words per second and peak memory.
+    Ingest(IngestBenchArgs),
 }
 
 fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {

@@ -5,6 +5,7 @@ mod advance;
 mod ask;
 mod bench;
 mod bench_embed;
+mod bench_ingest;
 mod bench_retrieval;
 mod eval;
 mod import;
@@ -24,6 +25,7 @@ pub use advance::AdvanceArgs;
 pub use ask::AskArgs;
 pub use bench::BenchArgs;
 pub use bench_embed::EmbedBenchArgs;
+pub use bench_ingest::IngestBenchArgs;
 pub use eval::{KbfArgs, ProbesArgs};
 pub use import::BookWorldArgs;
 pub use ingest::IngestArgs;
@@ -56,6 +58,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
+        Command::Bench(BenchCommand::Ingest(args)) => bench_ingest::bench_ingest(&args).await,
         Command::Bench(BenchCommand::Retrieval) => {
             bench_retrieval::bench_retrieval();
             Ok(())

@@ -1,0 +1,142 @@
+//! `dramatis bench ingest`: the deterministic ingest path on a long book made from the
+//! test book, repeated with its places renamed in each copy, on the agents' real
+//! embedder. Prints words per second, time per stage and peak memory.
+
+use std::time::Instant;
+
+use clap::Args;
+use dramatis_embed::OnnxEmbedder;
+use dramatis_ingest::book::{Options, Past, Quiet, ingest};
+use serde::Serialize;
+
+/// The test book (`ingest/tests/books/wrayhaven/`): our own text, written for the tests.
+const BOOK: &str = include_str!("../../../ingest/tests/books/wrayhaven/book.txt");
+const CHARACTERS: &str = include_str!("../../../ingest/tests/books/wrayhaven/characters.txt");
+
+/// The places each copy renames.
+const PLACES: [&str; 7] = [
+    "Wrayhaven",
+    "Gull Point",
+    "Saltcombe",
+    "Exeter",
+    "St Brendan's",
+    "Chapel Lane",
+    "the Shards",
+];
+
+#[derive(Debug, Args)]
+pub struct IngestBenchArgs {
+    /// Words in the generated book (the test book repeated until it has this many).
+    #[arg(long, default_value_t = 100_000)]
+    pub words: usize,
+    /// Print the figures as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Figures {
+    words: usize,
+    scenes: usize,
+    seconds: f64,
+    words_per_second: f64,
+    stage_seconds: Vec<(String, f64)>,
+    peak_rss_mb: f64,
+    facts: usize,
+    summaries: usize,
+}
+
+/// A copy's name for a place: the place and a made-up suffix, different per copy.
+fn renamed(place: &str, copy: usize) -> String {
+    const SYLLABLES: [&str; 8] = ["Ash", "Bel", "Cor", "Dun", "Elm", "Fal", "Gar", "Hol"];
+    if copy == 0 {
+        return place.to_owned();
+    }
+    let a = SYLLABLES[copy % SYLLABLES.len()];
+    let b = SYLLABLES[(copy / SYLLABLES.len()) % SYLLABLES.len()].to_lowercase();
+    format!("{place} {a}{b}ton")
+}
+
+/// The test book repeated (its front matter once) until it has `words` words.
+#[must_use]
+pub fn long_book(words: usize) -> String {
+    let body_start = BOOK.find("CHAPTER ONE").unwrap_or(0);
+    let (front, body) = BOOK.split_at(body_start);
+    let per_copy = body.split_whitespace().count().max(1);
+    let mut out = front.to_owned();
+    for copy in 0..words.div_ceil(per_copy) {
+        let mut text = body.to_owned();
+        for place in PLACES {
+            text = text.replace(place, &renamed(place, copy));
+        }
+        out.push_str(&text);
+        out.push('\n');
+    }
+    out
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
+    let dir = tempfile::Builder::new()
+        .prefix("dramatis-bench-ingest-")
+        .tempdir()?;
+    let book = dir.path().join("book.txt");
+    let characters = dir.path().join("characters.txt");
+    std::fs::write(&book, long_book(args.words))?;
+    std::fs::write(&characters, CHARACTERS)?;
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
+    let options = Options {
+        past: Past::Half,
+        patterns: None,
+        stop_after: None,
+    };
+    let out = dir.path().join("out");
+    let started = Instant::now();
+    let done = ingest(&book, &characters, &out, &embedder, None, &options, &Quiet).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let summaries: usize = done.layers.iter().map(|r| r.memories).sum();
+    let graph: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("layers/graph.json"))?)?;
+    let figures = Figures {
+        words: done.words,
+        scenes: done.scenes,
+        seconds,
+        words_per_second: done.words as f64 / seconds,
+        stage_seconds: done
+            .stages
+            .iter()
+            .map(|(s, c)| (s.clone(), c.seconds))
+            .collect(),
+        peak_rss_mb: peak_rss_mb(),
+        facts: graph["facts"].as_array().map_or(0, Vec::len),
+        summaries,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&figures)?);
+        return Ok(());
+    }
+    println!(
+        "ingest, deterministic path, real embedder: {} words, {} scenes",
+        figures.words, figures.scenes
+    );
+    println!("{:<14} {:>10}", "stage", "seconds");
+    for (stage, s) in &figures.stage_seconds {
+        println!("{stage:<14} {s:>10.2}");
+    }
+    println!("{:<14} {:>10.2}", "total", figures.seconds);
+    println!(
+        "{:.0} words/s · peak memory {:.0} MB (this process, embedder included) · {} facts, {} summaries",
+        figures.words_per_second, figures.peak_rss_mb, figures.facts, figures.summaries
+    );
+    Ok(())
+}
