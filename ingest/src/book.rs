@@ -872,3 +872,6 @@ pub async fn ingest(
         started.elapsed().as_secs_f64(),
     )
 }
+
+#[cfg(test)]
+mod tests;

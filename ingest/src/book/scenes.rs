@@ -99,21 +99,26 @@ impl BookFacts {
     pub fn read(text: &str, characters: &[FocusCharacter], namer: &Namer) -> Self {
         let mut genders = BTreeMap::new();
         let mut votes: BTreeMap<&str, (i32, i32)> = BTreeMap::new();
+        let mut other_speakers = BTreeSet::new();
         for para in paragraphs(text) {
             for seg in &para {
                 let Segment::Narration(n) = seg else { continue };
+                if let Some(Tag::Named(name)) = speech_tag(n, namer)
+                    && namer.mentions(&name).is_empty()
+                {
+                    other_speakers.insert(name);
+                }
                 for s in sentences(n) {
                     let mentions = namer.mentions(s);
                     let ids: BTreeSet<&str> = mentions.iter().map(|m| m.character).collect();
-                    if ids.len() != 1 {
+                    let [id] = ids.into_iter().collect::<Vec<_>>()[..] else {
                         continue;
-                    }
+                    };
                     let w: Vec<String> = words(s).collect();
                     let he = w.iter().any(|w| matches!(w.as_str(), "he" | "his" | "him"));
                     let she = w
                         .iter()
                         .any(|w| matches!(w.as_str(), "she" | "her" | "hers"));
-                    let id = *ids.iter().next().unwrap_or(&"");
                     let v = votes.entry(id).or_default();
                     v.0 += i32::from(he && !she);
                     v.1 += i32::from(she && !he);
@@ -137,23 +142,19 @@ impl BookFacts {
             };
             genders.insert(c.id.clone(), gender);
         }
-        let mut other_speakers = BTreeSet::new();
-        for para in paragraphs(text) {
-            for seg in &para {
-                if let Segment::Narration(n) = seg
-                    && let Some(Tag::Named(name)) = speech_tag(n, namer, true)
-                    && namer.mentions(&name).is_empty()
-                {
-                    other_speakers.insert(name);
-                }
-            }
-        }
         Self {
             genders,
             other_speakers,
         }
     }
 
+    /// Known to take this pronoun.
+    fn is(&self, speaker: &Speaker, pronoun: Gender) -> bool {
+        pronoun != Gender::Unknown
+            && matches!(speaker, Speaker::Focus(id) if self.genders.get(id) == Some(&pronoun))
+    }
+
+    /// Not known to take another pronoun.
     fn fits(&self, speaker: &Speaker, pronoun: Gender) -> bool {
         match speaker {
             Speaker::Focus(id) => {
@@ -171,9 +172,9 @@ enum Tag {
     Pronoun(Gender),
 }
 
-/// A speech tag at the start of narration that follows a quote ("said Silas", "Maren's
-/// mouth tightened", "she said"), or at its end when `leading` is false.
-fn speech_tag(narration: &str, namer: &Namer, after_quote: bool) -> Option<Tag> {
+/// A speech tag at the start of narration that follows a quote: "said Silas", "Maren's
+/// mouth tightened", "she said".
+fn speech_tag(narration: &str, namer: &Namer) -> Option<Tag> {
     let first = sentences(narration).into_iter().next()?;
     let head: Vec<&str> = first.split_whitespace().take(6).collect();
     let clean = |w: &str| {
@@ -181,9 +182,6 @@ fn speech_tag(narration: &str, namer: &Namer, after_quote: bool) -> Option<Tag> 
             .to_owned()
     };
     let lower: Vec<String> = head.iter().map(|w| clean(w).to_lowercase()).collect();
-    if !after_quote {
-        return None;
-    }
     // "said Silas", "asked the priest"
     if lower
         .first()
@@ -234,15 +232,21 @@ impl Voices<'_> {
         self.spoken.iter().rev().find(|s| *s != last).cloned()
     }
 
+    /// Someone known to be "he" (or "she") first; someone whose pronoun is unknown
+    /// only when no one known fits.
     fn resolve(&self, in_paragraph: &[Speaker], pronoun: Gender) -> Option<Speaker> {
-        in_paragraph
-            .iter()
-            .rev()
-            .cloned()
-            .chain(self.alternate())
-            .chain(self.mentioned.iter().rev().cloned())
-            .chain(self.spoken.last().cloned())
-            .find(|s| self.facts.fits(s, pronoun))
+        let candidates = || {
+            in_paragraph
+                .iter()
+                .rev()
+                .cloned()
+                .chain(self.alternate())
+                .chain(self.mentioned.iter().rev().cloned())
+                .chain(self.spoken.last().cloned())
+        };
+        candidates()
+            .find(|s| self.facts.is(s, pronoun))
+            .or_else(|| candidates().find(|s| self.facts.fits(s, pronoun)))
     }
 }
 
@@ -306,7 +310,7 @@ pub fn prepare(number: usize, span: Span, text: &str, namer: &Namer, facts: &Boo
                         named.insert(m.character.to_owned());
                     }
                     let tag = match segs.get(i + 1) {
-                        Some(Segment::Narration(n)) => speech_tag(n, namer, true),
+                        Some(Segment::Narration(n)) => speech_tag(n, namer),
                         _ => None,
                     };
                     let speaker = match tag {
