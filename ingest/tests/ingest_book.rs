@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use dramatis_embed::FakeEmbedder;
 use dramatis_ingest::book::personality::pattern_count;
-use dramatis_ingest::book::text::contains_phrase;
+use dramatis_ingest::book::text::{Namer, contains_phrase, read_characters};
 use dramatis_ingest::book::{Options, Past, Quiet, ingest};
 use serde::Deserialize;
 
@@ -83,6 +83,7 @@ struct GraphOut {
 
 #[derive(Deserialize)]
 struct FactOut {
+    scene: usize,
     text: String,
     known_by: BTreeSet<String>,
 }
@@ -158,6 +159,33 @@ async fn the_deterministic_path_matches_the_answer_file() {
         }
     }
 
+    // A summary names people only once the character has heard their names.
+    let identity: Vec<IdentityRow> = read(&out.path().join("layers/identity.json"));
+    let characters = read_characters(&book_dir().join("characters.txt")).expect("character list");
+    let namer = Namer::new(&characters);
+    let mut described = 0;
+    for s in &summaries {
+        let known = identity[s.scene - 1].knows.get(&s.character);
+        for m in namer.mentions(&s.text) {
+            if m.character == s.character {
+                continue;
+            }
+            if m.by_name {
+                assert!(
+                    known.is_some_and(|k| k.contains(m.character)),
+                    "{} names {} in scene {} before hearing the name: {}",
+                    s.character,
+                    m.character,
+                    s.scene,
+                    s.text
+                );
+            } else {
+                described += 1;
+            }
+        }
+    }
+    assert!(described > 0, "someone unnamed appears by description");
+
     // Visibility of the ten key facts, organisation propagation included.
     let graph: GraphOut = read(&out.path().join("layers/graph.json"));
     assert_eq!(graph.organisations.len(), 1);
@@ -178,6 +206,23 @@ async fn the_deterministic_path_matches_the_answer_file() {
         assert_eq!(got, want, "who may know `{}`", fact.id);
     }
 
+    // Kit hides in the ferry (scene 5): what the narrator tells of him there reaches
+    // only him.
+    let hidden: Vec<&FactOut> = graph
+        .facts
+        .iter()
+        .filter(|f| f.scene == 5 && (f.text.contains("the boy") || f.text.contains("sailcloth")))
+        .collect();
+    assert_eq!(
+        hidden.len(),
+        2,
+        "{:?}",
+        hidden.iter().map(|f| &f.text).collect::<Vec<_>>()
+    );
+    for f in hidden {
+        assert_eq!(f.known_by, BTreeSet::from(["kit".to_owned()]), "{}", f.text);
+    }
+
     // K patterns per character: ⌈√(scenes it speaks in)⌉.
     for row in &done.layers {
         let speaks = answers
@@ -195,7 +240,6 @@ async fn the_deterministic_path_matches_the_answer_file() {
     }
 
     // Who knows whom by name at the end.
-    let identity: Vec<IdentityRow> = read(&out.path().join("layers/identity.json"));
     let last = &identity.last().expect("test data").knows;
     for (who, want) in &answers.knows {
         if !on_stage.contains(who) {

@@ -63,8 +63,10 @@ pub fn refer<'a>(
 #[must_use]
 pub fn digest(characters: &[FocusCharacter], upto: &Upto<'_>, character: &str) -> String {
     let scene = upto.scene();
+    // Those who spoke: someone silent may have been hidden from the others.
     let mut with: Vec<Speaker> = scene
-        .present()
+        .active
+        .iter()
         .filter(|c| *c != character)
         .map(|c| Speaker::Focus(c.clone()))
         .collect();

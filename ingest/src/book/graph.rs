@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::lexicon::{COMMON_MARKERS, ORGANISATION_HEADS, TIME_WORDS};
+use super::lexicon::{COMMON_MARKERS, ORGANISATION_HEADS, TIME_WORDS, UNSEEN_MARKERS};
 use super::scenes::{Scene, Speaker};
 use super::text::{FocusCharacter, Namer, contains_phrase, words};
 
@@ -287,6 +287,9 @@ pub fn extract(
         // The paragraph whose narration last named a focus character: a later sentence
         // of it speaking of "he" or "her" is about that character.
         let mut named_paragraph: Option<usize> = None;
+        // Characters the narrator says the others did not see, until they speak: what
+        // the narration tells of them reaches only them.
+        let mut hidden: BTreeSet<String> = BTreeSet::new();
         for sentence in &s.sentences {
             let text = sentence.text.trim();
             if sentence.spoken_by.is_none() && !namer.mentions(text).is_empty() {
@@ -320,9 +323,21 @@ pub fn extract(
                 fact.text = format!("{who} said, \"{text}\"");
             }
             let common = COMMON_MARKERS.iter().any(|m| contains_phrase(text, m));
+            if let Some(Speaker::Focus(id)) = &sentence.spoken_by {
+                hidden.remove(id);
+            }
+            let unseen = UNSEEN_MARKERS.iter().any(|m| contains_phrase(text, m))
+                || mentions.iter().any(|m| hidden.contains(m.character));
+            if unseen && sentence.spoken_by.is_none() {
+                hidden.extend(mentions.iter().map(|m| m.character.to_owned()));
+            }
             let mut known_by = if common {
                 fact.route = "common_knowledge".into();
                 world.clone()
+            } else if unseen {
+                // What those present did not see reaches only whom it names.
+                fact.route = "direct_experience".into();
+                mentions.iter().map(|m| m.character.to_owned()).collect()
             } else {
                 fact.route = "observation".into();
                 s.present_at(sentence.paragraph)

@@ -207,6 +207,20 @@ pub const COMMON_MARKERS: &[&str] = &[
     "everyone in",
 ];
 
+/// Phrases by which the narrator tells what those present did not see: such a
+/// sentence is known only to the characters it names.
+pub const UNSEEN_MARKERS: &[&str] = &[
+    "neither of them saw",
+    "no one saw",
+    "nobody saw",
+    "none of them saw",
+    "did not see",
+    "didn't see",
+    "unseen",
+    "without being seen",
+    "unnoticed",
+];
+
 /// Names of organisations end in one of these.
 pub const ORGANISATION_HEADS: &[&str] = &[
     "Society",
