@@ -144,9 +144,9 @@ pub enum BoundaryGuardArg {
     Regenerate,
 }
 
-/// Which language model characters use.
+/// An OpenAI-compatible endpoint and how to call it.
 #[derive(Debug, Clone, Args)]
-pub struct ModelArgs {
+pub struct EndpointArgs {
     /// OpenAI-compatible endpoint base URL, e.g. http://127.0.0.1:8080/v1. When absent,
     /// the built-in model is started.
     #[arg(long, env = "DRAMATIS_LLM_ENDPOINT")]
@@ -164,6 +164,13 @@ pub struct ModelArgs {
     /// Seconds to wait for a response or for the next streamed piece.
     #[arg(long, env = "DRAMATIS_LLM_TIMEOUT", default_value_t = 120)]
     pub llm_timeout: u64,
+}
+
+/// Which language model characters use.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
     /// Use the scripted model (no language model at all) answering from this JSON
     /// fixture; `builtin` for its generic lines.
     #[arg(long, env = "DRAMATIS_SCRIPTED", conflicts_with = "llm_endpoint")]

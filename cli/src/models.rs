@@ -19,10 +19,10 @@ pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
     let mut models = if let Some(fixture) = &args.scripted {
         RoleModels::uniform(Arc::new(scripted(fixture)?))
     } else {
-        let endpoint = args.llm_endpoint.clone().context(
+        let endpoint = args.endpoint.llm_endpoint.clone().context(
             "no language model: pass --llm-endpoint (or DRAMATIS_LLM_ENDPOINT) or --scripted",
         )?;
-        RoleModels::uniform(client(args, endpoint, &args.llm_model)?)
+        RoleModels::uniform(client(args, endpoint, &args.endpoint.llm_model)?)
     };
     for (role, role_endpoint, role_model) in [
         (
@@ -35,7 +35,7 @@ pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
         if role_endpoint.is_some() || role_model.is_some() {
             let endpoint = role_endpoint
                 .clone()
-                .or_else(|| args.llm_endpoint.clone())
+                .or_else(|| args.endpoint.llm_endpoint.clone())
                 .with_context(|| {
                     format!(
                         "the {} model needs an endpoint: pass --{}-endpoint",
@@ -43,7 +43,7 @@ pub fn role_models(args: &ModelArgs) -> anyhow::Result<RoleModels> {
                         role.as_str()
                     )
                 })?;
-            let model = role_model.as_deref().unwrap_or(&args.llm_model);
+            let model = role_model.as_deref().unwrap_or(&args.endpoint.llm_model);
             models = models.with_role(role, client(args, endpoint, model)?);
         }
     }
@@ -58,7 +58,12 @@ fn client(
     endpoint: String,
     model: &str,
 ) -> anyhow::Result<Arc<dyn LanguageModel>> {
-    openai_client(endpoint, model, args.llm_api_key.clone(), args.llm_timeout)
+    openai_client(
+        endpoint,
+        model,
+        args.endpoint.llm_api_key.clone(),
+        args.endpoint.llm_timeout,
+    )
 }
 
 /// A client for an OpenAI-compatible endpoint.
@@ -90,7 +95,7 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     if let Some(fixture) = &args.scripted {
         out.extend(["--scripted".to_owned(), fixture.clone()]);
     }
-    if let Some(endpoint) = &args.llm_endpoint {
+    if let Some(endpoint) = &args.endpoint.llm_endpoint {
         out.extend(["--llm-endpoint".to_owned(), endpoint.clone()]);
     }
     for (flag, value) in [
@@ -129,9 +134,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         "--memory-writes".to_owned(),
         writes.to_owned(),
         "--llm-model".to_owned(),
-        args.llm_model.clone(),
+        args.endpoint.llm_model.clone(),
         "--llm-timeout".to_owned(),
-        args.llm_timeout.to_string(),
+        args.endpoint.llm_timeout.to_string(),
         "--answer-temperature".to_owned(),
         args.answer_temperature.to_string(),
         "--layers".to_owned(),

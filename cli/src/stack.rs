@@ -49,10 +49,10 @@ impl LocalStack {
         };
         let logs = data_dir.join("logs");
         let mut llm = None;
-        if model.llm_endpoint.is_none() && model.scripted.is_none() {
+        if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() {
             eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
-            model.llm_endpoint = Some(endpoint);
+            model.endpoint.llm_endpoint = Some(endpoint);
             if model.memory_writes == MemoryWritesArg::Auto {
                 model.memory_writes = MemoryWritesArg::Digest;
             }

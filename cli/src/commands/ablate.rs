@@ -112,7 +112,7 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         threshold: args.threshold,
     };
     let mut model = args.model.clone();
-    if model.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
+    if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
         model.scripted = Some("builtin".into());
     }
     let bar = indicatif::ProgressBar::new(sets.len() as u64);

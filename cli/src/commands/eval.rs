@@ -57,7 +57,7 @@ pub enum AtArg {
 fn played_with(model: &ModelArgs) -> String {
     match &model.scripted {
         Some(fixture) => format!("scripted:{fixture}"),
-        None => format!("model:{}", model.llm_model),
+        None => format!("model:{}", model.endpoint.llm_model),
     }
 }
 
@@ -65,7 +65,7 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
     let scenario_path = resolve_scenario(&args.scenario)?;
     let scenario = Scenario::load(&scenario_path)?;
     let mut model = args.model.clone();
-    if model.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
+    if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
         model.scripted = Some("builtin".into());
     }
     let with = played_with(&model);
@@ -196,10 +196,10 @@ async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
     answer.answer_temperature = 0.0;
     let needs_model = args.answerer.uses_model() || fixture.is_none();
     let mut llm = None;
-    if needs_model && answer.llm_endpoint.is_none() && answer.scripted.is_none() {
+    if needs_model && answer.endpoint.llm_endpoint.is_none() && answer.scripted.is_none() {
         eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
         let (spawned, endpoint) = start_builtin_llm(logs.path()).await?;
-        answer.llm_endpoint = Some(endpoint);
+        answer.endpoint.llm_endpoint = Some(endpoint);
         llm = Some(spawned);
     }
     let mut turns = answer.clone();
@@ -207,13 +207,14 @@ async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
         // The story replays on the scripted model it was made with; only interview
         // answers go to the evaluated model.
         turns.scripted = Some(fixture);
-        turns.llm_endpoint = None;
+        turns.endpoint.llm_endpoint = None;
         if args.answerer.uses_model() {
-            turns.answer_endpoint = answer.llm_endpoint.clone();
+            turns.answer_endpoint = answer.endpoint.llm_endpoint.clone();
             turns.answer_model = answer
+                .endpoint
                 .llm_endpoint
                 .as_ref()
-                .map(|_| answer.llm_model.clone());
+                .map(|_| answer.endpoint.llm_model.clone());
             turns.answer_scripted = answer.scripted.clone();
         }
     }

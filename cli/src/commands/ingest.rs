@@ -28,7 +28,7 @@ pub struct IngestArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Deterministic stages only: no language model.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "llm_endpoint")]
     pub no_model: bool,
     /// Where the book splits: scenes before it are the characters' past (their starting
     /// memories, facts, patterns and the names they know); the rest is the script.
@@ -42,22 +42,9 @@ pub struct IngestArgs {
     /// to continue from the caches.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(STAGES))]
     pub stop_after: Option<String>,
-    /// OpenAI-compatible endpoint that refines each stage (default: the built-in model).
-    #[arg(long, env = "DRAMATIS_LLM_ENDPOINT", conflicts_with = "no_model")]
-    pub llm_endpoint: Option<String>,
-    /// Model name sent to the endpoint.
-    #[arg(
-        long,
-        env = "DRAMATIS_LLM_MODEL",
-        default_value = "smollm2-135m-instruct"
-    )]
-    pub llm_model: String,
-    /// Bearer token for the endpoint.
-    #[arg(long, env = "DRAMATIS_LLM_API_KEY", hide_env_values = true)]
-    pub llm_api_key: Option<String>,
-    /// Seconds to wait for a response or for the next streamed piece.
-    #[arg(long, env = "DRAMATIS_LLM_TIMEOUT", default_value_t = 120)]
-    pub llm_timeout: u64,
+    /// The endpoint that refines each stage (default: the built-in model).
+    #[command(flatten)]
+    pub endpoint: crate::args::EndpointArgs,
     /// The scripted model answering from this JSON fixture (tests).
     #[arg(long, conflicts_with_all = ["no_model", "llm_endpoint"])]
     pub scripted: Option<String>,
@@ -144,7 +131,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
     } else if let Some(fixture) = &args.scripted {
         Some(Arc::new(crate::models::scripted(fixture)?))
     } else {
-        let endpoint = match &args.llm_endpoint {
+        let endpoint = match &args.endpoint.llm_endpoint {
             Some(endpoint) => endpoint.clone(),
             None => {
                 eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
@@ -155,9 +142,9 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
         };
         Some(crate::models::openai_client(
             endpoint,
-            &args.llm_model,
-            args.llm_api_key.clone(),
-            args.llm_timeout,
+            &args.endpoint.llm_model,
+            args.endpoint.llm_api_key.clone(),
+            args.endpoint.llm_timeout,
         )?)
     };
     let options = Options {

@@ -71,10 +71,10 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let logs = args.data_dir.join("logs");
     let mut _llm = None;
     let agents: Arc<dyn AgentDirectory> = if args.agent_endpoints.is_empty() {
-        if args.model.llm_endpoint.is_none() && args.model.scripted.is_none() {
+        if args.model.endpoint.llm_endpoint.is_none() && args.model.scripted.is_none() {
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
             tracing::info!(%endpoint, "started the built-in model");
-            args.model.llm_endpoint = Some(endpoint);
+            args.model.endpoint.llm_endpoint = Some(endpoint);
             if args.model.memory_writes == MemoryWritesArg::Auto {
                 args.model.memory_writes = MemoryWritesArg::Digest;
             }
