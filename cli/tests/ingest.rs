@@ -8,38 +8,18 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{dramatis, repo};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 fn book() -> PathBuf {
     repo().join("ingest/tests/books/wrayhaven")
 }
 
-/// Answers for each stage. Scenes: "the schoolhouse", usable only where the first
-/// paragraph names it. Graph: one relation, usable only where the scene names both
-/// ends. Summaries, annotations and pattern lines: usable everywhere.
-fn fixture(dir: &Path) -> PathBuf {
-    let rules = json!([
-        {"when": ["stage: scenes"], "reply": json!({
-            "location": "the schoolhouse", "time": "evening", "atmosphere": "hushed", "silent": []
-        }).to_string()},
-        {"when": ["stage: episodic"], "reply": json!({
-            "summary": "I remember the grey water and every word that was said to me there."
-        }).to_string()},
-        {"when": ["stage: graph"], "reply": json!({
-            "entities": [{"name": "Gull Point", "kind": "place"}],
-            "relations": [{"subject": "Gull Point", "predicate": "looks over",
-                           "object": "the Shards", "cause": ""}]
-        }).to_string()},
-        {"when": ["stage: personality", "Annotate the line"], "reply": json!({
-            "emotion": "calm", "intensity": 0.25, "trigger": "the line before", "intent": "tell"
-        }).to_string()},
-        {"when": ["stage: personality", "describe how this character behaves"], "reply": json!({
-            "description": "keeps its own counsel until pressed"
-        }).to_string()}
-    ]);
-    let path = dir.join("ingest-fixture.json");
-    std::fs::write(&path, rules.to_string()).expect("test data");
-    path
+/// The scripted model's answers for each stage (`scripted.json` beside the book).
+/// Scenes: "the schoolhouse", usable only where the first paragraph names it. Graph: one
+/// relation, usable only where the scene names both ends. Summaries, annotations and
+/// pattern lines: usable everywhere.
+fn fixture() -> PathBuf {
+    book().join("scripted.json")
 }
 
 async fn ingest(out: &Path, extra: &[&str]) -> Value {
@@ -79,7 +59,7 @@ fn calls(report: &Value, name: &str) -> u64 {
 async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeats_no_call() {
     let dir = tempfile::tempdir().expect("test data");
     let out = dir.path().join("wrayhaven");
-    let fixture = fixture(dir.path());
+    let fixture = fixture();
     let scripted = ["--scripted", fixture.to_str().expect("test data")];
 
     // Stopped after stage 2: only scenes and episodic ran.

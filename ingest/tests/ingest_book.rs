@@ -1,17 +1,22 @@
-//! `dramatis ingest` on the test book (`tests/books/wrayhaven/`), deterministic path,
-//! against the hand-made answer file: scene count, rosters, summaries that know nothing
-//! of later scenes, visibility of the ten key facts (with organisation propagation),
-//! the pattern count K, who knows whom by name, and a scenario whose starting shards
-//! hold nothing from the script's scenes. (The model path, the real embedder, resume
+//! `dramatis ingest` on the test book (`tests/books/wrayhaven/`), on the deterministic
+//! path and with the scripted model answering every stage (`scripted.json`), against
+//! the hand-made answer file: scene count, rosters, summaries that know nothing of later
+//! scenes or unheard names, visibility of the ten key facts (with organisation
+//! propagation), the pattern count K, who knows whom by name, and a scenario whose
+//! starting shards hold nothing from the script's scenes. (The real embedder, resume
 //! and the world run are the CLI's tests.)
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use dramatis_embed::FakeEmbedder;
+use dramatis_ingest::book::output::Done;
 use dramatis_ingest::book::personality::pattern_count;
 use dramatis_ingest::book::text::{Namer, contains_phrase, read_characters};
 use dramatis_ingest::book::{Options, Past, Quiet, ingest};
+use dramatis_llm::{LanguageModel, ScriptedModel};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -70,6 +75,7 @@ struct SpanOut {
 
 #[derive(Deserialize)]
 struct SummaryOut {
+    by: String,
     character: String,
     scene: usize,
     text: String,
@@ -100,6 +106,32 @@ struct IdentityRow {
 
 #[tokio::test]
 async fn the_deterministic_path_matches_the_answer_file() {
+    check_against_answers(None).await;
+}
+
+#[tokio::test]
+async fn the_scripted_model_path_matches_the_answer_file() {
+    let rules = std::fs::read_to_string(book_dir().join("scripted.json")).expect("fixture");
+    let model = ScriptedModel::from_json(&rules).expect("fixture");
+    let done = check_against_answers(Some(Arc::new(model.clone()))).await;
+    // Every stage but identity asked the model, and what it could not refine is listed.
+    for stage in ["scenes", "episodic", "graph", "personality"] {
+        let cost = &done
+            .stages
+            .iter()
+            .find(|(s, _)| s == stage)
+            .expect("stage")
+            .1;
+        assert!(cost.calls > 0 && cost.accepted > 0, "{stage}: {cost:?}");
+    }
+    assert!(done.rejections.iter().any(|r| r.stage == "scenes"));
+    assert_eq!(
+        model.calls(),
+        done.stages.iter().map(|(_, c)| c.calls).sum::<u64>()
+    );
+}
+
+async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
     let out = tempfile::tempdir().expect("test data");
     let options = Options {
         past: Past::Half,
@@ -111,7 +143,7 @@ async fn the_deterministic_path_matches_the_answer_file() {
         &book_dir().join("characters.txt"),
         out.path(),
         &FakeEmbedder::new(64),
-        None,
+        model,
         &options,
         &Quiet,
     )
@@ -184,7 +216,9 @@ async fn the_deterministic_path_matches_the_answer_file() {
             }
         }
     }
-    assert!(described > 0, "someone unnamed appears by description");
+    if summaries.iter().any(|s| s.by == "digest") {
+        assert!(described > 0, "someone unnamed appears by description");
+    }
 
     // Visibility of the ten key facts, organisation propagation included.
     let graph: GraphOut = read(&out.path().join("layers/graph.json"));
@@ -308,4 +342,5 @@ async fn the_deterministic_path_matches_the_answer_file() {
             );
         }
     }
+    done
 }
