@@ -29,12 +29,14 @@ pub struct LocalStack {
 
 impl LocalStack {
     /// Starts the stack. `data_dir` keeps the event log and process logs; without it
-    /// they go to a temporary directory.
+    /// they go to a temporary directory. `scenario_file` is a file this command's
+    /// worlds are created from: its directory is one the service may read.
     pub async fn start(
         mut model: ModelArgs,
         data_dir: Option<PathBuf>,
         shared_agent: bool,
         scenarios_dir: Option<PathBuf>,
+        scenario_file: Option<&std::path::Path>,
         shutdown: Shutdown,
     ) -> anyhow::Result<Self> {
         let (data_dir, temp) = match data_dir {
@@ -70,6 +72,11 @@ impl LocalStack {
         ));
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
+            scenario_roots: scenario_file
+                .and_then(|f| std::fs::canonicalize(f).ok())
+                .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+                .into_iter()
+                .collect(),
             log_path: data_dir.join("events.redb"),
             agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
             narrator: Some(Arc::clone(

@@ -113,6 +113,12 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
     ));
     let options = WorldServiceOptions {
         scenarios_dir: setup.scenarios_dir.clone(),
+        scenario_roots: std::path::Path::new(&setup.scenario)
+            .canonicalize()
+            .ok()
+            .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+            .into_iter()
+            .collect(),
         log_path: data.path().join("events.redb"),
         agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
         narrator: Some(Arc::new(scripted.clone())),

@@ -21,6 +21,8 @@ pub enum ErrorKind {
     Unavailable,
     /// A deadline passed.
     DeadlineExceeded,
+    /// The caller may not do this (a path outside the allowed directories).
+    PermissionDenied,
     /// A bug or an unexpected failure.
     Internal,
 }
@@ -36,6 +38,7 @@ impl ErrorKind {
             Self::FailedPrecondition => Code::FailedPrecondition,
             Self::Unavailable => Code::Unavailable,
             Self::DeadlineExceeded => Code::DeadlineExceeded,
+            Self::PermissionDenied => Code::PermissionDenied,
             Self::Internal => Code::Internal,
         }
     }
@@ -50,6 +53,7 @@ impl ErrorKind {
             Code::FailedPrecondition | Code::Aborted => Self::FailedPrecondition,
             Code::Unavailable | Code::ResourceExhausted => Self::Unavailable,
             Code::DeadlineExceeded | Code::Cancelled => Self::DeadlineExceeded,
+            Code::PermissionDenied | Code::Unauthenticated => Self::PermissionDenied,
             _ => Self::Internal,
         }
     }

@@ -157,6 +157,8 @@ impl Cluster {
         );
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir(),
+            // The tests create worlds from files anywhere in the repository.
+            scenario_roots: vec![repo_root()],
             log_path: self.data.path().join("events.redb"),
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),

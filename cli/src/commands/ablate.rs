@@ -129,7 +129,15 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         let mut model = model.clone();
         model.memory_modules = Some(*set);
         model.layers = *layers;
-        let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
+        let stack = LocalStack::start(
+            model,
+            None,
+            true,
+            None,
+            Some(&scenario_path),
+            Shutdown::new(),
+        )
+        .await?;
         let mut row = measure_set(
             label.clone(),
             &stack.server_url,

@@ -69,7 +69,15 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
         model.scripted = Some("builtin".into());
     }
     let with = played_with(&model);
-    let stack = LocalStack::start(model, None, true, None, Shutdown::new()).await?;
+    let stack = LocalStack::start(
+        model,
+        None,
+        true,
+        None,
+        Some(&scenario_path),
+        Shutdown::new(),
+    )
+    .await?;
     let mut walk = Walk::start(world_client(&stack.server_url).await?, &scenario_path).await?;
     let bar = indicatif::ProgressBar::new_spinner();
     while !walk.run.finished {
@@ -189,7 +197,11 @@ struct Setup {
     _logs: tempfile::TempDir,
 }
 
-async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
+async fn setup(
+    args: &KbfArgs,
+    probes: &[Probe],
+    scenario_path: &std::path::Path,
+) -> anyhow::Result<Setup> {
     let logs = tempfile::Builder::new().prefix("dramatis-kbf-").tempdir()?;
     let fixture = turns_fixture(probes)?;
     let mut answer = args.model.clone();
@@ -218,7 +230,15 @@ async fn setup(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Setup> {
             turns.answer_scripted = answer.scripted.clone();
         }
     }
-    let stack = LocalStack::start(turns, None, true, None, Shutdown::new()).await?;
+    let stack = LocalStack::start(
+        turns,
+        None,
+        true,
+        None,
+        Some(scenario_path),
+        Shutdown::new(),
+    )
+    .await?;
     Ok(Setup {
         stack,
         answer_model: answer,
@@ -241,7 +261,7 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
         args.model.embedder_dir.as_deref(),
     ))?;
-    let setup = setup(args, &probes).await?;
+    let setup = setup(args, &probes, &scenario_path).await?;
     let mut walk =
         Walk::start(world_client(&setup.stack.server_url).await?, &scenario_path).await?;
     let answer_model = || -> anyhow::Result<_> {

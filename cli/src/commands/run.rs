@@ -54,11 +54,16 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     let started = Instant::now();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    let file = match &source {
+        create_world_request::Source::ScenarioPath(path) => Some(PathBuf::from(path)),
+        _ => None,
+    };
     let stack = LocalStack::start(
         args.model.clone(),
         args.data_dir.clone(),
         args.shared_agent,
         args.scenarios_dir.clone(),
+        file.as_deref(),
         shutdown.clone(),
     )
     .await?;

@@ -39,6 +39,14 @@ pub struct ServeArgs {
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
+    /// Another directory whose scenario files clients may name by path in CreateWorld
+    /// (repeat for more). Paths outside these and --scenarios-dir are refused.
+    #[arg(
+        long = "scenario-root",
+        env = "DRAMATIS_SCENARIO_ROOTS",
+        value_delimiter = ','
+    )]
+    pub scenario_roots: Vec<PathBuf>,
     /// The web viewer's files (the repository's web/ directory, set up by
     /// scripts/setup.sh); the page is served at http://<listen>/viewer/.
     #[arg(long, env = "DRAMATIS_VIEWER_DIR")]
@@ -93,6 +101,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         scenarios_dir: args
             .scenarios_dir
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
+        scenario_roots: args.scenario_roots.clone(),
         log_path: args.data_dir.join("events.redb"),
         agents,
         narrator: Some(Arc::clone(

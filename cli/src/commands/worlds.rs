@@ -15,7 +15,9 @@ use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// Shipped scenario name, scenario file, or sandbox spec file.
+    /// Shipped scenario name, scenario file, or sandbox spec file. A sandbox spec is
+    /// sent inline; another file is sent as its path, which the service reads only
+    /// inside its scenario directories (`serve --scenarios-dir`, `--scenario-root`).
     pub scenario: String,
     /// Id for the new world (default: generated).
     #[arg(long)]

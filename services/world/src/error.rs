@@ -11,6 +11,10 @@ pub enum WorldError {
     WorldExists(String),
     #[error("no shipped scenario named {0:?} (see ListScenarios)")]
     ScenarioNotFound(String),
+    #[error("no scenario file at {0:?}")]
+    ScenarioFileNotFound(String),
+    #[error("{0}")]
+    PathNotAllowed(String),
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
     #[error("world {world:?} has no character {character:?}")]
@@ -40,9 +44,11 @@ impl From<WorldError> for tonic::Status {
 impl DomainError for WorldError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::WorldNotFound(_) | Self::ScenarioNotFound(_) | Self::CharacterNotFound { .. } => {
-                ErrorKind::NotFound
-            }
+            Self::WorldNotFound(_)
+            | Self::ScenarioNotFound(_)
+            | Self::ScenarioFileNotFound(_)
+            | Self::CharacterNotFound { .. } => ErrorKind::NotFound,
+            Self::PathNotAllowed(_) => ErrorKind::PermissionDenied,
             Self::WorldExists(_) | Self::SeatTaken(_) => ErrorKind::AlreadyExists,
             Self::Scenario(_) | Self::InvalidArgument(_) => ErrorKind::InvalidArgument,
             Self::Agent { kind, .. } => match kind {

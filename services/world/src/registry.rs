@@ -2,7 +2,7 @@
 //! path), look up, list, delete, and rebuild from the event log after a restart.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use dashmap::DashMap;
@@ -19,6 +19,10 @@ use crate::world::World;
 pub struct WorldServiceOptions {
     /// Directory of shipped scenarios.
     pub scenarios_dir: PathBuf,
+    /// Other directories whose scenario files `CreateWorld` may read by path (the
+    /// shipped directory always counts). A path outside all of them is refused
+    /// without being looked at.
+    pub scenario_roots: Vec<PathBuf>,
     /// The event-log file.
     pub log_path: PathBuf,
     /// Where character agents are.
@@ -56,6 +60,8 @@ struct Inner {
     narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
     /// Where inline sandbox specs are kept (beside the log).
     sandboxes: PathBuf,
+    /// Directories `CreateWorld` may read scenario files from, canonical.
+    roots: Vec<PathBuf>,
     viewer_dir: Option<PathBuf>,
 }
 
@@ -75,8 +81,36 @@ impl Worlds {
                     .parent()
                     .map_or_else(|| PathBuf::from("sandboxes"), |d| d.join("sandboxes")),
                 viewer_dir: options.viewer_dir.clone(),
+                roots: std::iter::once(&options.scenarios_dir)
+                    .chain(&options.scenario_roots)
+                    .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| lexical(d)))
+                    .collect(),
             }),
         })
+    }
+
+    /// The file a client's `scenario_path` names, if it lies inside one of the scenario
+    /// directories. A path outside them is refused before the filesystem is touched, so
+    /// the answer says nothing about what exists there; a symlink out is refused too.
+    fn confined(&self, path: &Path) -> Result<PathBuf, WorldError> {
+        let shown: String = path.to_string_lossy().chars().take(80).collect();
+        let inside = |p: &Path| self.inner.roots.iter().any(|r| p.starts_with(r));
+        let denied = || {
+            WorldError::PathNotAllowed(format!(
+                "scenario_path {shown:?} is outside the scenario directories this service reads \
+                 (serve --scenarios-dir, --scenario-root); send a shipped name or an inline spec"
+            ))
+        };
+        let absolute = lexical(path);
+        if !inside(&absolute) {
+            return Err(denied());
+        }
+        let canonical = std::fs::canonicalize(&absolute)
+            .map_err(|_| WorldError::ScenarioFileNotFound(shown.clone()))?;
+        if !inside(&canonical) {
+            return Err(denied());
+        }
+        Ok(canonical)
     }
 
     /// Where the web viewer's files are, if it is served.
@@ -144,12 +178,21 @@ impl Worlds {
         world_id: Option<String>,
     ) -> Result<Arc<World>, WorldError> {
         let scenario = match &source {
-            ScenarioSource::Name(name) => self
-                .inner
-                .catalog
-                .load(name)
-                .ok_or_else(|| WorldError::ScenarioNotFound(name.clone()))??,
-            ScenarioSource::Path(path) => Scenario::load(path)?,
+            ScenarioSource::Name(name) => {
+                let (inner, key) = (Arc::clone(&self.inner), name.clone());
+                read_off_runtime(move || {
+                    inner
+                        .catalog
+                        .load(&key)
+                        .ok_or_else(|| WorldError::ScenarioNotFound(key.clone()))?
+                        .map_err(WorldError::from)
+                })
+                .await?
+            }
+            ScenarioSource::Path(path) => {
+                let path = self.confined(path)?;
+                read_off_runtime(move || Ok(Scenario::load(&path)?)).await?
+            }
             ScenarioSource::Sandbox(spec) => crate::scenario::sandbox::parse_spec(spec)?,
         };
         let id = match world_id.filter(|w| !w.trim().is_empty()) {
@@ -243,4 +286,35 @@ impl Worlds {
         tracing::info!(world_id, "world deleted");
         Ok(())
     }
+}
+
+/// `path` made absolute (against the current directory) with `.` and `..` resolved by
+/// name alone, without reading the filesystem.
+fn lexical(path: &Path) -> PathBuf {
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_default().join(path)
+    };
+    let mut out = PathBuf::new();
+    for part in absolute.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Runs a blocking file read on tokio's blocking pool, so a slow disk never holds up
+/// the other RPCs.
+async fn read_off_runtime<T: Send + 'static>(
+    read: impl FnOnce() -> Result<T, WorldError> + Send + 'static,
+) -> Result<T, WorldError> {
+    tokio::task::spawn_blocking(read)
+        .await
+        .map_err(|e| WorldError::Log(format!("scenario read failed: {e}")))?
 }

@@ -10,6 +10,7 @@ pub mod sandbox;
 mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use dramatis_proto::v1::MemoryModules;
@@ -213,12 +214,42 @@ pub struct Scene {
     pub knows: BTreeMap<String, BTreeSet<String>>,
 }
 
+/// The largest scenario file read: 8 MiB (the shipped ones are tens of kilobytes; an
+/// ingested 100,000-word book's is about a megabyte).
+pub const MAX_SCENARIO_BYTES: u64 = 8 * 1024 * 1024;
+
 impl Scenario {
-    /// Reads and validates a scenario file.
+    /// Reads and validates a scenario file: a regular file (never a FIFO or a device,
+    /// which could block or never end) of at most [`MAX_SCENARIO_BYTES`], UTF-8.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::Io {
+        let io = |message: String| ScenarioError::Io {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| io(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(io("not a regular file".into()));
+        }
+        if meta.len() > MAX_SCENARIO_BYTES {
+            return Err(io(format!(
+                "{} bytes; a scenario file may have at most {MAX_SCENARIO_BYTES}",
+                meta.len()
+            )));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes))
+            .map_err(|e| io(e.to_string()))?;
+        if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+            return Err(io(format!(
+                "a scenario file may have at most {MAX_SCENARIO_BYTES} bytes"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(format!(
+                "not UTF-8 text (invalid bytes at offset {})",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Self::parse(&text, path)
     }
