@@ -164,6 +164,10 @@ pub struct EndpointArgs {
     /// Seconds to wait for a response or for the next streamed piece.
     #[arg(long, env = "DRAMATIS_LLM_TIMEOUT", default_value_t = 120)]
     pub llm_timeout: u64,
+    /// Seconds a whole call may take, retries included (a trickle of keep-alives or
+    /// of single tokens ends here).
+    #[arg(long, env = "DRAMATIS_LLM_DEADLINE", default_value_t = 300)]
+    pub llm_deadline: u64,
 }
 
 /// Which language model characters use.

@@ -9,7 +9,7 @@ use dramatis_llm::{
     LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
 };
 
-use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
+use crate::args::{BoundaryGuardArg, EndpointArgs, MemoryWritesArg, ModelArgs};
 
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; the narrator and answer roles fall back to the
@@ -58,24 +58,19 @@ fn client(
     endpoint: String,
     model: &str,
 ) -> anyhow::Result<Arc<dyn LanguageModel>> {
-    openai_client(
-        endpoint,
-        model,
-        args.endpoint.llm_api_key.clone(),
-        args.endpoint.llm_timeout,
-    )
+    openai_client(endpoint, model, &args.endpoint)
 }
 
-/// A client for an OpenAI-compatible endpoint.
+/// A client for an OpenAI-compatible endpoint, with the key and time limits of `args`.
 pub fn openai_client(
     endpoint: String,
     model: &str,
-    api_key: Option<String>,
-    timeout_seconds: u64,
+    args: &EndpointArgs,
 ) -> anyhow::Result<Arc<dyn LanguageModel>> {
     let mut config = OpenAiConfig::new(endpoint, model);
-    config.api_key = api_key;
-    config.idle_timeout = Duration::from_secs(timeout_seconds.max(1));
+    config.api_key.clone_from(&args.llm_api_key);
+    config.idle_timeout = Duration::from_secs(args.llm_timeout.max(1));
+    config.deadline = Duration::from_secs(args.llm_deadline.max(1));
     Ok(Arc::new(OpenAiClient::new(config)?))
 }
 
@@ -137,13 +132,26 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         args.endpoint.llm_model.clone(),
         "--llm-timeout".to_owned(),
         args.endpoint.llm_timeout.to_string(),
+        "--llm-deadline".to_owned(),
+        args.endpoint.llm_deadline.to_string(),
         "--answer-temperature".to_owned(),
         args.answer_temperature.to_string(),
         "--layers".to_owned(),
         args.layers.to_string(),
     ]);
-    // The API key travels through the environment, never on a command line.
+    // The API key travels through the environment (`child_env`), never on a command line.
     out
+}
+
+/// Environment a child process needs for the same model choice: the API key, which a
+/// command line would show to every user of the machine.
+#[must_use]
+pub fn child_env(args: &ModelArgs) -> Vec<(&'static str, String)> {
+    args.endpoint
+        .llm_api_key
+        .iter()
+        .map(|key| ("DRAMATIS_LLM_API_KEY", key.clone()))
+        .collect()
 }
 
 /// The default embedder's files (all-MiniLM-L6-v2 int8 on the set-up's ONNX Runtime),

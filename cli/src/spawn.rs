@@ -33,9 +33,11 @@ pub struct Spawned {
     pub addr: SocketAddr,
 }
 
-/// Starts `dramatis <args>` and waits (up to `wait`) for its ready line.
+/// Starts `dramatis <args>` with `env` added to its environment and waits (up to
+/// `wait`) for its ready line.
 pub async fn spawn_self(
     args: &[String],
+    env: &[(&str, String)],
     log_file: &Path,
     wait: Duration,
 ) -> anyhow::Result<Spawned> {
@@ -47,6 +49,7 @@ pub async fn spawn_self(
         .with_context(|| format!("create {}", log_file.display()))?;
     let mut child = Command::new(exe)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
@@ -99,7 +102,7 @@ pub async fn start_builtin_llm(logs: &Path) -> anyhow::Result<(Spawned, String)>
         "--model-file".to_owned(),
         model.to_string_lossy().into_owned(),
     ];
-    let spawned = spawn_self(&args, &logs.join("llm.log"), Duration::from_secs(120)).await?;
+    let spawned = spawn_self(&args, &[], &logs.join("llm.log"), Duration::from_secs(120)).await?;
     let endpoint = format!("http://{}/v1", spawned.addr);
     Ok((spawned, endpoint))
 }
@@ -152,13 +155,18 @@ impl AgentDirectory for SpawnedAgents {
             character_id
         };
         let log = self.logs.join(format!("{world_id}-{name}.log"));
-        let spawned = spawn_self(&args, &log, Duration::from_secs(30))
-            .await
-            .map_err(|e| WorldError::Agent {
-                character: character_id.to_owned(),
-                kind: dramatis_proto::ErrorKind::Unavailable,
-                message: format!("{e:#}"),
-            })?;
+        let spawned = spawn_self(
+            &args,
+            &crate::models::child_env(&self.model),
+            &log,
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|e| WorldError::Agent {
+            character: character_id.to_owned(),
+            kind: dramatis_proto::ErrorKind::Unavailable,
+            message: format!("{e:#}"),
+        })?;
         let endpoint = format!("http://{}", spawned.addr);
         self.lock()
             .entry(world_id.to_owned())

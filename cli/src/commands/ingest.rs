@@ -143,8 +143,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
         Some(crate::models::openai_client(
             endpoint,
             &args.endpoint.llm_model,
-            args.endpoint.llm_api_key.clone(),
-            args.endpoint.llm_timeout,
+            &args.endpoint,
         )?)
     };
     let options = Options {

@@ -23,6 +23,9 @@ pub struct OpenAiConfig {
     pub connect_timeout: Duration,
     /// Longest wait for the response head or for the next streamed chunk.
     pub idle_timeout: Duration,
+    /// Longest a whole call may take, retries included: a stream of keep-alives or a
+    /// token a second ends here even though no single wait is long.
+    pub deadline: Duration,
     /// Attempts after the first one, for retryable failures before any text streamed.
     pub max_retries: u32,
     /// First back-off delay; doubles each retry.
@@ -38,6 +41,7 @@ impl OpenAiConfig {
             api_key: None,
             connect_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(60),
+            deadline: Duration::from_secs(300),
             max_retries: 3,
             backoff: Duration::from_millis(250),
         }
@@ -91,6 +95,7 @@ impl OpenAiClient {
     async fn attempt(
         &self,
         body: &serde_json::Value,
+        budget: usize,
         tokens: Option<&TokenSink>,
         streamed: &mut bool,
     ) -> Result<Completion, LlmError> {
@@ -172,11 +177,21 @@ impl OpenAiClient {
                         .and_then(|d| d.content)
                         .or_else(|| choice.message.and_then(|m| m.content));
                     if let Some(piece) = piece.filter(|p| !p.is_empty()) {
-                        if let Some(sink) = tokens {
-                            let _ = sink.send(piece.clone());
+                        // The client holds the endpoint to max_tokens too: past the
+                        // budget nothing more is kept or forwarded, and the call ends.
+                        let room = budget.saturating_sub(completion.text.chars().count());
+                        let kept: String = piece.chars().take(room).collect();
+                        if !kept.is_empty() {
+                            if let Some(sink) = tokens {
+                                let _ = sink.send(kept.clone());
+                            }
+                            *streamed = true;
+                            completion.text.push_str(&kept);
                         }
-                        *streamed = true;
-                        completion.text.push_str(&piece);
+                        if kept.len() < piece.len() {
+                            tracing::warn!(budget, "reply cut at its token budget");
+                            return Ok(finish(completion, body, false));
+                        }
                     }
                 }
             }
@@ -223,11 +238,38 @@ impl LanguageModel for OpenAiClient {
         tokens: Option<&TokenSink>,
     ) -> Result<Completion, LlmError> {
         let body = self.body(request);
+        let budget = usize::try_from(request.max_tokens)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(MAX_CHARS_PER_TOKEN);
+        let deadline = self.config.deadline;
+        tokio::time::timeout(deadline, self.attempts(&body, budget, tokens))
+            .await
+            .unwrap_or_else(|_| {
+                Err(LlmError::Timeout {
+                    endpoint: self.url.clone(),
+                    after: deadline,
+                })
+            })
+    }
+}
+
+/// The most characters a reply may have per token of `max_tokens` (tokens average
+/// about four characters; this leaves room for long ones).
+pub const MAX_CHARS_PER_TOKEN: usize = 16;
+
+impl OpenAiClient {
+    /// The first attempt and its retries.
+    async fn attempts(
+        &self,
+        body: &serde_json::Value,
+        budget: usize,
+        tokens: Option<&TokenSink>,
+    ) -> Result<Completion, LlmError> {
         let mut delay = self.config.backoff;
         let mut attempt = 0;
         loop {
             let mut streamed = false;
-            match self.attempt(&body, tokens, &mut streamed).await {
+            match self.attempt(body, budget, tokens, &mut streamed).await {
                 Ok(completion) => return Ok(completion),
                 Err(error)
                     if error.is_retryable() && !streamed && attempt < self.config.max_retries =>

@@ -21,6 +21,10 @@ enum Reply {
     Status(u16),
     Slow(Duration),
     Raw(&'static str),
+    /// A keep-alive comment this often, for ever: never idle, never done.
+    Trickle(Duration),
+    /// One content chunk of this many characters.
+    Huge(usize),
 }
 
 /// Request bodies received, each with its `Authorization` header.
@@ -79,6 +83,21 @@ async fn handler(
             sse("data: [DONE]\n\n".into())
         }
         Reply::Raw(body) => sse(body.into()),
+        Reply::Trickle(every) => {
+            let beats = futures::stream::unfold((), move |()| async move {
+                tokio::time::sleep(every).await;
+                Some((Ok::<_, std::io::Error>(": keep-alive\n\n".to_owned()), ()))
+            });
+            (
+                [("content-type", "text/event-stream")],
+                axum::body::Body::from_stream(beats),
+            )
+                .into_response()
+        }
+        Reply::Huge(n) => {
+            let chunk = json!({"choices": [{"index": 0, "delta": {"content": "x".repeat(n)}}]});
+            sse(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+        }
     }
 }
 
@@ -226,5 +245,47 @@ async fn an_error_reported_mid_stream_surfaces_with_its_message() {
     assert!(
         matches!(error, LlmError::Status { status: 500, ref body, .. } if body == "prompt exceeds the context"),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn keep_alives_for_ever_end_at_the_call_deadline() {
+    let (fake, base) = serve(vec![Reply::Trickle(Duration::from_millis(50))]).await;
+    let mut config = OpenAiConfig::new(&base, "test-model");
+    config.idle_timeout = Duration::from_millis(500);
+    config.deadline = Duration::from_secs(2);
+    config.backoff = Duration::from_millis(10);
+    let started = std::time::Instant::now();
+    let client = OpenAiClient::new(config).expect("client");
+    let error = tokio::time::timeout(Duration::from_secs(20), client.complete(&request(), None))
+        .await
+        .expect("the call ends by itself")
+        .expect_err("never done");
+    assert!(
+        matches!(error, LlmError::Timeout { after, .. } if after == Duration::from_secs(2)),
+        "{error}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert_eq!(fake.calls(), 1, "the deadline covers the retries too");
+}
+
+#[tokio::test]
+async fn a_reply_past_its_token_budget_is_cut_and_so_is_what_streams() {
+    let (_fake, base) = serve(vec![Reply::Huge(2 * 1024 * 1024)]).await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let completion = client(&base, 0, Duration::from_secs(5))
+        .complete(&request(), Some(&tx))
+        .await
+        .expect("cut, not failed");
+    drop(tx);
+    let budget = 20 * dramatis_llm::MAX_CHARS_PER_TOKEN;
+    assert_eq!(completion.text.chars().count(), budget);
+    let mut streamed = String::new();
+    while let Some(piece) = rx.recv().await {
+        streamed.push_str(&piece);
+    }
+    assert_eq!(
+        streamed, completion.text,
+        "watchers see what the call returns"
     );
 }

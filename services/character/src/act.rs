@@ -117,7 +117,16 @@ impl CharacterAgents {
                 });
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
-            let completion = stream_completion(model.as_ref(), &request, sink).await?;
+            let completion = match stream_completion(model.as_ref(), &request, sink).await {
+                Ok(completion) => completion,
+                // The client has spent its retries (or its deadline): the story goes on
+                // with an in-character line instead of failing the turn.
+                Err(AgentError::Model(error)) => {
+                    tracing::warn!(character, %error, "the model failed; the turn falls back");
+                    break;
+                }
+                Err(other) => return Err(other),
+            };
             usage.count_call(completion.prompt_tokens, completion.completion_tokens);
             if let Some(action) = parse_action(&completion.text) {
                 parsed = Some((action, completion.text, request));
@@ -221,6 +230,57 @@ async fn stream_completion(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use dramatis_llm::{Completion, LlmError, TokenSink};
+
+    /// A model whose every call fails as an endpoint that answers 500 does once the
+    /// client's retries are spent.
+    #[derive(Debug)]
+    struct FailingModel;
+
+    #[async_trait]
+    impl LanguageModel for FailingModel {
+        fn name(&self) -> &str {
+            "failing"
+        }
+
+        async fn complete(
+            &self,
+            _: &CompletionRequest,
+            _: Option<&TokenSink>,
+        ) -> Result<Completion, LlmError> {
+            Err(LlmError::Status {
+                endpoint: "http://127.0.0.1:9/v1/chat/completions".into(),
+                status: 500,
+                body: "overloaded".into(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_model_gives_an_in_character_line_not_an_error() {
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(FailingModel)),
+            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
+        ));
+        let profile = CharacterProfile {
+            id: "holmes".into(),
+            name: "Holmes".into(),
+            profile: "A detective.".into(),
+            ..CharacterProfile::default()
+        };
+        agents
+            .attach("w", "holmes", profile)
+            .await
+            .expect("attached");
+        let outcome = agents
+            .act("w", "holmes", &SceneFrame::default(), None)
+            .await
+            .expect("a turn, not an error");
+        assert!(outcome.action.fallback);
+        assert_eq!(outcome.action.text, "Holmes pauses, weighing what to say.");
+    }
 
     use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
     use dramatis_proto::v1::{CharacterProfile, SceneFrame};

@@ -101,7 +101,8 @@ struct Wire {
     goal: Option<String>,
 }
 
-const MAX_TEXT: usize = 400;
+/// The longest line kept; what streams to watchers stops here too.
+pub(crate) const MAX_TEXT: usize = 400;
 
 /// Parses model output into an action, repairing what [`parse_json`] can.
 /// Returns `None` when nothing usable is there.

@@ -1,12 +1,18 @@
 //! Streams the spoken part of a JSON action while the model is still writing it: feeds on
 //! raw output pieces and yields only the characters of the `"text"` string value, so
-//! watchers see words appear rather than JSON.
+//! watchers see words appear rather than JSON. It stops at the line's length limit, so
+//! nothing streams that the kept line could not hold.
+
+use crate::action::MAX_TEXT;
 
 /// Incremental extractor of the `"text"` field's string value.
 #[derive(Debug, Default)]
 pub(crate) struct TextFieldStreamer {
+    /// The tail of what came before the value (enough to recognise `"text":"`).
     seen: String,
     state: State,
+    /// Characters of the value yielded so far.
+    yielded: usize,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +39,13 @@ impl TextFieldStreamer {
                     if c == '"' && value_opened(&self.seen) {
                         self.state = State::Inside { escape: false };
                     }
+                    if self.seen.len() > 64 {
+                        let cut = self.seen.len() - 32;
+                        let cut = (cut..self.seen.len())
+                            .find(|i| self.seen.is_char_boundary(*i))
+                            .unwrap_or(0);
+                        self.seen.drain(..cut);
+                    }
                 }
                 State::Inside { escape: true } => {
                     out.push(match c {
@@ -47,7 +60,13 @@ impl TextFieldStreamer {
                     other => out.push(other),
                 },
             }
+            if matches!(self.state, State::Inside { .. })
+                && self.yielded + out.chars().count() >= MAX_TEXT
+            {
+                self.state = State::Done;
+            }
         }
+        self.yielded += out.chars().count();
         out
     }
 }
@@ -77,6 +96,21 @@ mod tests {
                 .collect();
             assert_eq!(visible, "Hello, \"friend\"!", "chunk size {size}");
         }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_stops_streaming_there() {
+        let mut streamer = TextFieldStreamer::default();
+        let mut visible = streamer.push(&format!("{{\"kind\": \"speech\", {}", " ".repeat(5000)));
+        visible.push_str(&streamer.push("\"text\": \""));
+        for _ in 0..1000 {
+            visible.push_str(&streamer.push("word "));
+        }
+        assert_eq!(visible.chars().count(), MAX_TEXT);
+        assert!(
+            streamer.seen.len() <= 64,
+            "the text before the value is not all kept"
+        );
     }
 
     #[test]
