@@ -29,14 +29,15 @@ pub struct LocalStack {
 
 impl LocalStack {
     /// Starts the stack. `data_dir` keeps the event log and process logs; without it
-    /// they go to a temporary directory. `scenario_file` is a file this command's
-    /// worlds are created from: its directory is one the service may read.
+    /// they go to a temporary directory. `scenario_roots` are the folders this
+    /// command's scenario files are in: the only ones, beside the shipped scenarios,
+    /// that the service reads files from.
     pub async fn start(
         mut model: ModelArgs,
         data_dir: Option<PathBuf>,
         shared_agent: bool,
         scenarios_dir: Option<PathBuf>,
-        scenario_file: Option<&std::path::Path>,
+        scenario_roots: Vec<PathBuf>,
         shutdown: Shutdown,
     ) -> anyhow::Result<Self> {
         let (data_dir, temp) = match data_dir {
@@ -72,11 +73,7 @@ impl LocalStack {
         ));
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
-            scenario_roots: scenario_file
-                .and_then(|f| std::fs::canonicalize(f).ok())
-                .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
-                .into_iter()
-                .collect(),
+            scenario_roots,
             log_path: data_dir.join("events.redb"),
             agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
             narrator: Some(Arc::clone(
@@ -115,4 +112,14 @@ impl LocalStack {
             self.agents.release(world).await;
         }
     }
+}
+
+/// The folder of a scenario file, as a scenario root (none if it does not resolve).
+#[must_use]
+pub fn folder_of(file: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::canonicalize(file)
+        .ok()
+        .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+        .into_iter()
+        .collect()
 }

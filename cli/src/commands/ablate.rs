@@ -30,7 +30,7 @@ use dramatis_memory::modules::ModuleSet;
 use dramatis_runtime::Shutdown;
 use dramatis_world::scenario::Scenario;
 
-use crate::stack::LocalStack;
+use crate::stack::{LocalStack, folder_of};
 
 #[derive(Debug, Args)]
 pub struct AblateArgs {
@@ -134,7 +134,10 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
             None,
             true,
             None,
-            Some(&scenario_path),
+            folder_of(&scenario_path)
+                .into_iter()
+                .chain([temp.path().to_path_buf()])
+                .collect(),
             Shutdown::new(),
         )
         .await?;

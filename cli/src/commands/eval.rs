@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::args::ModelArgs;
 use crate::spawn::{Spawned, start_builtin_llm};
-use crate::stack::LocalStack;
+use crate::stack::{LocalStack, folder_of};
 
 #[derive(Debug, Args)]
 pub struct ProbesArgs {
@@ -74,7 +74,7 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
         None,
         true,
         None,
-        Some(&scenario_path),
+        folder_of(&scenario_path),
         Shutdown::new(),
     )
     .await?;
@@ -235,7 +235,7 @@ async fn setup(
         None,
         true,
         None,
-        Some(scenario_path),
+        folder_of(scenario_path),
         Shutdown::new(),
     )
     .await?;

@@ -17,7 +17,7 @@ use serde_json::json;
 use tonic::transport::Channel;
 
 use crate::printer::Printer;
-use crate::stack::LocalStack;
+use crate::stack::{LocalStack, folder_of};
 use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
@@ -63,7 +63,7 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
         args.data_dir.clone(),
         args.shared_agent,
         args.scenarios_dir.clone(),
-        file.as_deref(),
+        file.as_deref().map(folder_of).unwrap_or_default(),
         shutdown.clone(),
     )
     .await?;
