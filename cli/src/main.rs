@@ -12,6 +12,7 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = args::Cli::parse();
+    spawn::watch_lifeline();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

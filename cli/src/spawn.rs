@@ -1,12 +1,18 @@
 //! Child processes of the `dramatis` binary: the built-in model server and agent
 //! services. Each child prints `DRAMATIS_READY <addr>` on stdout once it listens; its
-//! log goes to a file under the data directory. Children die with their parent.
+//! log goes to a file under the data directory.
+//!
+//! Children die with their parent: each child's stdin is a pipe from the parent (its
+//! lifeline), and a child started with [`LIFELINE`] set exits when that pipe closes,
+//! which the kernel does when the parent dies, even by `kill -9`. Agents also hold a
+//! lock file in their shard directory while they run, so a restarted service can find
+//! agents an earlier one left behind and end them ([`end_stale_agents`]).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -26,11 +32,32 @@ pub fn announce(addr: SocketAddr) {
     println!("{READY} {addr}");
 }
 
+/// Set in a child's environment: exit when stdin (the lifeline) closes.
+pub const LIFELINE: &str = "DRAMATIS_LIFELINE";
+
 /// A running child and the address it listens on.
 #[derive(Debug)]
 pub struct Spawned {
     pub child: Child,
     pub addr: SocketAddr,
+    /// The write end of the child's lifeline; the child exits when it closes.
+    _lifeline: Option<tokio::process::ChildStdin>,
+}
+
+/// In a child started by [`spawn_self`]: exits the process when the parent's end of the
+/// lifeline closes. Does nothing in a process started any other way.
+pub fn watch_lifeline() {
+    if std::env::var_os(LIFELINE).is_none() {
+        return;
+    }
+    std::thread::spawn(|| {
+        let mut sink = [0_u8; 64];
+        let mut stdin = std::io::stdin().lock();
+        // Read until end of file (the parent died or let go) or an error.
+        while matches!(std::io::Read::read(&mut stdin, &mut sink), Ok(n) if n > 0) {}
+        eprintln!("dramatis: the parent process is gone; exiting");
+        std::process::exit(0);
+    });
 }
 
 /// Starts `dramatis <args>` with `env` added to its environment and waits (up to
@@ -45,17 +72,23 @@ pub async fn spawn_self(
     if let Some(dir) = log_file.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
-    let log = std::fs::File::create(log_file)
-        .with_context(|| format!("create {}", log_file.display()))?;
+    // Appended to, so a restarted agent's log keeps what its predecessor said.
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log_file)
+        .with_context(|| format!("open {}", log_file.display()))?;
     let mut child = Command::new(exe)
         .args(args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(Stdio::null())
+        .env(LIFELINE, "1")
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start dramatis {}", args.join(" ")))?;
+    let lifeline = child.stdin.take();
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     let ready = tokio::time::timeout(wait, async {
@@ -86,7 +119,11 @@ pub async fn spawn_self(
     };
     // Keep draining stdout so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Ok(Spawned { child, addr })
+    Ok(Spawned {
+        child,
+        addr,
+        _lifeline: lifeline,
+    })
 }
 
 /// Starts the built-in model server; returns it with its `/v1` endpoint.
@@ -108,39 +145,97 @@ pub async fn start_builtin_llm(logs: &Path) -> anyhow::Result<(Spawned, String)>
 }
 
 /// Starts agent processes as worlds need them: one per character, or one per world.
+/// A background task reaps agents that exit and logs it; a world that finds its agent
+/// gone asks for a new one ([`AgentDirectory::recover`]).
 #[derive(Debug)]
 pub struct SpawnedAgents {
     model: ModelArgs,
     logs: PathBuf,
     shards: PathBuf,
     per_world: bool,
-    running: Mutex<HashMap<String, Vec<Spawned>>>,
+    running: Arc<Mutex<Running>>,
 }
 
+/// Agent processes by world.
+type Running = HashMap<String, Vec<Agent>>;
+
+/// One agent process.
+#[derive(Debug)]
+struct Agent {
+    spawned: Spawned,
+    endpoint: String,
+    /// How it exited, once it has (it is reaped then).
+    exit: Option<String>,
+}
+
+impl Agent {
+    /// Its exit status, reaping it if it has just exited.
+    fn poll_exit(&mut self) -> Option<&str> {
+        if self.exit.is_none() {
+            self.exit = match self.spawned.child.try_wait() {
+                Ok(None) => None,
+                Ok(Some(status)) => Some(status.to_string()),
+                Err(error) => Some(format!("unknown ({error})")),
+            };
+        }
+        self.exit.as_deref()
+    }
+}
+
+/// How often exited agents are looked for.
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
 impl SpawnedAgents {
-    pub fn new(model: ModelArgs, logs: PathBuf, shards: PathBuf, per_world: bool) -> Self {
-        Self {
+    /// Agents for a service whose shards live in `shards`. Agents an earlier service
+    /// left running on that directory are ended first, so two never share a shard.
+    pub async fn open(
+        model: ModelArgs,
+        logs: PathBuf,
+        shards: PathBuf,
+        per_world: bool,
+    ) -> anyhow::Result<Self> {
+        let ended = end_stale_agents(&shards).await?;
+        if ended > 0 {
+            tracing::warn!(ended, shards = %shards.display(),
+                "ended agents an earlier service left running on this data directory");
+        }
+        let running: Arc<Mutex<Running>> = Arc::default();
+        let watched = Arc::downgrade(&running);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(REAP_EVERY);
+            loop {
+                tick.tick().await;
+                let Some(running) = watched.upgrade() else {
+                    break;
+                };
+                for (world_id, agents) in dramatis_runtime::lock(&running).iter_mut() {
+                    for agent in agents {
+                        let seen = agent.exit.is_some();
+                        let status = agent.poll_exit().map(str::to_owned);
+                        if let (false, Some(status)) = (seen, status) {
+                            tracing::warn!(%world_id, endpoint = %agent.endpoint, %status,
+                                "agent process exited");
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Self {
             model,
             logs,
             shards,
             per_world,
-            running: Mutex::new(HashMap::new()),
-        }
+            running,
+        })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Spawned>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
         dramatis_runtime::lock(&self.running)
     }
-}
 
-#[async_trait]
-impl AgentDirectory for SpawnedAgents {
-    async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError> {
-        if self.per_world
-            && let Some(first) = self.lock().get(world_id).and_then(|v| v.first())
-        {
-            return Ok(format!("http://{}", first.addr));
-        }
+    /// Starts an agent process for `character_id` of `world_id` (or for the whole
+    /// world, in the per-world layout) and records it.
+    async fn start_agent(&self, world_id: &str, character_id: &str) -> Result<String, WorldError> {
         let mut args = vec![
             "agent".to_owned(),
             "--listen".to_owned(),
@@ -171,14 +266,167 @@ impl AgentDirectory for SpawnedAgents {
         self.lock()
             .entry(world_id.to_owned())
             .or_default()
-            .push(spawned);
+            .push(Agent {
+                spawned,
+                endpoint: endpoint.clone(),
+                exit: None,
+            });
         Ok(endpoint)
     }
 
-    async fn release(&self, world_id: &str) {
-        let children = self.lock().remove(world_id).unwrap_or_default();
-        for mut spawned in children {
-            let _ = spawned.child.kill().await;
+    /// The agent of `world_id` at `endpoint`: `Some(exit status)` once it has exited
+    /// (it is then forgotten), `Some(None)` while it runs, `None` if it is not ours.
+    fn take_if_exited(&self, world_id: &str, endpoint: &str) -> Option<Option<String>> {
+        let mut running = self.lock();
+        let agents = running.get_mut(world_id)?;
+        let at = agents.iter().position(|a| a.endpoint == endpoint)?;
+        let status = agents[at].poll_exit().map(str::to_owned);
+        if status.is_some() {
+            agents.remove(at);
         }
+        Some(status)
+    }
+}
+
+/// How long a recovering world waits for a failing agent to be seen dead.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+#[async_trait]
+impl AgentDirectory for SpawnedAgents {
+    async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError> {
+        if self.per_world {
+            let mut running = self.lock();
+            let live = running.get_mut(world_id).and_then(|v| {
+                v.iter_mut()
+                    .find_map(|a| a.poll_exit().is_none().then_some(a))
+            });
+            if let Some(live) = live {
+                return Ok(live.endpoint.clone());
+            }
+        }
+        self.start_agent(world_id, character_id).await
+    }
+
+    async fn recover(
+        &self,
+        world_id: &str,
+        character_id: &str,
+        endpoint: &str,
+    ) -> Result<Option<String>, WorldError> {
+        // A killed process's sockets close a moment before it can be reaped: poll.
+        let started = tokio::time::Instant::now();
+        let status = loop {
+            match self.take_if_exited(world_id, endpoint) {
+                // Not one of ours (or released): nothing to restart.
+                None => return Ok(None),
+                Some(Some(status)) => break status,
+                Some(None) if started.elapsed() >= EXIT_WAIT => return Ok(None),
+                Some(None) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        tracing::warn!(world_id, character_id, %endpoint, %status,
+            "agent process is gone; starting a new one");
+        self.start_agent(world_id, character_id).await.map(Some)
+    }
+
+    async fn release(&self, world_id: &str) {
+        let agents = self.lock().remove(world_id).unwrap_or_default();
+        for mut agent in agents {
+            let _ = agent.spawned.child.kill().await;
+        }
+    }
+}
+
+/// Where agents keep their lock files, in their shard directory.
+fn lock_dir(shards: &Path) -> PathBuf {
+    shards.join(".agents")
+}
+
+/// An agent process's lock file, locked while the process runs and removed when it
+/// ends normally (a killed agent's file is cleaned up by [`end_stale_agents`]).
+#[derive(Debug)]
+pub struct AgentLock {
+    _file: std::fs::File,
+    path: PathBuf,
+}
+
+impl Drop for AgentLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// In an agent process: takes this process's lock file in `shards`, held until the
+/// returned guard is dropped.
+pub fn hold_agent_lock(shards: &Path) -> anyhow::Result<AgentLock> {
+    let dir = lock_dir(shards);
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join(format!("{}.lock", std::process::id()));
+    let file =
+        std::fs::File::create(&path).with_context(|| format!("create {}", path.display()))?;
+    file.try_lock()
+        .with_context(|| format!("lock {}", path.display()))?;
+    Ok(AgentLock { _file: file, path })
+}
+
+/// How long [`end_stale_agents`] lets stale agents exit by themselves.
+const STALE_GRACE: Duration = Duration::from_secs(5);
+
+/// Before a service starts agents on `shards`: finds agents that an earlier service
+/// left running there (their lock files are still locked) and ends them, first by
+/// letting their lifelines act, then with SIGKILL. Removes the lock files of agents
+/// that are gone. Returns how many live agents it ended.
+pub async fn end_stale_agents(shards: &Path) -> anyhow::Result<usize> {
+    let Ok(entries) = std::fs::read_dir(lock_dir(shards)) else {
+        return Ok(0);
+    };
+    let mut held = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let pid = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.parse::<i32>().ok());
+        match (pid, lock_free(&path)) {
+            (_, true) | (None, false) => {
+                let _ = std::fs::remove_file(&path);
+            }
+            (Some(pid), false) => held.push((pid, path)),
+        }
+    }
+    let mut ended = 0;
+    for (pid, path) in held {
+        let deadline = tokio::time::Instant::now() + STALE_GRACE;
+        while !lock_free(&path) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if !lock_free(&path) {
+            tracing::warn!(
+                pid,
+                "an earlier service's agent still runs on this data directory; killing it"
+            );
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            let deadline = tokio::time::Instant::now() + STALE_GRACE;
+            while !lock_free(&path) && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        ended += 1;
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(ended)
+}
+
+/// True when nobody holds the lock on `path` (or it cannot be opened).
+fn lock_free(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return true;
+    };
+    match file.try_lock() {
+        Ok(()) => true,
+        Err(std::fs::TryLockError::WouldBlock) => false,
+        Err(std::fs::TryLockError::Error(_)) => true,
     }
 }

@@ -11,7 +11,7 @@ use dramatis_llm::{
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod common;
-use common::{EXE, dramatis, repo};
+use common::{EXE, dramatis, line_with, repo, serve_scripted};
 
 #[tokio::test]
 async fn builtin_model_serves_text_and_schema_valid_json() {
@@ -373,29 +373,6 @@ fn the_retrieval_answerer_measures_the_agents_shard() {
     );
 }
 
-/// The next line of `lines` that contains `needle` (within 60 s), with what came before.
-async fn line_with(
-    lines: &mut tokio::io::Lines<BufReader<impl tokio::io::AsyncRead + Unpin>>,
-    needle: &str,
-    seen: &mut String,
-) -> String {
-    let found = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.expect("readable") {
-            seen.push_str(&line);
-            seen.push('\n');
-            if line.contains(needle) {
-                return Some(line);
-            }
-        }
-        None
-    })
-    .await;
-    match found {
-        Ok(Some(line)) => line,
-        _ => panic!("no line with {needle:?} in:\n{seen}"),
-    }
-}
-
 /// `serve`, then `create`, `worlds`, `play` and `watch --pov` against it, as a person
 /// at a terminal would use them.
 #[tokio::test]
@@ -470,23 +447,6 @@ async fn a_person_creates_a_world_and_plays_watson_from_the_terminal() {
     assert!(watch("stamford").await.contains(CANARY));
     assert!(!watch("holmes").await.contains(CANARY));
     let _ = server.kill().await;
-}
-
-/// A `dramatis serve` on the scripted model; returns it and its URL.
-async fn serve_scripted(data_dir: &str) -> (tokio::process::Child, String) {
-    let mut server = tokio::process::Command::new(EXE)
-        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
-        .args(["--data-dir", data_dir, "--no-viewer"])
-        .current_dir(repo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("serve started");
-    let mut server_out = BufReader::new(server.stdout.take().expect("stdout")).lines();
-    let ready = line_with(&mut server_out, "DRAMATIS_READY", &mut String::new()).await;
-    let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
-    (server, url)
 }
 
 /// `dramatis create study-in-scarlet --id desk` on the service at `url`.

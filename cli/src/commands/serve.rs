@@ -88,12 +88,15 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             }
             _llm = Some(spawned);
         }
-        Arc::new(SpawnedAgents::new(
-            args.model.clone(),
-            logs,
-            args.data_dir.join("shards"),
-            args.shared_agent,
-        ))
+        Arc::new(
+            SpawnedAgents::open(
+                args.model.clone(),
+                logs,
+                args.data_dir.join("shards"),
+                args.shared_agent,
+            )
+            .await?,
+        )
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
     };
@@ -131,6 +134,8 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    // Held while this process runs: a restarted service finds it by this lock.
+    let _lock = crate::spawn::hold_agent_lock(&args.data_dir)?;
     let agents = CharacterAgents::new(agent_options(&args.model, Some(args.data_dir.clone()))?);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

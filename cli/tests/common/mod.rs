@@ -1,7 +1,12 @@
 //! What the binary's test files share: the binary, the repository, and a way to run
-//! one command to its end.
+//! one command to its end, a served scripted stack, and reading a child's output.
 
 #![allow(dead_code)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_dramatis");
 
@@ -22,4 +27,60 @@ pub async fn dramatis(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// The next line of `lines` that contains `needle` (within 60 s), with what came before.
+pub async fn line_with(
+    lines: &mut tokio::io::Lines<BufReader<impl tokio::io::AsyncRead + Unpin>>,
+    needle: &str,
+    seen: &mut String,
+) -> String {
+    let found = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("readable") {
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+        None
+    })
+    .await;
+    match found {
+        Ok(Some(line)) => line,
+        _ => panic!("no line with {needle:?} in:\n{seen}"),
+    }
+}
+
+/// A `dramatis serve` on the scripted model; returns it and its URL. Its log is
+/// appended to `serve.log` in the data directory.
+pub async fn serve_scripted(data_dir: &str) -> (tokio::process::Child, String) {
+    serve_scripted_with(data_dir, &[]).await
+}
+
+/// [`serve_scripted`] with more arguments.
+pub async fn serve_scripted_with(
+    data_dir: &str,
+    extra: &[&str],
+) -> (tokio::process::Child, String) {
+    std::fs::create_dir_all(data_dir).expect("data dir");
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(std::path::Path::new(data_dir).join("serve.log"))
+        .expect("serve log");
+    let mut server = tokio::process::Command::new(EXE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
+        .args(["--data-dir", data_dir, "--no-viewer"])
+        .args(extra)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("serve started");
+    let mut server_out = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let ready = line_with(&mut server_out, "DRAMATIS_READY", &mut String::new()).await;
+    let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
+    (server, url)
 }

@@ -28,9 +28,29 @@ pub trait AgentDirectory: Send + Sync + std::fmt::Debug {
     /// The endpoint (`http://host:port`) of the agent for `character` in `world`.
     async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError>;
 
+    /// A call to the agent at `endpoint` (hosting `character_id` of `world_id`) failed
+    /// at the transport level. Returns the endpoint to use from now on (a restarted
+    /// agent, or the same one once it is back), or `None` when the agent is known to
+    /// be alive, so the failure was its own answer and retrying would not help.
+    async fn recover(
+        &self,
+        world_id: &str,
+        character_id: &str,
+        endpoint: &str,
+    ) -> Result<Option<String>, WorldError> {
+        // An agent started elsewhere is restarted by whatever runs it (systemd,
+        // Kubernetes): give it a moment, then try the same address again.
+        let _ = (world_id, character_id);
+        tokio::time::sleep(RECONNECT_PAUSE).await;
+        Ok(Some(endpoint.to_owned()))
+    }
+
     /// The world is gone; agents started for it may stop.
     async fn release(&self, _world_id: &str) {}
 }
+
+/// How long the world waits before calling an agent started elsewhere again.
+pub const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 /// A fixed set of agent endpoints, characters spread over them in turn.
 #[derive(Debug)]
@@ -68,6 +88,11 @@ pub struct AgentPool {
 }
 
 impl AgentPool {
+    /// Drops the channel to `endpoint` (its agent is gone).
+    pub fn forget(&self, endpoint: &str) {
+        self.channels.remove(endpoint);
+    }
+
     /// A client for `endpoint`, connecting lazily.
     pub fn client(&self, endpoint: &str, character: &str) -> Result<AgentRpc, WorldError> {
         let channel = match self.channels.get(endpoint) {
@@ -92,4 +117,11 @@ impl AgentPool {
             dramatis_runtime::telemetry::inject_trace_context;
         Ok(AgentClient::with_interceptor(channel, interceptor))
     }
+}
+
+/// What a world needs to reach its agents and to recover them when one dies.
+#[derive(Debug, Clone)]
+pub struct AgentLinks {
+    pub directory: Arc<dyn AgentDirectory>,
+    pub pool: AgentPool,
 }

@@ -9,7 +9,7 @@ use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 
 use crate::WorldError;
-use crate::agent_clients::{AgentDirectory, AgentPool};
+use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
 use crate::log::{EventLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::world::World;
@@ -152,19 +152,21 @@ impl Worlds {
         scenario: Arc<Scenario>,
         history: Vec<pb::Event>,
     ) -> Result<World, WorldError> {
-        let mut clients = BTreeMap::new();
+        let mut endpoints = BTreeMap::new();
         for character in &scenario.characters {
             let endpoint = self.inner.agents.endpoint_for(&id, &character.id).await?;
-            clients.insert(
-                character.id.clone(),
-                self.inner.pool.client(&endpoint, &character.id)?,
-            );
+            endpoints.insert(character.id.clone(), endpoint);
         }
+        let links = AgentLinks {
+            directory: Arc::clone(&self.inner.agents),
+            pool: self.inner.pool.clone(),
+        };
         World::start(
             id,
             scenario,
             self.inner.log.clone(),
-            clients,
+            links,
+            endpoints,
             history,
             self.inner.narrator.clone(),
         )

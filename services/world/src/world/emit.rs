@@ -74,11 +74,11 @@ impl World {
                 character: Some(self.character_ref(character)),
                 events: views,
             };
-            slot.client
-                .clone()
-                .perceive(request)
-                .await
-                .map_err(|s| WorldError::agent(character, &s))?;
+            self.call_agent(character, |mut client| {
+                let request = request.clone();
+                async move { client.perceive(request).await }
+            })
+            .await?;
         }
         *delivered = last;
         Ok(())

@@ -3,6 +3,7 @@
 //! method; every event is logged, then published, then delivered to exactly the
 //! characters who perceived it (`emit`).
 
+mod agents;
 mod emit;
 mod narration;
 mod seats;
@@ -19,7 +20,7 @@ use futures::future::try_join_all;
 use tracing::{Instrument, info_span};
 
 use crate::WorldError;
-use crate::agent_clients::AgentRpc;
+use crate::agent_clients::AgentLinks;
 use crate::convert::{attach_request, world_info};
 use crate::hub::TranscriptHub;
 use crate::log::EventLog;
@@ -39,7 +40,8 @@ pub enum Until {
 }
 
 struct Slot {
-    client: AgentRpc,
+    /// The agent hosting this character; replaced when that agent dies.
+    link: std::sync::Mutex<agents::Link>,
     /// Highest seq already considered for delivery to this character.
     delivered: tokio::sync::Mutex<u64>,
 }
@@ -55,6 +57,9 @@ pub struct World {
     /// The latest state, readable while an advance runs.
     snapshot: Arc<std::sync::Mutex<WorldState>>,
     slots: BTreeMap<String, Slot>,
+    links: AgentLinks,
+    /// Held while a dead agent is replaced, so two callers never restart it twice.
+    reviving: tokio::sync::Mutex<()>,
     advancing: AtomicBool,
     deleted: AtomicBool,
     /// The narrator of open stories (world-side: it sees the whole world, and what it
@@ -88,7 +93,8 @@ impl World {
         id: String,
         scenario: Arc<Scenario>,
         log: EventLog,
-        clients: BTreeMap<String, AgentRpc>,
+        links: AgentLinks,
+        endpoints: BTreeMap<String, String>,
         history: Vec<Event>,
         narrator: Option<Arc<dyn LanguageModel>>,
     ) -> Result<Self, WorldError> {
@@ -103,26 +109,32 @@ impl World {
             None => NarratorNotes::default(),
         };
         let mut slots = BTreeMap::new();
-        let attaches = clients.iter().map(|(character_id, client)| {
-            let mut client = client.clone();
-            let request = attach_request(&id, &scenario, character_id);
-            async move {
-                client
-                    .attach(request)
-                    .await
-                    .map_err(|s| WorldError::agent(character_id, &s))
-            }
-        });
-        try_join_all(attaches).await?;
-        for (character_id, client) in clients {
+        for (character_id, endpoint) in endpoints {
+            let client = links.pool.client(&endpoint, &character_id)?;
             slots.insert(
                 character_id,
                 Slot {
-                    client,
+                    link: std::sync::Mutex::new(agents::Link {
+                        endpoint,
+                        client,
+                        generation: 0,
+                    }),
                     delivered: tokio::sync::Mutex::new(0),
                 },
             );
         }
+        let attaches = slots.keys().map(|character| {
+            let request = attach_request(&id, &scenario, character);
+            let client = slots[character].client();
+            async move {
+                client
+                    .clone()
+                    .attach(request)
+                    .await
+                    .map_err(|s| WorldError::agent(character, &s))
+            }
+        });
+        try_join_all(attaches).await?;
         Ok(Self {
             id,
             scenario,
@@ -131,6 +143,8 @@ impl World {
             snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
             state: tokio::sync::Mutex::new(state),
             slots,
+            links,
+            reviving: tokio::sync::Mutex::new(()),
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             narrator,
@@ -299,7 +313,7 @@ impl World {
             let request = pb::DetachRequest {
                 character: Some(self.character_ref(character)),
             };
-            if let Err(status) = slot.client.clone().detach(request).await {
+            if let Err(status) = slot.client().detach(request).await {
                 tracing::debug!(%status, character, "detach failed");
             }
         }

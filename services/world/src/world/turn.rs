@@ -17,13 +17,6 @@ impl World {
         state: &WorldState,
         actor: &str,
     ) -> Result<Draft, WorldError> {
-        let slot = self
-            .slots
-            .get(actor)
-            .ok_or_else(|| WorldError::CharacterNotFound {
-                world: self.id.clone(),
-                character: actor.to_owned(),
-            })?;
         self.deliver_pending(actor).await?;
         if let Some(action) = self.ask_player(state, actor).await {
             return Ok(resolve(self.perspective(state, actor), state, &action));
@@ -33,13 +26,6 @@ impl World {
             character: Some(self.character_ref(actor)),
             frame: Some(self.frame_of(state, actor)),
         };
-        let mut stream = slot
-            .client
-            .clone()
-            .act(request)
-            .await
-            .map_err(|s| WorldError::agent(actor, &s))?
-            .into_inner();
         let seq = self.hub.next_seq();
         let hearers = state.present_at(
             state
@@ -47,24 +33,35 @@ impl World {
                 .get(actor)
                 .map_or(state.scene_location.as_str(), String::as_str),
         );
-        let mut action = None;
-        while let Some(message) = stream
-            .message()
-            .await
-            .map_err(|s| WorldError::agent(actor, &s))?
-        {
-            match message.item {
-                Some(act_response::Item::Token(text)) => self.hub.publish_token(TokenChunk {
-                    seq,
-                    speaker: actor.to_owned(),
-                    text,
-                    speaker_name: self.scenario.name_of(actor).to_owned(),
-                    perceivers: hearers.clone(),
-                }),
-                Some(act_response::Item::Action(a)) => action = Some(a),
-                None => {}
-            }
-        }
+        // The whole stream is one call: an agent that dies mid-line is recovered and
+        // asked again (watchers may see the line's first tokens twice; the log holds
+        // one line).
+        let action = self
+            .call_agent(actor, |mut client| {
+                let request = request.clone();
+                let hearers = &hearers;
+                async move {
+                    let mut stream = client.act(request).await?.into_inner();
+                    let mut action = None;
+                    while let Some(message) = stream.message().await? {
+                        match message.item {
+                            Some(act_response::Item::Token(text)) => {
+                                self.hub.publish_token(TokenChunk {
+                                    seq,
+                                    speaker: actor.to_owned(),
+                                    text,
+                                    speaker_name: self.scenario.name_of(actor).to_owned(),
+                                    perceivers: hearers.clone(),
+                                });
+                            }
+                            Some(act_response::Item::Action(a)) => action = Some(a),
+                            None => {}
+                        }
+                    }
+                    Ok(action)
+                }
+            })
+            .await?;
         let action = action.ok_or_else(|| WorldError::Agent {
             character: actor.to_owned(),
             kind: dramatis_proto::ErrorKind::Internal,
@@ -102,17 +99,17 @@ impl World {
             ));
         }
         self.deliver_pending(&id).await?;
-        let slot = &self.slots[&id];
-        let answer = slot
-            .client
-            .clone()
-            .answer(pb::AnswerRequest {
-                character: Some(self.character_ref(&id)),
-                question: question.to_owned(),
-                recall_only,
+        let request = pb::AnswerRequest {
+            character: Some(self.character_ref(&id)),
+            question: question.to_owned(),
+            recall_only,
+        };
+        let answer = self
+            .call_agent(&id, |mut client| {
+                let request = request.clone();
+                async move { client.answer(request).await }
             })
-            .await
-            .map_err(|s| WorldError::agent(&id, &s))?
+            .await?
             .into_inner();
         Ok(pb::AskResponse {
             character: id,
@@ -145,14 +142,15 @@ impl World {
         };
         let mut audits = Vec::with_capacity(wanted.len());
         for id in wanted {
-            let snapshot = self.slots[id.as_str()]
-                .client
-                .clone()
-                .snapshot(pb::SnapshotRequest {
-                    character: Some(self.character_ref(id)),
+            let request = pb::SnapshotRequest {
+                character: Some(self.character_ref(id)),
+            };
+            let snapshot = self
+                .call_agent(id, |mut client| {
+                    let request = request.clone();
+                    async move { client.snapshot(request).await }
                 })
-                .await
-                .map_err(|s| WorldError::agent(id, &s))?
+                .await?
                 .into_inner();
             audits.push(pb::CharacterAudit {
                 character: id.clone(),

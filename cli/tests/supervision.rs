@@ -1,0 +1,375 @@
+//! Processes that die: `dramatis serve` with its own agent processes, on the scripted
+//! model, while agents and the service itself are killed with SIGKILL at random points.
+//! The story completes each time, every event is logged once, and each character's
+//! saved shard holds exactly the events it perceived. No agent outlives its service.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{serve_scripted, serve_scripted_with};
+use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_proto::v1::{
+    AdvanceRequest, AskRequest, CreateWorldRequest, Event, GetWorldRequest, WatchRequest,
+    WorldStatus, advance_request, create_world_request, watch_response,
+};
+use tonic::transport::Channel;
+
+const WORLD: &str = "kills";
+
+/// A small deterministic generator; the seed is printed so a failure can be replayed.
+struct Dice(u64);
+
+impl Dice {
+    fn seeded() -> Self {
+        let seed = std::env::var("DRAMATIS_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(7, |d| d.as_nanos() as u64)
+            });
+        eprintln!("DRAMATIS_TEST_SEED={seed}");
+        Self(seed | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// Process ids of the agents running on `shards` (their lock files).
+fn agent_pids(shards: &Path) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir(shards.join(".agents")) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
+        .filter(|pid| alive(*pid))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// True while `pid` runs (a zombie does not count).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}
+
+fn kill9(pid: i32) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+}
+
+async fn connect(url: &str) -> WorldClient<Channel> {
+    WorldClient::connect(url.to_owned())
+        .await
+        .expect("connect to the world service")
+}
+
+async fn finished(world: &mut WorldClient<Channel>) -> bool {
+    let info = world
+        .get_world(GetWorldRequest {
+            world_id: WORLD.into(),
+        })
+        .await
+        .expect("get world")
+        .into_inner();
+    info.status == WorldStatus::Finished as i32
+}
+
+/// The world's whole log, replayed.
+async fn replay(world: &mut WorldClient<Channel>) -> Vec<Event> {
+    let mut stream = world
+        .watch(WatchRequest {
+            world_id: WORLD.into(),
+            from_seq: 1,
+            no_follow: true,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(item) = stream.message().await.expect("watch stream") {
+        if let Some(watch_response::Item::Event(e)) = item.item {
+            events.push(e);
+        }
+    }
+    events
+}
+
+/// `seq`s of the events each character's saved shard holds.
+fn shard_seqs(shards: &Path) -> BTreeMap<String, Vec<u64>> {
+    let dir = shards.join(WORLD);
+    let mut seqs = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir)
+        .expect("the world's shard folder")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let character = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("name")
+            .to_owned();
+        let shard: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read shard")).expect("json");
+        let held = shard["perceived"]
+            .as_array()
+            .expect("perceived events")
+            .iter()
+            .map(|p| p["seq"].as_u64().expect("seq"))
+            .collect();
+        seqs.insert(character, held);
+    }
+    seqs
+}
+
+/// The log is 1..=N, and each character's shard holds exactly the events whose
+/// perceivers name it, in order.
+fn assert_whole(events: &[Event], shards: &Path) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "the log is every event once, in order");
+    let held = shard_seqs(shards);
+    assert_eq!(held.len(), 4, "four characters' shards: {:?}", held.keys());
+    for (character, held) in held {
+        let perceived: Vec<u64> = events
+            .iter()
+            .filter(|e| e.perceivers.contains(&character))
+            .map(|e| e.seq)
+            .collect();
+        assert!(!perceived.is_empty(), "{character} perceived something");
+        assert_eq!(held, perceived, "{character}'s shard");
+    }
+}
+
+fn create_request() -> CreateWorldRequest {
+    CreateWorldRequest {
+        source: Some(create_world_request::Source::ScenarioName(
+            "study-in-scarlet".into(),
+        )),
+        world_id: WORLD.into(),
+    }
+}
+
+/// Agents are killed 20 times at random points in the middle of `Advance` calls; the
+/// world restarts each, attaches its characters from their saved shards and goes on.
+/// Every `Advance` succeeds, together they return each event once, and every killed
+/// agent is reaped.
+#[tokio::test]
+async fn killed_agents_are_restarted_and_the_story_loses_and_repeats_nothing() {
+    killed_agents_are_restarted(&[], 4, 20).await;
+}
+
+/// The same with one agent process hosting the whole world (`--shared-agent`): all four
+/// characters move to the new process together.
+#[tokio::test]
+async fn a_killed_shared_agent_is_restarted_with_all_its_characters() {
+    killed_agents_are_restarted(&["--shared-agent"], 1, 8).await;
+}
+
+async fn killed_agents_are_restarted(extra: &[&str], processes: usize, kills: usize) {
+    let data = tempfile::tempdir().expect("temp dir");
+    let shards = data.path().join("shards");
+    let (mut server, url) = serve_scripted_with(&data.path().to_string_lossy(), extra).await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    assert_eq!(agent_pids(&shards).len(), processes, "agent processes");
+
+    let mut dice = Dice::seeded();
+    let mut killed = Vec::new();
+    let mut returned: Vec<u64> = Vec::new();
+    let mut calls = 0;
+    while !finished(&mut world).await {
+        calls += 1;
+        assert!(calls < 400, "the story does not end");
+        let mut client = world.clone();
+        let call = tokio::spawn(async move {
+            client
+                .advance(AdvanceRequest {
+                    world_id: WORLD.into(),
+                    until: Some(advance_request::Until::Turns(1)),
+                })
+                .await
+        });
+        if killed.len() < kills {
+            tokio::time::sleep(Duration::from_millis(dice.below(80))).await;
+            let pids = agent_pids(&shards);
+            assert!(!pids.is_empty(), "agents are running");
+            let pid = pids[usize::try_from(dice.below(pids.len() as u64)).expect("index")];
+            kill9(pid);
+            killed.push(pid);
+        }
+        let response = call
+            .await
+            .expect("the call's task")
+            .unwrap_or_else(|status| {
+                panic!("advance failed after {} kills: {status}", killed.len())
+            })
+            .into_inner();
+        returned.extend(response.events.iter().map(|e| e.seq));
+    }
+    assert_eq!(killed.len(), kills, "the story outlasted every kill");
+
+    let events = replay(&mut world).await;
+    let all: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(returned, all, "the Advance calls returned every event once");
+    assert_whole(&events, &shards);
+    // Every killed agent was reaped (no zombie is left) and four agents run.
+    for pid in &killed {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "agent {pid} was killed but not reaped"
+        );
+    }
+    // A character whose agent died after its last line is restarted when next asked.
+    for character in ["holmes", "watson", "stamford", "lestrade"] {
+        let answer = world
+            .ask(AskRequest {
+                world_id: WORLD.into(),
+                character: character.into(),
+                question: "Where were you today?".into(),
+                recall_only: true,
+            })
+            .await
+            .unwrap_or_else(|s| panic!("ask {character}: {s}"))
+            .into_inner();
+        assert_eq!(answer.character, character);
+    }
+    assert_eq!(agent_pids(&shards).len(), processes, "live agent processes");
+    let _ = server.kill().await;
+}
+
+/// A service killed 5 times mid-story and restarted on its data directory: its agents
+/// end with it (none is left running), the restarted service restores the world, and
+/// the story finishes with every event once.
+#[tokio::test]
+async fn a_killed_service_leaves_no_agents_and_its_successor_finishes_the_story() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let shards: PathBuf = data.path().join("shards");
+    let dir = data.path().to_string_lossy().into_owned();
+    let mut dice = Dice::seeded();
+    let (mut server, url) = serve_scripted(&dir).await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    for kill in 0..5 {
+        // The service restores its worlds, starting their agents, once it listens.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while agent_pids(&shards).len() < 4 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let agents = agent_pids(&shards);
+        let log = std::fs::read_to_string(data.path().join("serve.log")).unwrap_or_default();
+        assert_eq!(
+            agents.len(),
+            4,
+            "kill {kill}: one agent per character; log:\n{log}"
+        );
+        let mut client = world.clone();
+        let call = tokio::spawn(async move {
+            client
+                .advance(AdvanceRequest {
+                    world_id: WORLD.into(),
+                    until: Some(advance_request::Until::Turns(6)),
+                })
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(dice.below(150))).await;
+        let pid = i32::try_from(server.id().expect("the service's pid")).expect("pid");
+        kill9(pid);
+        let _ = server.wait().await;
+        let _ = call.await;
+        // The agents end with their service, by their lifelines.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while agents.iter().any(|p| alive(*p)) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let left: Vec<&i32> = agents.iter().filter(|p| alive(**p)).collect();
+        assert!(
+            left.is_empty(),
+            "kill {kill}: agents {left:?} outlived their service"
+        );
+        let (restarted, url) = serve_scripted(&dir).await;
+        server = restarted;
+        world = connect(&url).await;
+    }
+    let mut calls = 0;
+    while !finished(&mut world).await {
+        calls += 1;
+        assert!(calls < 100, "the story does not end");
+        world
+            .advance(AdvanceRequest {
+                world_id: WORLD.into(),
+                until: Some(advance_request::Until::ScriptEnd(true)),
+            })
+            .await
+            .expect("advance after the restarts");
+    }
+    let events = replay(&mut world).await;
+    assert_whole(&events, &shards);
+    assert_eq!(agent_pids(&shards).len(), 4, "one live agent per character");
+    let _ = server.kill().await;
+}
+
+/// An agent an earlier service left running on the data directory (here, one started
+/// by hand, with no lifeline) is found by its lock file and ended when a service
+/// starts there.
+#[tokio::test]
+async fn a_service_ends_agents_left_running_on_its_data_directory() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let shards = data.path().join("shards");
+    let mut stale = tokio::process::Command::new(common::EXE)
+        .args(["agent", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
+        .arg("--data-dir")
+        .arg(&shards)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("agent started");
+    let mut out = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+        stale.stdout.take().expect("stdout"),
+    ));
+    common::line_with(&mut out, "DRAMATIS_READY", &mut String::new()).await;
+    let pid = i32::try_from(stale.id().expect("pid")).expect("pid");
+    assert_eq!(
+        agent_pids(&shards),
+        vec![pid],
+        "the stale agent's lock file"
+    );
+
+    let (mut server, _url) = serve_scripted(&data.path().to_string_lossy()).await;
+    let status = tokio::time::timeout(Duration::from_secs(20), stale.wait())
+        .await
+        .expect("the stale agent ended in time")
+        .expect("its status");
+    assert!(!status.success(), "it was killed: {status}");
+    assert!(
+        agent_pids(&shards).is_empty(),
+        "no agent runs on the directory"
+    );
+    let log = std::fs::read_to_string(data.path().join("serve.log")).expect("serve log");
+    assert!(
+        log.contains("ended agents an earlier service left running"),
+        "{log}"
+    );
+    let _ = server.kill().await;
+}

@@ -1,0 +1,173 @@
+//! Supervision of a world's agents. Every call to an agent goes through
+//! [`World::call_agent`]: when the agent is gone (its process died, its connection
+//! broke) or has forgotten the character (it was restarted elsewhere), the world asks
+//! its [`AgentDirectory`](crate::agent_clients::AgentDirectory) to recover it, attaches
+//! again every character that agent hosted (each from its saved shard), and retries.
+//! Deliveries resume from the last event each agent acknowledged, and agents drop
+//! events they already hold, so nothing is lost or perceived twice.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+
+use tonic::Code;
+
+use super::{Slot, World};
+use crate::WorldError;
+use crate::agent_clients::AgentRpc;
+use crate::convert::attach_request;
+
+/// Calls to one agent, including the first, before the failure is the caller's.
+const ATTEMPTS: u32 = 4;
+
+/// Where a character's agent is.
+pub(super) struct Link {
+    pub endpoint: String,
+    pub client: AgentRpc,
+    /// Bumped each time the link is replaced, so concurrent callers that saw the same
+    /// failure recover it once.
+    pub generation: u64,
+}
+
+impl Slot {
+    /// A client of this character's agent, as it is now.
+    pub(super) fn client(&self) -> AgentRpc {
+        dramatis_runtime::lock(&self.link).client.clone()
+    }
+
+    fn current(&self) -> (AgentRpc, u64, String) {
+        let link = dramatis_runtime::lock(&self.link);
+        (link.client.clone(), link.generation, link.endpoint.clone())
+    }
+}
+
+/// What a failed agent call says about the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// The transport failed: the agent may be dead or unreachable.
+    Transport,
+    /// The agent answered that it does not host the character (it restarted).
+    Detached,
+    /// The agent answered with an error of its own.
+    Answer,
+}
+
+fn classify(status: &tonic::Status) -> Failure {
+    match status.code() {
+        // An agent never sends UNKNOWN or CANCELLED itself: those come from a broken
+        // connection. UNAVAILABLE is either (a refused connection, or a model that
+        // is down); the directory tells the two apart by the agent's liveness.
+        Code::Unavailable | Code::Unknown | Code::Cancelled => Failure::Transport,
+        // The only NOT_FOUND an agent sends: the character is not attached to it.
+        Code::NotFound => Failure::Detached,
+        _ => Failure::Answer,
+    }
+}
+
+impl World {
+    /// Runs `call` against `character`'s agent, recovering the agent and retrying when
+    /// it is gone. Errors name the character.
+    pub(super) async fn call_agent<T, F, Fut>(
+        &self,
+        character: &str,
+        call: F,
+    ) -> Result<T, WorldError>
+    where
+        F: Fn(AgentRpc) -> Fut,
+        Fut: Future<Output = Result<T, tonic::Status>>,
+    {
+        let slot = self
+            .slots
+            .get(character)
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })?;
+        let mut attempt = 1;
+        loop {
+            let (client, generation, endpoint) = slot.current();
+            let status = match call(client).await {
+                Ok(value) => return Ok(value),
+                Err(status) => status,
+            };
+            let failure = classify(&status);
+            if failure == Failure::Answer
+                || attempt >= ATTEMPTS
+                || self.deleted.load(Ordering::Relaxed)
+            {
+                return Err(WorldError::agent(character, &status));
+            }
+            tracing::warn!(world_id = %self.id, character, %endpoint, attempt, %status,
+                "agent call failed; recovering the agent");
+            let recovered = self
+                .recover(character, generation, &endpoint, failure)
+                .await?;
+            if !recovered {
+                return Err(WorldError::agent(character, &status));
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Replaces the agent at `endpoint` (as `character`'s slot saw it at `generation`)
+    /// and attaches its characters again. Returns false when the directory says the
+    /// agent is alive and the failure was its own answer.
+    async fn recover(
+        &self,
+        character: &str,
+        generation: u64,
+        endpoint: &str,
+        failure: Failure,
+    ) -> Result<bool, WorldError> {
+        let _one_at_a_time = self.reviving.lock().await;
+        if self.slots[character].current().1 != generation {
+            // Someone else recovered this agent while we waited.
+            return Ok(true);
+        }
+        let fresh = match failure {
+            Failure::Detached => endpoint.to_owned(),
+            Failure::Transport | Failure::Answer => {
+                match self
+                    .links
+                    .directory
+                    .recover(&self.id, character, endpoint)
+                    .await?
+                {
+                    Some(fresh) => fresh,
+                    None => return Ok(false),
+                }
+            }
+        };
+        if fresh != endpoint {
+            self.links.pool.forget(endpoint);
+            tracing::warn!(world_id = %self.id, dead = %endpoint, %fresh,
+                "agent replaced; attaching its characters again");
+        }
+        // Every character the dead agent hosted moves to the fresh one.
+        let moved: Vec<&String> = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| dramatis_runtime::lock(&slot.link).endpoint == endpoint)
+            .map(|(id, _)| id)
+            .collect();
+        for id in moved {
+            let client = self.links.pool.client(&fresh, id)?;
+            {
+                let mut link = dramatis_runtime::lock(&self.slots[id.as_str()].link);
+                link.endpoint.clone_from(&fresh);
+                link.client = client.clone();
+                link.generation += 1;
+            }
+            // A failed attach is not final: the next call finds the character
+            // detached and attaches it again.
+            if let Err(status) = client
+                .clone()
+                .attach(attach_request(&self.id, &self.scenario, id))
+                .await
+            {
+                tracing::warn!(world_id = %self.id, character = %id, %status,
+                    "attach after recovery failed");
+            }
+        }
+        Ok(true)
+    }
+}
