@@ -373,3 +373,94 @@ async fn a_service_ends_agents_left_running_on_its_data_directory() {
     );
     let _ = server.kill().await;
 }
+
+/// Starts `dramatis agent` on `port` with its shards in `shards` (no lifeline).
+async fn agent_on(port: u16, shards: &Path) -> tokio::process::Child {
+    let mut agent = tokio::process::Command::new(common::EXE)
+        .args(["agent", "--scripted", "builtin", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(shards)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("agent started");
+    let mut out = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+        agent.stdout.take().expect("stdout"),
+    ));
+    common::line_with(&mut out, "DRAMATIS_READY", &mut String::new()).await;
+    agent
+}
+
+/// An agent the service did not start (`serve --agent-endpoint`) dies between scenes.
+/// The next `Advance` fails with UNAVAILABLE after its retries and names the event it
+/// had logged (the next scene's opening); once the agent is back on its address, the
+/// world attaches its characters again and finishes the story with every event once.
+#[tokio::test]
+async fn an_agent_started_elsewhere_can_die_and_come_back() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let shards = data.path().join("agent-shards");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut agent = agent_on(port, &shards).await;
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let (mut server, url) = serve_scripted_with(
+        &data.path().join("world").to_string_lossy(),
+        &["--agent-endpoint", &endpoint],
+    )
+    .await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    let first = world
+        .advance(AdvanceRequest {
+            world_id: WORLD.into(),
+            until: Some(advance_request::Until::SceneEnd(true)),
+        })
+        .await
+        .expect("the first scene")
+        .into_inner();
+    let logged = first.events.last().expect("events").seq;
+
+    agent.kill().await.expect("kill the agent");
+    let failed = world
+        .advance(AdvanceRequest {
+            world_id: WORLD.into(),
+            until: Some(advance_request::Until::SceneEnd(true)),
+        })
+        .await
+        .expect_err("no agent to run the scene");
+    assert_eq!(failed.code(), tonic::Code::Unavailable, "{failed}");
+    let next = logged + 1;
+    assert!(
+        failed.message().contains(&format!(
+            "events {next}–{next} were logged before the failure; watch from {next}"
+        )),
+        "{failed}"
+    );
+
+    let mut agent = agent_on(port, &shards).await;
+    let mut rest = Vec::new();
+    while !finished(&mut world).await {
+        let response = world
+            .advance(AdvanceRequest {
+                world_id: WORLD.into(),
+                until: Some(advance_request::Until::ScriptEnd(true)),
+            })
+            .await
+            .expect("advance with the agent back")
+            .into_inner();
+        rest.extend(response.events.iter().map(|e| e.seq));
+    }
+    assert_eq!(
+        rest.first(),
+        Some(&(next + 1)),
+        "the story went on after the logged event"
+    );
+    let events = replay(&mut world).await;
+    assert_whole(&events, &shards);
+    let _ = agent.kill().await;
+    let _ = server.kill().await;
+}

@@ -33,6 +33,15 @@ pub enum WorldError {
     Deleted(String),
     #[error("{0} is already played by someone")]
     SeatTaken(String),
+    /// A run failed after it had logged events: they stay logged and watchable.
+    #[error(
+        "{source} (events {first}–{last} were logged before the failure; watch from {first} to read them)"
+    )]
+    Interrupted {
+        first: u64,
+        last: u64,
+        source: Box<WorldError>,
+    },
 }
 
 impl From<WorldError> for tonic::Status {
@@ -57,6 +66,7 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Deleted(_) => ErrorKind::FailedPrecondition,
+            Self::Interrupted { source, .. } => source.kind(),
         }
     }
 }

@@ -192,23 +192,36 @@ impl World {
     pub async fn advance(&self, until: Until) -> Result<Vec<Event>, WorldError> {
         let mut state = self.state.lock().await;
         self.advancing.store(true, Ordering::Relaxed);
-        let result = self.advance_locked(&mut state, until).await;
-        self.advancing.store(false, Ordering::Relaxed);
-        result
-    }
-
-    async fn advance_locked(
-        &self,
-        state: &mut WorldState,
-        until: Until,
-    ) -> Result<Vec<Event>, WorldError> {
         let mut run = Run {
             until,
             produced: Vec::new(),
             turns: 0,
         };
+        let first = self.hub.next_seq();
+        let result = self.advance_locked(&mut state, &mut run).await;
+        self.advancing.store(false, Ordering::Relaxed);
+        // An event is logged before it is delivered, so a failed delivery leaves it
+        // logged though the run never returned it: name every event this run logged.
+        let last = self.hub.next_seq() - 1;
+        match result {
+            Ok(()) => Ok(run.produced),
+            Err(error) if last >= first => Err(WorldError::Interrupted {
+                first,
+                last,
+                source: Box::new(error),
+            }),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn advance_locked(
+        &self,
+        state: &mut WorldState,
+        run: &mut Run,
+    ) -> Result<(), WorldError> {
+        let until = run.until;
         if until == Until::Turns(0) {
-            return Ok(run.produced);
+            return Ok(());
         }
         loop {
             if self.deleted.load(Ordering::Relaxed) {
@@ -219,30 +232,30 @@ impl World {
                 Step::Finished => true,
                 Step::OpenScene => {
                     let opening = drafts::scene_opening(&self.scenario, state);
-                    self.emit_all(state, opening, &mut run).await?;
+                    self.emit_all(state, opening, run).await?;
                     false
                 }
                 Step::OpenAt { location } => {
                     let proposal = self.notes().proposal.take();
                     let opening = drafts::round_opening(&self.scenario, state, &location, proposal);
-                    self.emit_all(state, opening, &mut run).await?;
+                    self.emit_all(state, opening, run).await?;
                     false
                 }
                 Step::Arrive { who, location } => {
                     let arrival = drafts::arrival(&self.scenario, &who, &location);
-                    self.emit_all(state, vec![arrival], &mut run).await?;
+                    self.emit_all(state, vec![arrival], run).await?;
                     false
                 }
                 Step::PassRound => {
-                    self.emit_all(state, vec![drafts::quiet_round()], &mut run)
+                    self.emit_all(state, vec![drafts::quiet_round()], run)
                         .await?;
                     false
                 }
-                Step::Judge => self.on_judge(state, &mut run).await?,
-                Step::Turn { actor } => self.on_turn(state, &actor, &mut run).await?,
+                Step::Judge => self.on_judge(state, run).await?,
+                Step::Turn { actor } => self.on_turn(state, &actor, run).await?,
                 Step::CloseScene { reason } => {
                     let end = drafts::scene_end(state, reason);
-                    self.emit_all(state, vec![end], &mut run).await?;
+                    self.emit_all(state, vec![end], run).await?;
                     until == Until::SceneEnd
                 }
             };
@@ -250,7 +263,7 @@ impl World {
                 break;
             }
         }
-        Ok(run.produced)
+        Ok(())
     }
 
     /// Emits `drafts` in order.
