@@ -19,6 +19,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .file_descriptor_set_path(out_dir.join("dramatis_v1_descriptor.bin"))
         .emit_rerun_if_changed(false)
+        .codec_path("crate::codec::StrictCodec")
         .compile_with_config(config, &PROTOS, &["."])?;
     Ok(())
 }

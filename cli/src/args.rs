@@ -292,3 +292,65 @@ fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {
 fn parse_modules(text: &str) -> Result<dramatis_memory::modules::ModuleSet, String> {
     dramatis_memory::modules::ModuleSet::parse(text)
 }
+
+/// The world service's input limits (defaults in brackets; README, "Running it for
+/// others", explains each).
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
+    /// Largest message a client may send, in bytes [1048576].
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_bytes: Option<usize>,
+    /// Longest interview question, in characters [2000].
+    #[arg(long, value_name = "CHARS")]
+    pub max_question_chars: Option<usize>,
+    /// Longest line a person may play, in characters [400].
+    #[arg(long, value_name = "CHARS")]
+    pub max_line_chars: Option<usize>,
+    /// Most rounds an open story may run [1000].
+    #[arg(long, value_name = "N")]
+    pub max_rounds: Option<u32>,
+    /// Most turns one Advance may ask for [10000].
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Most worlds the service holds at once [1000].
+    #[arg(long, value_name = "N")]
+    pub max_worlds: Option<usize>,
+    /// Most people playing in one world at once [16].
+    #[arg(long, value_name = "N")]
+    pub max_seats: Option<usize>,
+    /// Longest the story waits for a person's action, in seconds [600].
+    #[arg(long, value_name = "SECS")]
+    pub seat_wait: Option<u64>,
+    /// Detach a finished world's characters (stopping agents started for them) after
+    /// this many seconds without a call to them; 0: never [300].
+    #[arg(long, value_name = "SECS")]
+    pub idle_detach: Option<u64>,
+}
+
+impl LimitArgs {
+    /// The limits, defaults filled in.
+    #[must_use]
+    pub fn limits(&self) -> dramatis_world::Limits {
+        let mut limits = dramatis_world::Limits::default();
+        let set = |to: &mut usize, from: Option<usize>| {
+            if let Some(v) = from {
+                *to = v;
+            }
+        };
+        set(&mut limits.max_message_bytes, self.max_message_bytes);
+        set(&mut limits.max_question_chars, self.max_question_chars);
+        set(&mut limits.max_line_chars, self.max_line_chars);
+        set(&mut limits.max_worlds, self.max_worlds);
+        set(&mut limits.max_seats, self.max_seats);
+        limits.max_rounds = self.max_rounds.unwrap_or(limits.max_rounds);
+        limits.max_turns = self.max_turns.unwrap_or(limits.max_turns);
+        if let Some(secs) = self.seat_wait {
+            limits.seat_wait = std::time::Duration::from_secs(secs);
+        }
+        if let Some(secs) = self.idle_detach {
+            limits.idle_detach = (secs > 0).then(|| std::time::Duration::from_secs(secs));
+        }
+        limits
+    }
+}

@@ -77,6 +77,7 @@ impl LocalStack {
                 crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),
             )),
             viewer_dir: None,
+            limits: dramatis_world::Limits::default(),
         };
         let worlds = Worlds::open(&options)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

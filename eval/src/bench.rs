@@ -123,6 +123,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
         narrator: Some(Arc::new(scripted.clone())),
         viewer_dir: None,
+        limits: dramatis_world::Limits::default(),
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;

@@ -23,6 +23,8 @@ pub enum ErrorKind {
     DeadlineExceeded,
     /// The caller may not do this (a path outside the allowed directories).
     PermissionDenied,
+    /// A limit of the service is reached (worlds, seats).
+    ResourceExhausted,
     /// A bug or an unexpected failure.
     Internal,
 }
@@ -39,6 +41,7 @@ impl ErrorKind {
             Self::Unavailable => Code::Unavailable,
             Self::DeadlineExceeded => Code::DeadlineExceeded,
             Self::PermissionDenied => Code::PermissionDenied,
+            Self::ResourceExhausted => Code::ResourceExhausted,
             Self::Internal => Code::Internal,
         }
     }
@@ -51,7 +54,8 @@ impl ErrorKind {
             Code::NotFound => Self::NotFound,
             Code::AlreadyExists => Self::AlreadyExists,
             Code::FailedPrecondition | Code::Aborted => Self::FailedPrecondition,
-            Code::Unavailable | Code::ResourceExhausted => Self::Unavailable,
+            Code::Unavailable => Self::Unavailable,
+            Code::ResourceExhausted => Self::ResourceExhausted,
             Code::DeadlineExceeded | Code::Cancelled => Self::DeadlineExceeded,
             Code::PermissionDenied | Code::Unauthenticated => Self::PermissionDenied,
             _ => Self::Internal,

@@ -71,6 +71,8 @@ pub struct Cluster {
     pub shutdown: Shutdown,
     pub data: tempfile::TempDir,
     world_shutdown: Shutdown,
+    /// The world service's limits (defaults unless set by [`Cluster::start_limited`]).
+    pub limits: dramatis_world::Limits,
     world_task: Option<tokio::task::JoinHandle<Result<(), dramatis_world::ServeError>>>,
 }
 
@@ -142,9 +144,22 @@ impl Cluster {
             shutdown,
             data,
             world_shutdown: Shutdown::new(),
+            limits: dramatis_world::Limits::default(),
             world_task: None,
         };
         cluster.start_world().await;
+        cluster
+    }
+
+    /// Like [`Cluster::start`], with the world service's limits set.
+    pub async fn start_limited(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        limits: dramatis_world::Limits,
+    ) -> Self {
+        let mut cluster = Self::start(characters, rules).await;
+        cluster.limits = limits;
+        cluster.restart_world().await;
         cluster
     }
 
@@ -163,6 +178,7 @@ impl Cluster {
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),
             viewer_dir: Some(repo_root().join("web")),
+            limits: self.limits.clone(),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use crate::args::ModelArgs;
+use crate::args::{LimitArgs, ModelArgs};
 use anyhow::Context as _;
 use clap::Args;
 use dramatis_character::CharacterAgents;
@@ -54,6 +54,8 @@ pub struct ServeArgs {
     /// Serve no web viewer (gRPC and gRPC-Web only).
     #[arg(long, conflicts_with = "viewer_dir")]
     pub no_viewer: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +117,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                 .clone()
                 .unwrap_or_else(dramatis_runtime::models::viewer_dir)
         }),
+        limits: args.limits.limits(),
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -35,10 +35,22 @@ pub async fn standard_router_with<L: Clone>(
             .set_service_status(name, tonic_health::ServingStatus::Serving)
             .await;
     }
+    // Only the services this port serves are listed (the descriptor set describes
+    // both of ours).
     let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        [
+            service_name,
+            "grpc.health.v1.Health",
+            "grpc.reflection.v1.ServerReflection",
+            "grpc.reflection.v1alpha.ServerReflection",
+        ]
+        .into_iter()
+        .fold(
+            tonic_reflection::server::Builder::configure()
+                .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET),
+            tonic_reflection::server::Builder::with_service_name,
+        )
     };
     let routes = routes
         .add_service(health)

@@ -175,7 +175,7 @@ impl AgentApi for AgentGrpc {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
         self.agents
-            .detach(&world, &character)
+            .detach(&world, &character, request.keep_shard)
             .map_err(Status::from)?;
         Ok(Response::new(pb::DetachResponse {}))
     }

@@ -216,20 +216,26 @@ impl CharacterAgents {
     }
 
     /// Drops the character's shard, and its file.
-    pub fn detach(&self, world: &str, character: &str) -> Result<(), AgentError> {
+    /// Unloads a character; deletes its saved shard (and the world's folder, once
+    /// empty) unless `keep_shard`.
+    pub fn detach(&self, world: &str, character: &str, keep_shard: bool) -> Result<(), AgentError> {
         self.shards
             .remove(&(world.to_owned(), character.to_owned()))
             .ok_or_else(|| AgentError::NotAttached {
                 world: world.to_owned(),
                 character: character.to_owned(),
             })?;
-        if let Some(path) = self.shard_path(world, character) {
-            for file in [audit_path(&path), path] {
+        if let Some(path) = self.shard_path(world, character).filter(|_| !keep_shard) {
+            for file in [audit_path(&path), path.clone()] {
                 if let Err(e) = std::fs::remove_file(&file)
                     && e.kind() != std::io::ErrorKind::NotFound
                 {
                     tracing::warn!(path = %file.display(), error = %e, "cannot remove shard file");
                 }
+            }
+            // The world's folder goes with its last shard (fails harmlessly otherwise).
+            if let Some(folder) = path.parent() {
+                let _ = std::fs::remove_dir(folder);
             }
         }
         Ok(())

@@ -1,15 +1,16 @@
 use dramatis_proto::{DomainError, ErrorKind};
 
+use crate::limits::quote;
 use crate::scenario::ScenarioError;
 
 /// Why a world operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
-    #[error("world {0:?} not found")]
+    #[error("world {} not found", quote(.0))]
     WorldNotFound(String),
-    #[error("world {0:?} already exists")]
+    #[error("world {} already exists", quote(.0))]
     WorldExists(String),
-    #[error("no shipped scenario named {0:?} (see ListScenarios)")]
+    #[error("no shipped scenario named {} (see ListScenarios)", quote(.0))]
     ScenarioNotFound(String),
     #[error("no scenario file at {0:?}")]
     ScenarioFileNotFound(String),
@@ -17,7 +18,7 @@ pub enum WorldError {
     PathNotAllowed(String),
     #[error("{0}")]
     Scenario(#[from] ScenarioError),
-    #[error("world {world:?} has no character {character:?}")]
+    #[error("world {} has no character {}", quote(world), quote(character))]
     CharacterNotFound { world: String, character: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -33,6 +34,9 @@ pub enum WorldError {
     Deleted(String),
     #[error("{0} is already played by someone")]
     SeatTaken(String),
+    /// A limit of the service is reached.
+    #[error("{0}")]
+    Full(String),
     /// A run failed after it had logged events: they stay logged and watchable.
     #[error(
         "{source} (events {first}–{last} were logged before the failure; watch from {first} to read them)"
@@ -66,6 +70,7 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Deleted(_) => ErrorKind::FailedPrecondition,
+            Self::Full(_) => ErrorKind::ResourceExhausted,
             Self::Interrupted { source, .. } => source.kind(),
         }
     }

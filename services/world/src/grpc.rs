@@ -11,6 +11,7 @@ use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::limits::quote;
 use crate::registry::{ScenarioSource, Worlds};
 use crate::world::{OpenSeat, PlayInput, Until};
 
@@ -168,7 +169,11 @@ impl WorldApi for WorldGrpc {
             Some(advance_request::Until::Turns(0)) => {
                 return Err(Status::invalid_argument("turns must be at least 1"));
             }
-            Some(advance_request::Until::Turns(n)) => Until::Turns(n),
+            Some(advance_request::Until::Turns(n)) => {
+                let max = self.worlds.limits().max_turns;
+                crate::Limits::check_count("turns", u64::from(n), u64::from(max), "--max-turns")?;
+                Until::Turns(n)
+            }
             Some(advance_request::Until::SceneEnd(true)) => Until::SceneEnd,
             Some(advance_request::Until::ScriptEnd(true)) => Until::ScriptEnd,
             Some(_) | None => {
@@ -300,6 +305,9 @@ impl WorldApi for WorldGrpc {
         let Some(action) = request.action else {
             return Err(Status::invalid_argument("action is required"));
         };
+        let max = self.worlds.limits().max_line_chars;
+        crate::Limits::check_chars("action.text", &action.text, max)?;
+        crate::Limits::check_chars("action.thought", &action.thought, max)?;
         let inputs = self
             .seats
             .get(&request.seat)
@@ -307,21 +315,22 @@ impl WorldApi for WorldGrpc {
             .map(|entry| entry.1.clone())
             .ok_or_else(|| {
                 Status::not_found(format!(
-                    "no open seat {} in world {:?} (claim one with ClaimSeat)",
-                    request.seat, request.world_id
+                    "no open seat {} in world {} (claim one with ClaimSeat)",
+                    quote(&request.seat),
+                    quote(&request.world_id)
                 ))
             })?;
         let (reply, accepted) = tokio::sync::oneshot::channel();
         inputs
             .send(PlayInput::Action(action, Some(reply)))
             .await
-            .map_err(|_| Status::not_found(format!("seat {} is closed", request.seat)))?;
+            .map_err(|_| Status::not_found(format!("seat {} is closed", quote(&request.seat))))?;
         match accepted.await {
             Ok(Ok(())) => Ok(Response::new(pb::PlayActResponse {})),
             Ok(Err(notice)) => Err(Status::failed_precondition(notice)),
             Err(_) => Err(Status::not_found(format!(
                 "seat {} is closed",
-                request.seat
+                quote(&request.seat)
             ))),
         }
     }

@@ -13,6 +13,8 @@ use tokio::sync::{broadcast, mpsc};
 enum Live {
     Event(Box<Event>),
     Token(TokenChunk),
+    /// The story is over: followers end once they have everything before this.
+    End,
 }
 
 /// The hub. Clones share it.
@@ -26,6 +28,8 @@ struct Inner {
     /// `events[i].seq == i + 1`.
     events: RwLock<Vec<Event>>,
     live: broadcast::Sender<Live>,
+    /// No event will follow (set under the `events` write lock).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -42,6 +46,7 @@ impl TranscriptHub {
             inner: Arc::new(Inner {
                 events: RwLock::new(history),
                 live,
+                closed: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -69,6 +74,24 @@ impl TranscriptHub {
         let _ = self.inner.live.send(Live::Event(Box::new(event)));
     }
 
+    /// The story is over: watchers that follow end after the last event, and later
+    /// ones stop after their replay.
+    pub fn close(&self) {
+        let _events = self
+            .inner
+            .events
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.inner.live.send(Live::End);
+    }
+
+    fn is_closed(inner: &Inner) -> bool {
+        inner.closed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Publishes a live token (not logged; only followers see it).
     pub fn publish_token(&self, token: TokenChunk) {
         let _ = self.inner.live.send(Live::Token(token));
@@ -86,11 +109,13 @@ impl TranscriptHub {
     }
 
     /// Starts a watcher. Items go to `out` until the watcher goes away, the hub is
-    /// dropped, or (with `follow == false`) the replay is done.
+    /// dropped or closed (the story is over), or (with `follow == false`) the replay
+    /// is done.
     pub fn watch(&self, from_seq: u64, follow: bool, out: mpsc::Sender<WatchResponse>) {
-        let (snapshot, receiver) = {
+        let (snapshot, receiver, closed) = {
             let events = read(&self.inner.events);
             let receiver = self.inner.live.subscribe();
+            let closed = Self::is_closed(&self.inner);
             let start = usize::try_from(from_seq.max(1) - 1).unwrap_or(usize::MAX);
             (
                 events
@@ -98,6 +123,7 @@ impl TranscriptHub {
                     .map(<[Event]>::to_vec)
                     .unwrap_or_default(),
                 receiver,
+                closed,
             )
         };
         let weak = Arc::downgrade(&self.inner);
@@ -109,7 +135,7 @@ impl TranscriptHub {
                     return;
                 }
             }
-            if follow {
+            if follow && !closed {
                 follow_live(weak, receiver, next, &out).await;
             }
         });
@@ -156,15 +182,21 @@ async fn follow_live(
                     return;
                 }
             }
+            Ok(Live::End) => return,
             Err(broadcast::error::RecvError::Lagged(_)) => {
-                // Fell behind the broadcast: catch up from the stored copy.
+                // Fell behind the broadcast: catch up from the stored copy (and stop
+                // there if the end went by meanwhile).
                 let Some(inner) = hub.upgrade() else { return };
+                let closed = TranscriptHub::is_closed(&inner);
                 let missed = TranscriptHub { inner }.events_from(next);
                 for event in missed {
                     next = event.seq + 1;
                     if out.send(event_item(event)).await.is_err() {
                         return;
                     }
+                }
+                if closed {
+                    return;
                 }
             }
             Err(broadcast::error::RecvError::Closed) => return,
@@ -219,6 +251,22 @@ mod tests {
         }
         let seqs = collect(rx, 3000).await;
         assert_eq!(seqs, (1..=3000).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn followers_end_when_the_hub_closes_and_later_ones_after_their_replay() {
+        let hub = TranscriptHub::new(vec![event(1)]);
+        let (tx, rx) = mpsc::channel(8);
+        hub.watch(1, true, tx);
+        hub.publish(event(2));
+        hub.close();
+        // collect() stops at the end of the stream: it must end after 1 and 2.
+        let ended =
+            |rx| tokio::time::timeout(std::time::Duration::from_secs(5), collect(rx, usize::MAX));
+        assert_eq!(ended(rx).await.expect("the stream ended"), vec![1, 2]);
+        let (tx, rx) = mpsc::channel(8);
+        hub.watch(2, true, tx);
+        assert_eq!(ended(rx).await.expect("the stream ended"), vec![2]);
     }
 
     #[tokio::test]

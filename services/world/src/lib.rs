@@ -11,6 +11,7 @@ pub mod convert;
 mod error;
 pub mod grpc;
 pub mod hub;
+pub mod limits;
 pub mod log;
 pub mod registry;
 pub mod scenario;
@@ -21,6 +22,7 @@ pub mod world;
 use dramatis_proto::v1::world_server::WorldServer;
 use dramatis_runtime::Shutdown;
 pub use error::WorldError;
+pub use limits::Limits;
 pub use registry::{ScenarioSource, WorldServiceOptions, Worlds};
 use tokio::net::TcpListener;
 
@@ -59,9 +61,13 @@ pub async fn serve_worlds(
     // would answer every plain HTTP/1.1 request (the viewer's files) with 400.
     let builder = tonic::transport::Server::builder().accept_http1(true);
     let viewer = worlds.viewer_dir().map(viewer::routes);
+    let max_message = worlds.limits().max_message_bytes;
+    if let Some(idle) = worlds.limits().idle_detach {
+        worlds.watch_idle(idle, shutdown.clone());
+    }
     let world = tower_layer::Layer::layer(
         &tonic_web::GrpcWebLayer::new(),
-        WorldServer::new(grpc::WorldGrpc::new(worlds)),
+        WorldServer::new(grpc::WorldGrpc::new(worlds)).max_decoding_message_size(max_message),
     );
     let mut router = tonic::service::Routes::new(world).into_axum_router();
     if let Some(viewer) = viewer {

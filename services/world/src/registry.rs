@@ -8,11 +8,12 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 
+use crate::Limits;
 use crate::WorldError;
 use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
 use crate::log::{EventLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
-use crate::world::World;
+use crate::world::{Shared, World};
 
 /// Settings of a world service.
 #[derive(Debug, Clone)]
@@ -33,6 +34,8 @@ pub struct WorldServiceOptions {
     /// The web viewer's files (`web/` of the repository, with its `node_modules`);
     /// `None`: no viewer is served.
     pub viewer_dir: Option<PathBuf>,
+    /// Input limits and idle detach.
+    pub limits: Limits,
 }
 
 /// Where a new world's scenario comes from.
@@ -63,9 +66,16 @@ struct Inner {
     /// Directories `CreateWorld` may read scenario files from, canonical.
     roots: Vec<PathBuf>,
     viewer_dir: Option<PathBuf>,
+    limits: Arc<Limits>,
 }
 
 impl Worlds {
+    /// The service's limits.
+    #[must_use]
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
     /// Opens the log; worlds recorded in it are rebuilt by [`Worlds::restore`].
     pub fn open(options: &WorldServiceOptions) -> Result<Self, WorldError> {
         Ok(Self {
@@ -81,6 +91,7 @@ impl Worlds {
                     .parent()
                     .map_or_else(|| PathBuf::from("sandboxes"), |d| d.join("sandboxes")),
                 viewer_dir: options.viewer_dir.clone(),
+                limits: Arc::new(options.limits.clone()),
                 roots: std::iter::once(&options.scenarios_dir)
                     .chain(&options.scenario_roots)
                     .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| lexical(d)))
@@ -161,16 +172,13 @@ impl Worlds {
             directory: Arc::clone(&self.inner.agents),
             pool: self.inner.pool.clone(),
         };
-        World::start(
-            id,
-            scenario,
-            self.inner.log.clone(),
+        let shared = Shared {
+            log: self.inner.log.clone(),
             links,
-            endpoints,
-            history,
-            self.inner.narrator.clone(),
-        )
-        .await
+            narrator: self.inner.narrator.clone(),
+            limits: Arc::clone(&self.inner.limits),
+        };
+        World::start(id, scenario, endpoints, history, shared).await
     }
 
     /// Creates and starts a world.
@@ -197,14 +205,25 @@ impl Worlds {
             }
             ScenarioSource::Sandbox(spec) => crate::scenario::sandbox::parse_spec(spec)?,
         };
+        let limits = &self.inner.limits;
+        if let Some(open) = &scenario.open {
+            Limits::check_count(
+                "open.rounds",
+                u64::from(open.rounds),
+                u64::from(limits.max_rounds),
+                "--max-rounds",
+            )?;
+        }
         let id = match world_id.filter(|w| !w.trim().is_empty()) {
             Some(id) => {
+                Limits::check_chars("world_id", &id, limits.max_world_id_chars)?;
                 if !id
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 {
                     return Err(WorldError::InvalidArgument(format!(
-                        "world_id {id:?} may hold only letters, digits, '-' and '_'"
+                        "world_id {} may hold only letters, digits, '-' and '_'",
+                        crate::limits::quote(&id)
                     )));
                 }
                 id
@@ -213,6 +232,12 @@ impl Worlds {
         };
         if self.inner.worlds.contains_key(&id) {
             return Err(WorldError::WorldExists(id));
+        }
+        if self.inner.worlds.len() >= limits.max_worlds {
+            return Err(WorldError::Full(format!(
+                "this service holds {} worlds, its limit (serve --max-worlds); delete one first",
+                limits.max_worlds
+            )));
         }
         // An inline spec is kept as a scenario file beside the log, so the world can be
         // restored after a restart like any other.
@@ -251,6 +276,32 @@ impl Worlds {
             .await?;
         tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");
         Ok(world)
+    }
+
+    /// Every `idle / 4` (at most a minute), puts finished worlds that have been idle
+    /// for `idle` to sleep ([`World::sleep_if_idle`]), until `shutdown`.
+    pub fn watch_idle(&self, idle: std::time::Duration, shutdown: dramatis_runtime::Shutdown) {
+        // Weak, so a stopped service's log closes without waiting for this task.
+        let inner = Arc::downgrade(&self.inner);
+        let every = (idle / 4).clamp(
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(60),
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = shutdown.wait() => break,
+                }
+                let Some(inner) = inner.upgrade() else {
+                    break;
+                };
+                for world in (Self { inner }).list() {
+                    world.sleep_if_idle(idle).await;
+                }
+            }
+        });
     }
 
     /// The world with this id.

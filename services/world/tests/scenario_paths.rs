@@ -21,6 +21,7 @@ fn worlds(root: &Path, data: &Path) -> Worlds {
         ),
         narrator: None,
         viewer_dir: None,
+        limits: dramatis_world::Limits::default(),
     })
     .expect("worlds")
 }

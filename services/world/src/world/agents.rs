@@ -12,6 +12,8 @@ use std::sync::atomic::Ordering;
 use tonic::Code;
 
 use super::{Slot, World};
+use dramatis_proto::v1 as pb;
+
 use crate::WorldError;
 use crate::agent_clients::AgentRpc;
 use crate::convert::attach_request;
@@ -82,6 +84,11 @@ impl World {
                 world: self.id.clone(),
                 character: character.to_owned(),
             })?;
+        self.last_call_ms
+            .store(dramatis_runtime::now_ms(), Ordering::Relaxed);
+        if self.asleep.load(Ordering::Relaxed) {
+            self.wake().await?;
+        }
         let mut attempt = 1;
         loop {
             let (client, generation, endpoint) = slot.current();
@@ -169,5 +176,77 @@ impl World {
             }
         }
         Ok(true)
+    }
+}
+
+impl World {
+    /// Detaches the characters of a finished world that has not called an agent for
+    /// `idle`, and releases the agents started for it. Returns true if it did.
+    pub(crate) async fn sleep_if_idle(&self, idle: std::time::Duration) -> bool {
+        let quiet_ms =
+            dramatis_runtime::now_ms().saturating_sub(self.last_call_ms.load(Ordering::Relaxed));
+        if self.asleep.load(Ordering::Relaxed)
+            || self.deleted.load(Ordering::Relaxed)
+            || u128::try_from(quiet_ms).unwrap_or(0) < idle.as_millis()
+            || !self.is_finished()
+        {
+            return false;
+        }
+        // Not while an advance or a recovery runs.
+        let Ok(_state) = self.state.try_lock() else {
+            return false;
+        };
+        let _one_at_a_time = self.reviving.lock().await;
+        for (character, slot) in &self.slots {
+            let request = pb::DetachRequest {
+                character: Some(self.character_ref(character)),
+                keep_shard: true,
+            };
+            if let Err(status) = slot.client().detach(request).await {
+                tracing::debug!(%status, character, "detach failed");
+            }
+        }
+        self.links.directory.release(&self.id).await;
+        self.asleep.store(true, Ordering::Relaxed);
+        tracing::info!(world_id = %self.id, "finished and idle: characters detached, agents released");
+        true
+    }
+
+    /// Attaches the characters of a sleeping world again, each from its saved shard,
+    /// on agents the directory gives (started anew if it starts them).
+    pub(super) async fn wake(&self) -> Result<(), WorldError> {
+        let _one_at_a_time = self.reviving.lock().await;
+        if !self.asleep.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        for (id, slot) in &self.slots {
+            let endpoint = self.links.directory.endpoint_for(&self.id, id).await?;
+            let client = self.links.pool.client(&endpoint, id)?;
+            client
+                .clone()
+                .attach(attach_request(&self.id, &self.scenario, id))
+                .await
+                .map_err(|s| WorldError::agent(id, &s))?;
+            let mut link = dramatis_runtime::lock(&slot.link);
+            if link.endpoint != endpoint {
+                self.links.pool.forget(&link.endpoint);
+            }
+            link.endpoint = endpoint;
+            link.client = client;
+            link.generation += 1;
+        }
+        self.asleep.store(false, Ordering::Relaxed);
+        tracing::info!(world_id = %self.id, "woken: characters attached again");
+        Ok(())
+    }
+
+    fn is_finished(&self) -> bool {
+        dramatis_runtime::lock(&self.snapshot).finished(&self.scenario)
+    }
+
+    /// Whether the world's characters are detached for idleness.
+    #[must_use]
+    pub fn is_asleep(&self) -> bool {
+        self.asleep.load(Ordering::Relaxed)
     }
 }

@@ -13,6 +13,9 @@ use crate::story::names::Perspective;
 use crate::story::perception::PerceptionRouter;
 use crate::story::state::WorldState;
 
+/// Most events in one `Perceive` call.
+const PERCEIVE_BATCH: usize = 256;
+
 impl World {
     /// Numbers, logs, publishes and delivers one event.
     pub(super) async fn emit(
@@ -50,6 +53,9 @@ impl World {
         state.apply(&self.scenario, &event);
         *dramatis_runtime::lock(&self.snapshot) = state.clone();
         self.hub.publish(event.clone());
+        if state.finished(&self.scenario) {
+            self.hub.close();
+        }
         try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c))).await?;
         Ok(event)
     }
@@ -69,10 +75,12 @@ impl World {
             let view = self.perspective(&state, character);
             fresh.iter().filter_map(|e| view.event(e)).collect()
         };
-        if !views.is_empty() {
+        // In batches, so a long history (a restored world's first delivery) never
+        // makes one oversized message.
+        for batch in views.chunks(PERCEIVE_BATCH) {
             let request = pb::PerceiveRequest {
                 character: Some(self.character_ref(character)),
-                events: views,
+                events: batch.to_vec(),
             };
             self.call_agent(character, |mut client| {
                 let request = request.clone();

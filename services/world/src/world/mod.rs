@@ -19,7 +19,6 @@ use dramatis_proto::v1::{self as pb, Event, WorldStatus};
 use futures::future::try_join_all;
 use tracing::{Instrument, info_span};
 
-use crate::WorldError;
 use crate::agent_clients::AgentLinks;
 use crate::convert::{attach_request, world_info};
 use crate::hub::TranscriptHub;
@@ -28,6 +27,7 @@ use crate::scenario::Scenario;
 use crate::story::drafts::{self, Draft};
 use crate::story::scheduler::{Step, next_step};
 use crate::story::state::WorldState;
+use crate::{Limits, WorldError};
 use narration::NarratorNotes;
 pub use seats::{OpenSeat, PlayInput, TurnRequest};
 
@@ -60,6 +60,12 @@ pub struct World {
     links: AgentLinks,
     /// Held while a dead agent is replaced, so two callers never restart it twice.
     reviving: tokio::sync::Mutex<()>,
+    limits: Arc<Limits>,
+    /// The characters are detached and their agents released (a finished, idle
+    /// world); the next call to an agent attaches them again first.
+    asleep: AtomicBool,
+    /// When an agent was last called (ms since the epoch).
+    last_call_ms: std::sync::atomic::AtomicI64,
     advancing: AtomicBool,
     deleted: AtomicBool,
     /// The narrator of open stories (world-side: it sees the whole world, and what it
@@ -85,6 +91,15 @@ struct Run {
     turns: u32,
 }
 
+/// What every world of a service shares: the log, the way to its agents, the
+/// narrator and the limits.
+pub(crate) struct Shared {
+    pub log: EventLog,
+    pub links: AgentLinks,
+    pub narrator: Option<Arc<dyn LanguageModel>>,
+    pub limits: Arc<Limits>,
+}
+
 impl World {
     /// Builds a world over `history` (its logged events, possibly none) and attaches
     /// every character to its agent. Agents receive each character's profile and only
@@ -92,12 +107,16 @@ impl World {
     pub(crate) async fn start(
         id: String,
         scenario: Arc<Scenario>,
-        log: EventLog,
-        links: AgentLinks,
         endpoints: BTreeMap<String, String>,
         history: Vec<Event>,
-        narrator: Option<Arc<dyn LanguageModel>>,
+        shared: Shared,
     ) -> Result<Self, WorldError> {
+        let Shared {
+            log,
+            links,
+            narrator,
+            limits,
+        } = shared;
         let mut state = WorldState::initial(&scenario);
         for event in &history {
             state.apply(&scenario, event);
@@ -135,16 +154,23 @@ impl World {
             }
         });
         try_join_all(attaches).await?;
+        let hub = TranscriptHub::new(history);
+        if state.finished(&scenario) {
+            hub.close();
+        }
         Ok(Self {
             id,
             scenario,
             log,
-            hub: TranscriptHub::new(history),
+            hub,
             snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
             state: tokio::sync::Mutex::new(state),
             slots,
             links,
             reviving: tokio::sync::Mutex::new(()),
+            limits,
+            asleep: AtomicBool::new(false),
+            last_call_ms: std::sync::atomic::AtomicI64::new(dramatis_runtime::now_ms()),
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             narrator,
@@ -319,12 +345,19 @@ impl World {
 
     /// Stops the world and detaches its characters (best effort).
     pub(crate) async fn shut(&self) {
+        // A sleeping world's shards are deleted by its agents, so wake it first.
+        if self.is_asleep()
+            && let Err(error) = self.wake().await
+        {
+            tracing::warn!(world_id = %self.id, %error, "cannot wake the world to delete its shards");
+        }
         self.deleted.store(true, Ordering::Relaxed);
         // Seats end with the world (their turn channels close).
         self.close_seats();
         for (character, slot) in &self.slots {
             let request = pb::DetachRequest {
                 character: Some(self.character_ref(character)),
+                keep_shard: false,
             };
             if let Err(status) = slot.client().detach(request).await {
                 tracing::debug!(%status, character, "detach failed");

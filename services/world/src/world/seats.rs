@@ -36,6 +36,13 @@ impl World {
         if seats.get(&id).is_some_and(|s| !s.turns.is_closed()) {
             return Err(WorldError::SeatTaken(id));
         }
+        seats.retain(|_, s| !s.turns.is_closed());
+        if seats.len() >= self.limits.max_seats {
+            return Err(WorldError::Full(format!(
+                "{} people play in this world already, its limit (serve --max-seats)",
+                self.limits.max_seats
+            )));
+        }
         let (turns, offered) = tokio::sync::mpsc::channel(1);
         seats.insert(id.clone(), Seat { turns, timeout });
         Ok((id, offered))
@@ -99,19 +106,17 @@ fn play_item(item: pb::play_response::Item) -> pb::PlayResponse {
     pb::PlayResponse { item: Some(item) }
 }
 
-/// The longest a world waits for a person's action (10 minutes).
-const MAX_TURN_WAIT_MS: u64 = 600_000;
-
 impl OpenSeat {
     /// Claims `claim.character` of `world` for a person and starts forwarding what it
     /// perceives; the first item on the stream says which character was claimed.
     pub fn open(world: std::sync::Arc<World>, claim: &pb::PlayClaim) -> Result<Self, WorldError> {
         // The story waits for the person while holding the world, so the wait is capped.
-        let timeout = std::time::Duration::from_millis(if claim.timeout_ms == 0 {
-            60_000
+        let longest = world.limits.seat_wait;
+        let timeout = if claim.timeout_ms == 0 {
+            std::time::Duration::from_secs(60).min(longest)
         } else {
-            u64::from(claim.timeout_ms).min(MAX_TURN_WAIT_MS)
-        });
+            std::time::Duration::from_millis(u64::from(claim.timeout_ms)).min(longest)
+        };
         let (id, turns) = world.claim(&claim.character, timeout)?;
         let (out, rx) = tokio::sync::mpsc::channel(256);
         // Room for this was just made; nothing can fill the channel first.
@@ -198,7 +203,13 @@ impl OpenSeat {
                     () = out.closed() => break,
                     input = inputs.next() => match input {
                         Some(PlayInput::Action(a, accepted)) => {
+                            let longest = world.limits.max_line_chars;
+                            let over = a.text.chars().count().max(a.thought.chars().count());
                             let taken = match pending.take() {
+                                Some(reply) if over > longest => {
+                                    pending = Some(reply);
+                                    Err(format!("That line has {over} characters; the limit is {longest}. Say it shorter."))
+                                }
                                 Some(reply) => reply
                                     .send(pb::Action {
                                         kind: a.kind,

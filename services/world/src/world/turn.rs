@@ -6,9 +6,9 @@ use std::time::Instant;
 use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
 
 use super::World;
-use crate::WorldError;
 use crate::story::drafts::{Draft, resolve};
 use crate::story::state::WorldState;
+use crate::{Limits, WorldError};
 
 impl World {
     /// Asks the actor's agent for its action, streaming its tokens to watchers.
@@ -98,6 +98,7 @@ impl World {
                 "question must not be empty".into(),
             ));
         }
+        Limits::check_chars("question", question, self.limits.max_question_chars)?;
         self.deliver_pending(&id).await?;
         let request = pb::AnswerRequest {
             character: Some(self.character_ref(&id)),

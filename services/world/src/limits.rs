@@ -1,0 +1,122 @@
+//! Every input limit of the world service, in one place. `dramatis serve` sets each
+//! from a flag of the same name (README, "Running it for others", lists them). A
+//! request over a limit is refused before any work is done, with INVALID_ARGUMENT (a
+//! value too large) or RESOURCE_EXHAUSTED (the service or world is full), and the
+//! message quotes at most [`QUOTE_CHARS`] characters of what was sent.
+
+use std::time::Duration;
+
+use crate::WorldError;
+
+/// The most characters of a client's input an error message repeats.
+pub const QUOTE_CHARS: usize = 40;
+
+/// The limits of one world service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest message a client may send, in bytes (tonic refuses larger ones with
+    /// OUT_OF_RANGE before any handler runs).
+    pub max_message_bytes: usize,
+    /// Longest interview question, in characters.
+    pub max_question_chars: usize,
+    /// Longest line a person may play, in characters.
+    pub max_line_chars: usize,
+    /// Longest world id, in characters.
+    pub max_world_id_chars: usize,
+    /// Most rounds an open story may run.
+    pub max_rounds: u32,
+    /// Most turns one `Advance` may ask for.
+    pub max_turns: u32,
+    /// Most worlds the service holds at once.
+    pub max_worlds: usize,
+    /// Most people playing in one world at once.
+    pub max_seats: usize,
+    /// Longest the story waits for a person's action.
+    pub seat_wait: Duration,
+    /// A finished world's characters are detached (and agents started for them
+    /// stopped) after this long without a call to them; `None`: never.
+    pub idle_detach: Option<Duration>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 1024 * 1024,
+            max_question_chars: 2_000,
+            max_line_chars: 400,
+            max_world_id_chars: 64,
+            max_rounds: 1_000,
+            max_turns: 10_000,
+            max_worlds: 1_000,
+            max_seats: 16,
+            seat_wait: Duration::from_secs(600),
+            idle_detach: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// At most [`QUOTE_CHARS`] characters of `input`, marked when cut.
+#[must_use]
+pub fn quote(input: &str) -> String {
+    let mut chars = input.chars();
+    let shown: String = chars.by_ref().take(QUOTE_CHARS).collect();
+    if chars.next().is_some() {
+        format!("{shown:?}… ({} characters)", input.chars().count())
+    } else {
+        format!("{shown:?}")
+    }
+}
+
+impl Limits {
+    /// Refuses `value` (the field `field`) when it is longer than `max` characters.
+    pub fn check_chars(field: &str, value: &str, max: usize) -> Result<(), WorldError> {
+        let count = value.chars().count();
+        if count > max {
+            return Err(WorldError::InvalidArgument(format!(
+                "{field} has {count} characters; the limit is {max}: {}",
+                quote(value)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses a count over its limit (`what` names the flag that raises it).
+    pub fn check_count(field: &str, value: u64, max: u64, flag: &str) -> Result<(), WorldError> {
+        if value > max {
+            return Err(WorldError::InvalidArgument(format!(
+                "{field} is {value}; this service allows at most {max} (serve {flag})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_cut_at_forty_characters_and_say_how_long_the_input_was() {
+        let long = "x".repeat(5_000);
+        let quoted = quote(&long);
+        assert_eq!(quoted, format!("{:?}… (5000 characters)", "x".repeat(40)));
+        assert_eq!(quote("short"), "\"short\"");
+    }
+
+    #[test]
+    fn checks_refuse_only_what_is_over_the_limit() {
+        assert!(Limits::check_chars("question", "abc", 3).is_ok());
+        let error = Limits::check_chars("question", "abcd", 3).expect_err("over");
+        assert_eq!(
+            error.to_string(),
+            "invalid argument: question has 4 characters; the limit is 3: \"abcd\""
+        );
+        assert!(Limits::check_count("rounds", 10, 10, "--max-rounds").is_ok());
+        let error = Limits::check_count("rounds", 11, 10, "--max-rounds").expect_err("over");
+        assert!(
+            error
+                .to_string()
+                .contains("at most 10 (serve --max-rounds)")
+        );
+    }
+}
