@@ -14,7 +14,9 @@ use common::dramatis;
 /// Authorization headers seen, one per request.
 type Seen = Arc<Mutex<Vec<Option<String>>>>;
 
-async fn endpoint(reply: StatusCode) -> (Seen, String) {
+/// A model endpoint that answers with HTTP 500 to `fails` of every `of` requests
+/// (0 of 1: never; 1 of 1: always).
+async fn endpoint(fails: usize, of: usize) -> (Seen, String) {
     let seen: Seen = Arc::default();
     let app = axum::Router::new()
         .route(
@@ -25,8 +27,16 @@ async fn endpoint(reply: StatusCode) -> (Seen, String) {
                         .get("authorization")
                         .and_then(|v| v.to_str().ok())
                         .map(str::to_owned);
-                    seen.lock().expect("lock").push(auth);
-                    answer(reply)
+                    let n = {
+                        let mut seen = seen.lock().expect("lock");
+                        seen.push(auth);
+                        seen.len()
+                    };
+                    answer(if n % of < fails {
+                        StatusCode::INTERNAL_SERVER_ERROR
+                    } else {
+                        StatusCode::OK
+                    })
                 },
             ),
         )
@@ -71,7 +81,7 @@ fn run_args<'a>(base: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 #[tokio::test]
 async fn the_api_key_flag_reaches_every_agent_process() {
-    let (seen, base) = endpoint(StatusCode::OK).await;
+    let (seen, base) = endpoint(0, 1).await;
     let (ok, transcript, err) = dramatis(&run_args(&base, &["--llm-api-key", "sekret-key"])).await;
     assert!(ok, "{err}");
     assert!(transcript.contains("The tide is turning."), "{transcript}");
@@ -84,14 +94,35 @@ async fn the_api_key_flag_reaches_every_agent_process() {
     assert_eq!(carried, seen.len(), "{seen:?}");
 }
 
+/// Every call fails: the story still runs to its end in character, and `run` then
+/// exits non-zero, saying every turn of each scene fell back.
 #[tokio::test]
 async fn a_model_that_always_fails_still_lets_the_story_end_in_character() {
-    let (seen, base) = endpoint(StatusCode::INTERNAL_SERVER_ERROR).await;
+    let (seen, base) = endpoint(1, 1).await;
     let (ok, transcript, err) = dramatis(&run_args(&base, &["--shared-agent"])).await;
-    assert!(ok, "{err}");
+    assert!(!ok, "run exits non-zero when every turn of a scene failed");
+    assert!(
+        err.contains("every turn of scene 1, 2, 3 fell back to an in-character line"),
+        "{err}"
+    );
     assert!(
         transcript.contains("pauses, weighing what to say"),
         "{transcript}"
     );
+    assert!(
+        transcript.contains("Scene 3"),
+        "the story ran to its end: {transcript}"
+    );
     assert!(!seen.lock().expect("lock").is_empty());
+}
+
+/// Two calls of every three fail: some turns fall back, none of the scenes wholly, so
+/// `run` succeeds.
+#[tokio::test]
+async fn a_model_that_fails_often_but_not_always_lets_run_succeed() {
+    let (seen, base) = endpoint(2, 3).await;
+    let (ok, transcript, err) = dramatis(&run_args(&base, &["--shared-agent"])).await;
+    assert!(ok, "{err}");
+    assert!(transcript.contains("The tide is turning."), "{transcript}");
+    assert!(seen.lock().expect("lock").len() >= 3);
 }

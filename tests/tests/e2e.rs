@@ -108,7 +108,8 @@ async fn every_scene_runs_and_all_watchers_get_the_transcript_once_in_order() {
         .expect("get")
         .into_inner();
     let last = info.next_seq - 1;
-    last_tx.send(last).expect("watchers listening");
+    // Watchers may have ended already: Watch closes once the world has finished.
+    let _ = last_tx.send(last);
     let (early_events, early_tokens) = early.await.expect("early watcher");
     let (late_events, _) = late.await.expect("late watcher");
     let (offset_events, _) = offset.await.expect("offset watcher");
@@ -552,7 +553,8 @@ async fn a_world_survives_a_restart_of_the_world_service() {
     let replay = tokio::spawn(collect(watch(&mut world, &id, 1).await, last_rx));
     let after = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
     let last = after.last().map(|e| e.seq).expect("more happened");
-    last_tx.send(last).expect("watching");
+    let _ = last_tx.send(last); // the replay may have ended with the finished world
+
     let (replayed, _) = replay.await.expect("replay");
     let all: Vec<Event> = before.iter().chain(after.iter()).cloned().collect();
     assert_eq!(
@@ -652,9 +654,10 @@ async fn a_point_of_view_watcher_sees_only_what_that_character_perceived() {
             .unwrap_or(0)
     };
     let (lestrade_last, watson_last) = (last_for("lestrade"), last_for("watson"));
-    last_tx.send(lestrade_last).expect("listening");
+    let _ = last_tx.send(lestrade_last); // a finished world's Watch may have closed
+
     let (lestrade_events, lestrade_tokens) = lestrade_task.await.expect("lestrade watcher");
-    last_tx.send(watson_last).expect("listening");
+    let _ = last_tx.send(watson_last);
     let (watson_events, watson_tokens) = watson_task.await.expect("watson watcher");
 
     let seen_by = |who: &str| -> Vec<u64> {

@@ -219,6 +219,39 @@ async fn a_finished_idle_world_is_detached_and_attached_again_when_asked() {
     let mut world = cluster.world().await;
     world.create_world(scarlet("idle")).await.expect("world");
     dramatis_tests::advance(&mut world, "idle", advance_request::Until::ScriptEnd(true)).await;
+    // A watcher that follows a finished world gets the whole log, then the stream ends.
+    let mut follow = world
+        .watch(dramatis_proto::v1::WatchRequest {
+            world_id: "idle".into(),
+            from_seq: 1,
+            no_follow: false,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut seen = 0;
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(item) = follow.message().await.expect("stream") {
+            seen += usize::from(matches!(
+                item.item,
+                Some(dramatis_proto::v1::watch_response::Item::Event(_))
+            ));
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "Watch on a finished world ended (after {seen} events)"
+    );
+    let info = world
+        .get_world(GetWorldRequest {
+            world_id: "idle".into(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(seen as u64, info.next_seq - 1, "the whole log was sent");
     let before = cluster.snapshot("idle", "holmes").await;
     assert!(before.last_seq > 0, "holmes perceived the story");
 

@@ -73,10 +73,10 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     };
     let (data_dir, logs) = (stack.data_dir.clone(), stack.logs.clone());
     stack
-        .stop(outcome.as_ref().ok().map(|(w, _)| w.world_id.as_str()))
+        .stop(outcome.as_ref().ok().map(|(w, _, _)| w.world_id.as_str()))
         .await;
     match &outcome {
-        Ok((world, printed)) => {
+        Ok((world, printed, _)) => {
             summary(world, *printed, started.elapsed().as_secs_f64());
             if args.data_dir.is_some() {
                 eprintln!("event log and process logs kept in {}", data_dir.display());
@@ -84,7 +84,35 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
         }
         Err(_) => eprintln!("process logs: {}", logs.display()),
     }
-    outcome.map(|_| ())
+    let (_, _, failed) = outcome?;
+    if !failed.is_empty() {
+        let scenes: Vec<String> = failed.iter().map(u32::to_string).collect();
+        let where_logs = if args.data_dir.is_some() {
+            format!("process logs: {}", logs.display())
+        } else {
+            "rerun with --data-dir DIR to keep the process logs".to_owned()
+        };
+        anyhow::bail!(
+            "every turn of scene {} fell back to an in-character line because the language model failed each time; the story ran to its end, but check the model ({where_logs})",
+            scenes.join(", "),
+        );
+    }
+    Ok(())
+}
+
+/// Scenes (1-based) with at least one turn where every turn was a fallback line.
+fn scenes_that_failed(events: &[dramatis_proto::v1::Event]) -> Vec<u32> {
+    let mut turns: std::collections::BTreeMap<u32, (usize, usize)> = Default::default();
+    for event in events.iter().filter(|e| e.turn > 0) {
+        let (all, fell_back) = turns.entry(event.scene_index).or_default();
+        *all += 1;
+        *fell_back += usize::from(event.fallback);
+    }
+    turns
+        .into_iter()
+        .filter(|(_, (all, fell_back))| all == fell_back)
+        .map(|(scene, _)| scene)
+        .collect()
 }
 
 /// `dramatis sandbox`: `run` for open stories; refuses a scripted scenario.
@@ -131,7 +159,7 @@ async fn play(
     args: &RunArgs,
     server: &str,
     source: create_world_request::Source,
-) -> anyhow::Result<(WorldInfo, u64)> {
+) -> anyhow::Result<(WorldInfo, u64, Vec<u32>)> {
     let mut client = world_client(server).await?;
     let world = client
         .create_world(CreateWorldRequest {
@@ -184,13 +212,14 @@ async fn play(
         .await
         .map_err(|s| anyhow!("the story stopped: {}", describe(&s)))?
         .into_inner();
+    let failed = scenes_that_failed(&advanced.events);
     let info = advanced.world.context("advance returned no world state")?;
     let _ = last_tx.send(info.next_seq.saturating_sub(1));
     let printed = printer.await.unwrap_or(0);
     if let Some(dir) = &args.audit_dir {
         write_audit(&mut client, &info.world_id, dir).await?;
     }
-    Ok((info, printed))
+    Ok((info, printed, failed))
 }
 
 /// One JSONL file per character: every prompt its agent sent, with its memory items.

@@ -28,6 +28,8 @@ pub struct Draft {
     pub thought: String,
     pub turn: u32,
     pub usage: Option<Usage>,
+    /// The agent's fallback line (its model failed).
+    pub fallback: bool,
 }
 
 /// Where the event stands in the log, and who perceived it: what the world adds to a
@@ -68,6 +70,7 @@ impl Draft {
             turn: self.turn,
             destination: self.destination,
             travel_rounds: self.travel_rounds,
+            fallback: self.fallback,
         }
     }
 }
@@ -238,6 +241,7 @@ pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Dr
         thought: action.thought.trim().to_owned(),
         turn: state.scene_turn + 1,
         usage: action.usage,
+        fallback: action.fallback,
         ..Draft::default()
     };
     match action.kind() {

@@ -214,6 +214,7 @@ impl Perspective<'_> {
             view.thought.clear();
         }
         view.usage = None;
+        view.fallback = false;
         let kind = view.kind();
         if kind == EventKind::SceneEnd {
             // The end reason may name the hidden beat; perceivers only learn it ended.
