@@ -317,8 +317,8 @@ impl AgentDirectory for SpawnedAgents {
         let started = tokio::time::Instant::now();
         let status = loop {
             match self.take_if_exited(world_id, endpoint) {
-                // Not one of ours (or released): nothing to restart.
-                None => return Ok(None),
+                // Already forgotten (an earlier recovery's restart failed): start one.
+                None => break "gone".to_owned(),
                 Some(Some(status)) => break status,
                 Some(None) if started.elapsed() >= EXIT_WAIT => return Ok(None),
                 Some(None) => tokio::time::sleep(Duration::from_millis(50)).await,
@@ -326,7 +326,8 @@ impl AgentDirectory for SpawnedAgents {
         };
         tracing::warn!(world_id, character_id, %endpoint, %status,
             "agent process is gone; starting a new one");
-        self.start_agent(world_id, character_id).await.map(Some)
+        // Per world, another character's recovery may have started one already.
+        self.endpoint_for(world_id, character_id).await.map(Some)
     }
 
     async fn release(&self, world_id: &str) {

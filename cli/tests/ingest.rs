@@ -191,6 +191,63 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     assert!(overall >= 0.5, "KBF {overall}: {said}");
 }
 
+/// The state a `kill -9` leaves 20 calls into the personality stage: the first three
+/// stages' caches, and the call log up to there with its last line torn. The rerun
+/// finishes, answers those 20 calls from the log and makes only the rest.
+#[tokio::test]
+async fn an_ingest_killed_inside_a_stage_resumes_from_its_call_log() {
+    let dir = tempfile::tempdir().expect("test data");
+    let fixture = fixture();
+    let scripted = ["--scripted", fixture.to_str().expect("test data")];
+    let whole = dir.path().join("whole");
+    let full = ingest(&whole, &scripted).await;
+    let before: u64 = ["scenes", "episodic", "graph"]
+        .iter()
+        .map(|s| calls(&full, s))
+        .sum();
+    let personality = calls(&full, "personality");
+    assert!(personality > 40, "{full}");
+
+    let killed = dir.path().join("killed");
+    let cache = killed.join(".ingest");
+    std::fs::create_dir_all(&cache).expect("test data");
+    for entry in std::fs::read_dir(whole.join(".ingest"))
+        .expect("the cache")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if ["scenes-", "episodic-", "graph-"]
+            .iter()
+            .any(|p| name.starts_with(p))
+        {
+            std::fs::copy(entry.path(), cache.join(&name)).expect("copy");
+        }
+    }
+    let log = std::fs::read_to_string(whole.join(".ingest/calls.jsonl")).expect("call log");
+    let lines: Vec<&str> = log.lines().collect();
+    let kept = usize::try_from(before).expect("small") + 20;
+    let torn = &lines[kept][..lines[kept].len() / 2];
+    std::fs::write(
+        cache.join("calls.jsonl"),
+        format!("{}\n{torn}", lines[..kept].join("\n")),
+    )
+    .expect("test data");
+
+    let resumed = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        ingest(&killed, &scripted),
+    )
+    .await
+    .expect("the resumed ingest finished");
+    assert_eq!(stage(&resumed, "graph")["from_cache"], true);
+    assert_eq!(stage(&resumed, "personality")["cached_calls"], 20);
+    assert_eq!(calls(&resumed, "personality"), personality - 20);
+    assert_eq!(
+        resumed["layers"], full["layers"],
+        "the same layers as the uninterrupted run"
+    );
+}
+
 #[tokio::test]
 async fn bad_books_and_lists_get_clear_errors() {
     let dir = tempfile::tempdir().expect("test data");

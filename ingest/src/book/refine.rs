@@ -256,7 +256,9 @@ impl Refiner {
                 &request.max_tokens.to_le_bytes(),
             ])
         );
-        if let Some(hit) = self.ledger().calls.get(&key).cloned() {
+        // Bound first: the ledger's guard must be gone before `cost` locks it again.
+        let hit = self.ledger().calls.get(&key).cloned();
+        if let Some(hit) = hit {
             self.cost(stage, |c| c.cached_calls += 1);
             return Ok(hit.text);
         }

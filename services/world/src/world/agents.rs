@@ -105,11 +105,17 @@ impl World {
             }
             tracing::warn!(world_id = %self.id, character, %endpoint, attempt, %status,
                 "agent call failed; recovering the agent");
-            let recovered = self
+            match self
                 .recover(character, generation, &endpoint, failure)
-                .await?;
-            if !recovered {
-                return Err(WorldError::agent(character, &status));
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return Err(WorldError::agent(character, &status)),
+                // A new agent that died starting up counts as an attempt.
+                Err(error) if attempt + 1 < ATTEMPTS => {
+                    tracing::warn!(world_id = %self.id, character, %error, "recovery failed");
+                }
+                Err(error) => return Err(error),
             }
             attempt += 1;
         }
