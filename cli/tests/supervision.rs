@@ -344,19 +344,7 @@ async fn a_killed_service_leaves_no_agents_and_its_successor_finishes_the_story(
 async fn a_service_ends_agents_left_running_on_its_data_directory() {
     let data = tempfile::tempdir().expect("temp dir");
     let shards = data.path().join("shards");
-    let mut stale = tokio::process::Command::new(common::EXE)
-        .args(["agent", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
-        .arg("--data-dir")
-        .arg(&shards)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("agent started");
-    let mut out = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
-        stale.stdout.take().expect("stdout"),
-    ));
-    common::line_with(&mut out, "DRAMATIS_READY", &mut String::new()).await;
+    let mut stale = agent_at("127.0.0.1:0", &shards).await;
     let pid = i32::try_from(stale.id().expect("pid")).expect("pid");
     assert_eq!(
         agent_pids(&shards),
@@ -382,11 +370,11 @@ async fn a_service_ends_agents_left_running_on_its_data_directory() {
     let _ = server.kill().await;
 }
 
-/// Starts `dramatis agent` on `port` with its shards in `shards` (no lifeline).
-async fn agent_on(port: u16, shards: &Path) -> tokio::process::Child {
+/// Starts `dramatis agent` listening on `listen` with its shards in `shards` (no
+/// lifeline: as if started by hand or by another supervisor).
+async fn agent_at(listen: &str, shards: &Path) -> tokio::process::Child {
     let mut agent = tokio::process::Command::new(common::EXE)
-        .args(["agent", "--scripted", "builtin", "--listen"])
-        .arg(format!("127.0.0.1:{port}"))
+        .args(["agent", "--scripted", "builtin", "--listen", listen])
         .arg("--data-dir")
         .arg(shards)
         .stdout(std::process::Stdio::piped())
@@ -413,7 +401,7 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut agent = agent_on(port, &shards).await;
+    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards).await;
     let endpoint = format!("http://127.0.0.1:{port}");
     let (mut server, url) = serve_scripted_with(
         &data.path().join("world").to_string_lossy(),
@@ -449,7 +437,7 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         "{failed}"
     );
 
-    let mut agent = agent_on(port, &shards).await;
+    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards).await;
     let mut rest = Vec::new();
     while !finished(&mut world).await {
         let response = world

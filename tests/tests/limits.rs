@@ -8,31 +8,12 @@ use dramatis_proto::v1::{
     ActionKind, AdvanceRequest, AskRequest, CreateWorldRequest, GetWorldRequest, PlayActRequest,
     PlayAction, PlayClaim, SnapshotRequest, advance_request, create_world_request, play_response,
 };
-use dramatis_tests::Cluster;
+use dramatis_tests::{Cluster, assert_refused};
 use dramatis_world::Limits;
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
-
-/// Longest message a refusal may have: the reason, plus a quote of at most 40
-/// characters of the input.
-const SHORT: usize = 200;
-
-fn refused<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, needle: &str) {
-    let status = result.expect_err("request must be refused");
-    assert_eq!(status.code(), code, "{status:?}");
-    assert!(
-        status.message().contains(needle),
-        "{:?} lacks {needle:?}",
-        status.message()
-    );
-    assert!(
-        status.message().len() <= SHORT,
-        "the refusal echoes too much: {} bytes",
-        status.message().len()
-    );
-}
 
 fn scarlet(id: &str) -> CreateWorldRequest {
     CreateWorldRequest {
@@ -59,13 +40,13 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
 
     // A world id longer than 64 characters, valid characters or not.
     let long_id = "a".repeat(255);
-    refused(
+    assert_refused(
         world.create_world(scarlet(&long_id)).await,
         Code::InvalidArgument,
         "world_id has 255 characters; the limit is 64",
     );
     // Names that do not exist are quoted, never whole.
-    refused(
+    assert_refused(
         world
             .get_world(GetWorldRequest {
                 world_id: "z".repeat(100_000),
@@ -80,7 +61,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
     let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
     let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
     spec.rounds = u32::MAX;
-    refused(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: Some(create_world_request::Source::Sandbox(spec)),
@@ -92,7 +73,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
     );
 
     // Too many turns in one Advance.
-    refused(
+    assert_refused(
         world
             .advance(AdvanceRequest {
                 world_id: "w1".into(),
@@ -110,12 +91,12 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
         question,
         recall_only: true,
     };
-    refused(
+    assert_refused(
         world.ask(ask("why ".repeat(500) + "?")).await,
         Code::InvalidArgument,
         "question has 2001 characters; the limit is 2000",
     );
-    refused(
+    assert_refused(
         world.ask(ask("x".repeat(2 * 1024 * 1024))).await,
         Code::OutOfRange,
         "the limit is: 1048576 bytes",
@@ -129,7 +110,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
         .create_world(scarlet("w2"))
         .await
         .expect("second world");
-    refused(
+    assert_refused(
         world.create_world(scarlet("w3")).await,
         Code::ResourceExhausted,
         "this service holds 2 worlds, its limit (serve --max-worlds)",
@@ -152,12 +133,12 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
     else {
         panic!("the seat token comes second");
     };
-    refused(
+    assert_refused(
         world.claim_seat(claim("holmes")).await,
         Code::ResourceExhausted,
         "1 people play in this world already, its limit (serve --max-seats)",
     );
-    refused(
+    assert_refused(
         world
             .play_act(PlayActRequest {
                 world_id: "w1".into(),
@@ -199,7 +180,7 @@ async fn bytes_that_do_not_decode_are_invalid_argument() {
             dramatis_proto::codec::StrictCodec::default(),
         )
         .await;
-    refused(
+    assert_refused(
         result,
         Code::InvalidArgument,
         "the message is not a valid GetWorldRequest",

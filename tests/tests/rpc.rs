@@ -8,7 +8,7 @@ use dramatis_proto::v1::{
     ListScenariosResponse, ListWorldsRequest, PerceiveRequest, SceneFrame, WatchRequest,
     advance_request, create_world_request,
 };
-use dramatis_tests::Cluster;
+use dramatis_tests::{Cluster, assert_refused};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -16,16 +16,6 @@ const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 
 fn by_name(name: &str) -> Option<create_world_request::Source> {
     Some(create_world_request::Source::ScenarioName(name.into()))
-}
-
-fn assert_status<T: std::fmt::Debug>(result: Result<T, tonic::Status>, code: Code, needle: &str) {
-    let status = result.expect_err("request must fail");
-    assert_eq!(status.code(), code, "{status:?}");
-    assert!(
-        status.message().contains(needle),
-        "{:?} lacks {needle:?}",
-        status.message()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,7 +39,7 @@ async fn world_requests_are_validated_precisely() {
         ["ada", "coyle", "tom", "varga"]
     );
 
-    assert_status(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: None,
@@ -59,7 +49,7 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "source is required",
     );
-    assert_status(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: by_name("hamlet"),
@@ -71,7 +61,7 @@ async fn world_requests_are_validated_precisely() {
     );
     let broken = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../services/world/tests/broken/unknown-cast.toml");
-    assert_status(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: Some(create_world_request::Source::ScenarioPath(
@@ -83,7 +73,7 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "unknown-cast.toml:19: scenes[0].cast[1]: unknown character \"lestrade\"",
     );
-    assert_status(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: by_name("study-in-scarlet"),
@@ -103,7 +93,7 @@ async fn world_requests_are_validated_precisely() {
         .into_inner();
     assert_eq!(created.world_id, "w1");
     assert_eq!(created.next_seq, 1);
-    assert_status(
+    assert_refused(
         world
             .create_world(CreateWorldRequest {
                 source: by_name("study-in-scarlet"),
@@ -121,7 +111,7 @@ async fn world_requests_are_validated_precisely() {
         .worlds;
     assert_eq!(worlds.len(), 1, "failed creations left nothing behind");
 
-    assert_status(
+    assert_refused(
         world
             .get_world(GetWorldRequest {
                 world_id: String::new(),
@@ -130,7 +120,7 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "world_id is required",
     );
-    assert_status(
+    assert_refused(
         world
             .get_world(GetWorldRequest {
                 world_id: "w2".into(),
@@ -139,7 +129,7 @@ async fn world_requests_are_validated_precisely() {
         Code::NotFound,
         "world \"w2\" not found",
     );
-    assert_status(
+    assert_refused(
         world
             .advance(AdvanceRequest {
                 world_id: "w1".into(),
@@ -149,7 +139,7 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "until is required",
     );
-    assert_status(
+    assert_refused(
         world
             .advance(AdvanceRequest {
                 world_id: "w1".into(),
@@ -159,7 +149,7 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "turns must be at least 1",
     );
-    assert_status(
+    assert_refused(
         world
             .ask(AskRequest {
                 world_id: "w1".into(),
@@ -171,7 +161,7 @@ async fn world_requests_are_validated_precisely() {
         Code::NotFound,
         "no character \"moriarty\"",
     );
-    assert_status(
+    assert_refused(
         world
             .ask(AskRequest {
                 world_id: "w1".into(),
@@ -213,7 +203,7 @@ async fn world_requests_are_validated_precisely() {
         stream.message().await.expect("clean end").is_none(),
         "the watch stream ends"
     );
-    assert_status(
+    assert_refused(
         world
             .get_world(GetWorldRequest {
                 world_id: "w1".into(),
@@ -222,7 +212,7 @@ async fn world_requests_are_validated_precisely() {
         Code::NotFound,
         "w1",
     );
-    assert_status(
+    assert_refused(
         world
             .delete_world(DeleteWorldRequest {
                 world_id: "w1".into(),
@@ -244,7 +234,7 @@ fn character(world: &str, id: &str) -> Option<CharacterRef> {
 async fn agent_requests_are_validated_and_foreign_events_refused() {
     let cluster = Cluster::start(&["holmes"], &[]).await;
     let mut agent: AgentClient<Channel> = cluster.agent("holmes").client().await;
-    assert_status(
+    assert_refused(
         agent
             .act(ActRequest {
                 character: character("w", "holmes"),
@@ -254,7 +244,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
         Code::NotFound,
         "not attached",
     );
-    assert_status(
+    assert_refused(
         agent
             .attach(AttachRequest {
                 character: character("w", "holmes"),
@@ -264,7 +254,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
         Code::InvalidArgument,
         "profile is required",
     );
-    assert_status(
+    assert_refused(
         agent
             .attach(AttachRequest {
                 character: None,
@@ -279,7 +269,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
         name: "Sherlock Holmes".into(),
         ..CharacterProfile::default()
     };
-    assert_status(
+    assert_refused(
         agent
             .attach(AttachRequest {
                 character: character("w", "watson"),
@@ -303,7 +293,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
         perceivers: vec!["watson".into()],
         ..Event::default()
     };
-    assert_status(
+    assert_refused(
         agent
             .perceive(PerceiveRequest {
                 character: character("w", "holmes"),
@@ -319,7 +309,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
         perceivers: vec!["holmes".into()],
         ..Event::default()
     };
-    assert_status(
+    assert_refused(
         agent
             .perceive(PerceiveRequest {
                 character: character("w", "holmes"),
