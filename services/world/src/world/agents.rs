@@ -203,19 +203,25 @@ impl World {
             return false;
         };
         let _one_at_a_time = self.reviving.lock().await;
+        self.detach_all(true).await;
+        self.links.directory.release(&self.id).await;
+        self.asleep.store(true, Ordering::Relaxed);
+        tracing::info!(world_id = %self.id, "finished and idle: characters detached, agents released");
+        true
+    }
+
+    /// Detaches every character from its agent (best effort), keeping or deleting
+    /// their saved shards.
+    pub(super) async fn detach_all(&self, keep_shard: bool) {
         for (character, slot) in &self.slots {
             let request = pb::DetachRequest {
                 character: Some(self.character_ref(character)),
-                keep_shard: true,
+                keep_shard,
             };
             if let Err(status) = slot.client().detach(request).await {
                 tracing::debug!(%status, character, "detach failed");
             }
         }
-        self.links.directory.release(&self.id).await;
-        self.asleep.store(true, Ordering::Relaxed);
-        tracing::info!(world_id = %self.id, "finished and idle: characters detached, agents released");
-        true
     }
 
     /// Attaches the characters of a sleeping world again, each from its saved shard,

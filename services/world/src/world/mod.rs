@@ -354,14 +354,6 @@ impl World {
         self.deleted.store(true, Ordering::Relaxed);
         // Seats end with the world (their turn channels close).
         self.close_seats();
-        for (character, slot) in &self.slots {
-            let request = pb::DetachRequest {
-                character: Some(self.character_ref(character)),
-                keep_shard: false,
-            };
-            if let Err(status) = slot.client().detach(request).await {
-                tracing::debug!(%status, character, "detach failed");
-            }
-        }
+        self.detach_all(false).await;
     }
 }
