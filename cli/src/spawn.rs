@@ -188,13 +188,8 @@ const REAP_EVERY: Duration = Duration::from_secs(1);
 impl SpawnedAgents {
     /// Agents for a service whose shards live in `shards`. Agents an earlier service
     /// left running on that directory are ended first, so two never share a shard.
-    pub async fn open(
-        model: ModelArgs,
-        logs: PathBuf,
-        shards: PathBuf,
-        per_world: bool,
-    ) -> anyhow::Result<Self> {
-        let ended = end_stale_agents(&shards).await?;
+    pub async fn open(model: ModelArgs, logs: PathBuf, shards: PathBuf, per_world: bool) -> Self {
+        let ended = end_stale_agents(&shards).await;
         if ended > 0 {
             tracing::warn!(ended, shards = %shards.display(),
                 "ended agents an earlier service left running on this data directory");
@@ -220,13 +215,13 @@ impl SpawnedAgents {
                 }
             }
         });
-        Ok(Self {
+        Self {
             model,
             logs,
             shards,
             per_world,
             running,
-        })
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
@@ -377,9 +372,9 @@ const STALE_GRACE: Duration = Duration::from_secs(5);
 /// left running there (their lock files are still locked) and ends them, first by
 /// letting their lifelines act, then with SIGKILL. Removes the lock files of agents
 /// that are gone. Returns how many live agents it ended.
-pub async fn end_stale_agents(shards: &Path) -> anyhow::Result<usize> {
+pub async fn end_stale_agents(shards: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(lock_dir(shards)) else {
-        return Ok(0);
+        return 0;
     };
     let mut held = Vec::new();
     for entry in entries.flatten() {
@@ -417,7 +412,7 @@ pub async fn end_stale_agents(shards: &Path) -> anyhow::Result<usize> {
         ended += 1;
         let _ = std::fs::remove_file(&path);
     }
-    Ok(ended)
+    ended
 }
 
 /// True when nobody holds the lock on `path` (or it cannot be opened).

@@ -66,7 +66,7 @@ impl LocalStack {
         }
         let model_for_narrator = model.clone();
         let agents = Arc::new(
-            SpawnedAgents::open(model, logs.clone(), data_dir.join("shards"), shared_agent).await?,
+            SpawnedAgents::open(model, logs.clone(), data_dir.join("shards"), shared_agent).await,
         );
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),

@@ -97,7 +97,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                 args.data_dir.join("shards"),
                 args.shared_agent,
             )
-            .await?,
+            .await,
         )
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)

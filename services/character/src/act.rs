@@ -232,7 +232,11 @@ mod tests {
     use std::sync::Arc;
 
     use async_trait::async_trait;
-    use dramatis_llm::{Completion, LlmError, TokenSink};
+    use dramatis_llm::{Completion, LlmError, RoleModels, ScriptRule, ScriptedModel, TokenSink};
+    use dramatis_proto::v1::{CharacterProfile, SceneFrame};
+
+    use super::*;
+    use crate::AgentOptions;
 
     /// A model whose every call fails as an endpoint that answers 500 does once the
     /// client's retries are spent.
@@ -258,10 +262,10 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_failing_model_gives_an_in_character_line_not_an_error() {
+    /// Holmes attached to an agent on `model`, and his turn in an empty frame.
+    async fn holmes_turn(model: Arc<dyn LanguageModel>) -> (CharacterAgents, ActOutcome) {
         let agents = CharacterAgents::new(AgentOptions::new(
-            RoleModels::uniform(Arc::new(FailingModel)),
+            RoleModels::uniform(model),
             Arc::new(dramatis_embed::FakeEmbedder::new(32)),
         ));
         let profile = CharacterProfile {
@@ -278,15 +282,15 @@ mod tests {
             .act("w", "holmes", &SceneFrame::default(), None)
             .await
             .expect("a turn, not an error");
+        (agents, outcome)
+    }
+
+    #[tokio::test]
+    async fn a_failing_model_gives_an_in_character_line_not_an_error() {
+        let (_, outcome) = holmes_turn(Arc::new(FailingModel)).await;
         assert!(outcome.action.fallback);
         assert_eq!(outcome.action.text, "Holmes pauses, weighing what to say.");
     }
-
-    use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
-    use dramatis_proto::v1::{CharacterProfile, SceneFrame};
-
-    use super::*;
-    use crate::AgentOptions;
 
     #[tokio::test]
     async fn unusable_output_is_retried_audited_each_time_then_replaced_in_character() {
@@ -294,24 +298,7 @@ mod tests {
             when: vec!["Character: Holmes".into()],
             reply: "I think, therefore I am.".into(),
         }]);
-        let agents = CharacterAgents::new(AgentOptions::new(
-            RoleModels::uniform(Arc::new(model.clone())),
-            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
-        ));
-        let profile = CharacterProfile {
-            id: "holmes".into(),
-            name: "Holmes".into(),
-            profile: "A detective.".into(),
-            ..CharacterProfile::default()
-        };
-        agents
-            .attach("w", "holmes", profile)
-            .await
-            .expect("attached");
-        let outcome = agents
-            .act("w", "holmes", &SceneFrame::default(), None)
-            .await
-            .expect("a turn, not an error");
+        let (agents, outcome) = holmes_turn(Arc::new(model.clone())).await;
         assert!(outcome.action.fallback);
         assert_eq!(outcome.action.text, "Holmes pauses, weighing what to say.");
         assert_eq!(

@@ -80,7 +80,7 @@ impl Limits {
         Ok(())
     }
 
-    /// Refuses a count over its limit (`what` names the flag that raises it).
+    /// Refuses a count over its limit (`flag` names the `serve` flag that raises it).
     pub fn check_count(field: &str, value: u64, max: u64, flag: &str) -> Result<(), WorldError> {
         if value > max {
             return Err(WorldError::InvalidArgument(format!(
