@@ -30,7 +30,30 @@ function fail(error) {
   const code = error instanceof GrpcError ? ` (gRPC ${error.code})` : "";
   status.textContent = `${error.message}${code}`;
   status.classList.add("error");
+  // UNAUTHENTICATED: this service takes tokens; ask for one.
+  if (error instanceof GrpcError && error.code === 16) $("token-form").hidden = false;
   console.error(error);
+}
+
+// ------------------------------------------------------------------- the token --
+
+const TOKEN_KEY = "dramatis-token";
+
+/**
+ * The bearer token for a world service started with --auth-tokens: from the address's
+ * fragment (`#token=…`, which browsers never send to the server; it is then removed
+ * from the address bar), else from this tab's session storage.
+ */
+function takeToken() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const given = fragment.get("token");
+  if (given) {
+    sessionStorage.setItem(TOKEN_KEY, given);
+    fragment.delete("token");
+    const rest = fragment.toString();
+    history.replaceState(null, "", `${location.pathname}${location.search}${rest ? `#${rest}` : ""}`);
+  }
+  return sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
 // ------------------------------------------------------------- lines of a story --
@@ -516,6 +539,11 @@ async function advance(until) {
 }
 
 function wire() {
+  $("token-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token-input").value.trim());
+    location.reload();
+  });
   $("world-select").addEventListener("change", (e) => openWorld(e.target.value).catch(fail));
   $("refresh-worlds").addEventListener("click", () => loadWorlds().catch(fail));
   $("create-form").addEventListener("submit", (e) => {
@@ -555,7 +583,7 @@ function wire() {
 async function main() {
   wire();
   say("connecting…");
-  view.client = await connect();
+  view.client = await connect("", takeToken());
   await loadScenarios();
   const wanted = new URL(location.href).searchParams.get("world") || "";
   await loadWorlds(wanted);

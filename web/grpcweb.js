@@ -22,8 +22,11 @@ export class GrpcError extends Error {
   }
 }
 
-/** Loads the schema and returns a client of dramatis.v1.World. */
-export async function connect(base = "") {
+/**
+ * Loads the schema and returns a client of dramatis.v1.World. `token`, when given, is
+ * sent as a bearer token on every call (a world service started with --auth-tokens).
+ */
+export async function connect(base = "", token = "") {
   const root = new protobuf.Root();
   for (const file of PROTO_FILES) {
     const response = await fetch(`${base}/viewer/proto/${file}`);
@@ -31,13 +34,14 @@ export async function connect(base = "") {
     protobuf.parse(await response.text(), root, { keepCase: true });
   }
   root.resolveAll();
-  return new WorldClient(base, root);
+  return new WorldClient(base, root, token);
 }
 
 class WorldClient {
-  constructor(base, root) {
+  constructor(base, root, token) {
     this.base = base;
     this.root = root;
+    this.token = token;
     this.service = root.lookupService(SERVICE);
   }
 
@@ -71,15 +75,17 @@ class WorldClient {
     const requestType = this.root.lookupType(rpc.requestType);
     const responseType = this.root.lookupType(rpc.responseType);
     const body = frame(0, requestType.encode(requestType.fromObject(request)).finish());
+    const headers = {
+      "content-type": "application/grpc-web+proto",
+      accept: "application/grpc-web+proto",
+      "x-grpc-web": "1",
+    };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
     let response;
     try {
       response = await fetch(`${this.base}/${SERVICE}/${method}`, {
         method: "POST",
-        headers: {
-          "content-type": "application/grpc-web+proto",
-          accept: "application/grpc-web+proto",
-          "x-grpc-web": "1",
-        },
+        headers,
         body,
         signal,
       });

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
-    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CreateArgs,
+    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
     EmbedBenchArgs, IngestArgs, IngestBenchArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs,
     RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
@@ -64,11 +64,18 @@ pub enum Command {
     /// travel between places; each round is a scene where people are.
     Sandbox(RunArgs),
     /// Run the world service (gRPC, with health and reflection).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a character agent service.
     Agent(AgentArgs),
     /// Serve the built-in language model on an OpenAI-compatible HTTP endpoint.
     Llm(LlmServeArgs),
+    /// Write a deployment's certificates, for agents started elsewhere than by `serve`.
+    ///
+    /// A new CA, a certificate for the agents (`dramatis agent --tls DIR`) and one for
+    /// the world service (`dramatis serve --agent-tls DIR`; it may also serve clients
+    /// TLS with it). Agents then answer only the world service. The CA's private key
+    /// is not kept.
+    Certs(CertsArgs),
     /// Stream a world's transcript from a running world service.
     Watch(WatchArgs),
     /// Interview a character of a world on a running world service.
@@ -236,9 +243,28 @@ pub struct ModelArgs {
 
 #[derive(Debug, Args)]
 pub struct ServerArg {
-    /// World service address.
+    /// World service address (https:// for one serving TLS).
     #[arg(long, env = "DRAMATIS_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
+    /// Bearer token for a world service that asks for one (`serve --auth-tokens`).
+    /// Prefer the environment variable: a flag shows in the process list.
+    #[arg(long, env = "DRAMATIS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// A CA certificate (PEM) to trust for an https:// server, besides the system's
+    /// (e.g. the ca.pem `dramatis certs` wrote).
+    #[arg(long, env = "DRAMATIS_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl ServerArg {
+    #[must_use]
+    pub fn client_options(&self) -> dramatis_runtime::client::ClientOptions {
+        dramatis_runtime::client::ClientOptions {
+            server: self.server.clone(),
+            token: self.token.clone(),
+            tls_ca: self.tls_ca.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

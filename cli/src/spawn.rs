@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
+use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldError;
 use dramatis_world::agent_clients::AgentDirectory;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -154,6 +155,9 @@ pub struct SpawnedAgents {
     shards: PathBuf,
     per_world: bool,
     running: Arc<Mutex<Running>>,
+    /// This deployment's certificates: the agents' half is in `tls_dir`.
+    pki: DeploymentPki,
+    tls_dir: PathBuf,
 }
 
 /// Agent processes by world.
@@ -182,13 +186,28 @@ impl Agent {
     }
 }
 
+/// How long the certificates of agents started here are valid: a deployment made by
+/// `run` or `serve` lives as long as the process, but a service may run for months.
+const CERTIFICATE_LIFETIME: Duration = Duration::from_secs(10 * 365 * 86_400);
+
 /// How often exited agents are looked for.
 const REAP_EVERY: Duration = Duration::from_secs(1);
 
 impl SpawnedAgents {
-    /// Agents for a service whose shards live in `shards`. Agents an earlier service
-    /// left running on that directory are ended first, so two never share a shard.
-    pub async fn open(model: ModelArgs, logs: PathBuf, shards: PathBuf, per_world: bool) -> Self {
+    /// Agents for a service whose data directory is `data_dir` (shards in `shards/`).
+    /// Agents an earlier service left running on that directory are ended first, so
+    /// two never share a shard. A new CA is made for the agents started from here on
+    /// (their half in `pki/`): they answer only this service.
+    pub async fn open(
+        model: ModelArgs,
+        logs: PathBuf,
+        data_dir: &Path,
+        per_world: bool,
+    ) -> anyhow::Result<Self> {
+        let shards = data_dir.join("shards");
+        let tls_dir = data_dir.join("pki");
+        let pki = DeploymentPki::generate(&[], CERTIFICATE_LIFETIME)?;
+        pki.write_agent_half(&tls_dir)?;
         let ended = end_stale_agents(&shards).await;
         if ended > 0 {
             tracing::warn!(ended, shards = %shards.display(),
@@ -215,13 +234,21 @@ impl SpawnedAgents {
                 }
             }
         });
-        Self {
+        Ok(Self {
             model,
             logs,
             shards,
             per_world,
             running,
-        }
+            pki,
+            tls_dir,
+        })
+    }
+
+    /// How the world service reaches these agents.
+    #[must_use]
+    pub fn agent_tls(&self) -> tonic::transport::ClientTlsConfig {
+        self.pki.world_client_tls()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Running> {
@@ -237,6 +264,8 @@ impl SpawnedAgents {
             "127.0.0.1:0".to_owned(),
             "--data-dir".to_owned(),
             self.shards.to_string_lossy().into_owned(),
+            "--tls".to_owned(),
+            self.tls_dir.to_string_lossy().into_owned(),
         ];
         args.extend(crate::models::child_args(&self.model));
         let name = if self.per_world {
@@ -257,7 +286,7 @@ impl SpawnedAgents {
             kind: dramatis_proto::ErrorKind::Unavailable,
             message: format!("{e:#}"),
         })?;
-        let endpoint = format!("http://{}", spawned.addr);
+        let endpoint = format!("https://{}", spawned.addr);
         self.lock()
             .entry(world_id.to_owned())
             .or_default()

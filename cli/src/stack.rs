@@ -65,9 +65,8 @@ impl LocalStack {
             llm = Some(spawned);
         }
         let model_for_narrator = model.clone();
-        let agents = Arc::new(
-            SpawnedAgents::open(model, logs.clone(), data_dir.join("shards"), shared_agent).await,
-        );
+        let agents =
+            Arc::new(SpawnedAgents::open(model, logs.clone(), &data_dir, shared_agent).await?);
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
             scenario_roots,
@@ -78,6 +77,9 @@ impl LocalStack {
             )),
             viewer_dir: None,
             limits: dramatis_world::Limits::default(),
+            tls: None,
+            tokens: None,
+            agent_tls: Some(agents.agent_tls()),
         };
         let worlds = Worlds::open(&options)?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

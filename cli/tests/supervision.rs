@@ -344,7 +344,7 @@ async fn a_killed_service_leaves_no_agents_and_its_successor_finishes_the_story(
 async fn a_service_ends_agents_left_running_on_its_data_directory() {
     let data = tempfile::tempdir().expect("temp dir");
     let shards = data.path().join("shards");
-    let mut stale = agent_at("127.0.0.1:0", &shards).await;
+    let mut stale = agent_at("127.0.0.1:0", &shards, None).await;
     let pid = i32::try_from(stale.id().expect("pid")).expect("pid");
     assert_eq!(
         agent_pids(&shards),
@@ -370,13 +370,20 @@ async fn a_service_ends_agents_left_running_on_its_data_directory() {
     let _ = server.kill().await;
 }
 
-/// Starts `dramatis agent` listening on `listen` with its shards in `shards` (no
-/// lifeline: as if started by hand or by another supervisor).
-async fn agent_at(listen: &str, shards: &Path) -> tokio::process::Child {
-    let mut agent = tokio::process::Command::new(common::EXE)
+/// Starts `dramatis agent` listening on `listen` with its shards in `shards` and the
+/// deployment's certificates in `certs` (`None`: plain, `--no-tls`). No lifeline: as
+/// if started by hand or by another supervisor.
+async fn agent_at(listen: &str, shards: &Path, certs: Option<&Path>) -> tokio::process::Child {
+    let mut command = tokio::process::Command::new(common::EXE);
+    command
         .args(["agent", "--scripted", "builtin", "--listen", listen])
         .arg("--data-dir")
-        .arg(shards)
+        .arg(shards);
+    match certs {
+        Some(certs) => command.arg("--tls").arg(certs),
+        None => command.arg("--no-tls"),
+    };
+    let mut agent = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
@@ -389,7 +396,8 @@ async fn agent_at(listen: &str, shards: &Path) -> tokio::process::Child {
     agent
 }
 
-/// An agent the service did not start (`serve --agent-endpoint`) dies between scenes.
+/// An agent the service did not start (`serve --agent-endpoint`, over mutual TLS with
+/// certificates from `dramatis certs`) dies between scenes.
 /// The next `Advance` fails with UNAVAILABLE after its retries and names the event it
 /// had logged (the next scene's opening); once the agent is back on its address, the
 /// world attaches its characters again and finishes the story with every event once.
@@ -401,11 +409,24 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards).await;
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let certs = data.path().join("certs");
+    let made = std::process::Command::new(common::EXE)
+        .arg("certs")
+        .arg("--out")
+        .arg(&certs)
+        .output()
+        .expect("dramatis certs");
+    assert!(made.status.success(), "{made:?}");
+    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards, Some(&certs)).await;
+    let endpoint = format!("https://127.0.0.1:{port}");
     let (mut server, url) = serve_scripted_with(
         &data.path().join("world").to_string_lossy(),
-        &["--agent-endpoint", &endpoint],
+        &[
+            "--agent-endpoint",
+            &endpoint,
+            "--agent-tls",
+            &certs.to_string_lossy(),
+        ],
     )
     .await;
     let mut world = connect(&url).await;
@@ -437,7 +458,7 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         "{failed}"
     );
 
-    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards).await;
+    let mut agent = agent_at(&format!("127.0.0.1:{port}"), &shards, Some(&certs)).await;
     let mut rest = Vec::new();
     while !finished(&mut world).await {
         let response = world

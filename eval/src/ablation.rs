@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest, Usage};
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::client::{ClientOptions, describe, world_client};
 use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::scenario::Scenario;
 use serde::Serialize;
@@ -68,7 +68,11 @@ pub async fn play_and_probe(
     embedder: &dyn Embedder,
     threshold: f32,
 ) -> anyhow::Result<Played> {
-    let mut walk = Walk::start(world_client(server).await?, scenario_path).await?;
+    let mut walk = Walk::start(
+        world_client(&ClientOptions::local(server)).await?,
+        scenario_path,
+    )
+    .await?;
     let mut answerer = RecallAnswerer {
         embedder,
         threshold,

@@ -18,7 +18,10 @@ use dramatis_proto::v1::{
     create_world_request, watch_response,
 };
 use dramatis_runtime::Shutdown;
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::auth::Access;
+use dramatis_runtime::client::{ClientOptions, describe, world_client};
+use dramatis_runtime::grpc::Security;
+use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::StaticAgents;
 
@@ -31,6 +34,9 @@ pub struct TurnsSetup {
     /// Who writes scene memories (the scripted model answers instantly, so `Model`
     /// measures the calls and prompt tokens a capable model costs).
     pub memory_writes: MemoryWrites,
+    /// The world → agent hop in plain HTTP/2 instead of mutual TLS (the default of
+    /// every deployment), to see what TLS costs.
+    pub plain_agents: bool,
 }
 
 /// What the runs measured.
@@ -106,9 +112,22 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
     let agents = CharacterAgents::new(options);
     let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let agent_addr = agent_listener.local_addr()?;
+    let (security, agent_tls, scheme) = if setup.plain_agents {
+        (Security::open(), None, "http")
+    } else {
+        let pki = DeploymentPki::generate(&[], std::time::Duration::from_secs(86_400))?;
+        let dir = data.path().join("pki");
+        pki.write_agent_half(&dir)?;
+        let security = Security {
+            tls: Some(dramatis_runtime::pki::agent_server_tls(&dir)?),
+            access: Access::PeerCertificate,
+        };
+        (security, Some(pki.world_client_tls()), "https")
+    };
     tokio::spawn(dramatis_character::run(
         agent_listener,
         agents,
+        security,
         shutdown.clone(),
     ));
     let options = WorldServiceOptions {
@@ -120,10 +139,13 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             .into_iter()
             .collect(),
         log_path: data.path().join("events.redb"),
-        agents: Arc::new(StaticAgents::new(vec![format!("http://{agent_addr}")])?),
+        agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
         narrator: Some(Arc::new(scripted.clone())),
         viewer_dir: None,
         limits: dramatis_world::Limits::default(),
+        tls: None,
+        tokens: None,
+        agent_tls,
     };
     let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let world_addr = world_listener.local_addr()?;
@@ -132,7 +154,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         options,
         shutdown.clone(),
     ));
-    let mut client = world_client(&format!("http://{world_addr}")).await?;
+    let mut client = world_client(&ClientOptions::local(&format!("http://{world_addr}"))).await?;
     let source = if std::path::Path::new(&setup.scenario).is_file() {
         create_world_request::Source::ScenarioPath(setup.scenario.clone())
     } else {

@@ -18,14 +18,12 @@ pub mod words;
 use std::path::Path;
 
 use anyhow::anyhow;
-use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{CreateWorldRequest, create_world_request};
-use dramatis_runtime::client::describe;
-use tonic::transport::Channel;
+use dramatis_runtime::client::{WorldRpc, describe};
 
 /// Creates a world from a scenario file (its absolute path is sent); returns its id.
 pub async fn create_world_from_file(
-    client: &mut WorldClient<Channel>,
+    client: &mut WorldRpc,
     scenario_path: &Path,
 ) -> anyhow::Result<String> {
     let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());

@@ -11,11 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
-use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{AdvanceRequest, Event, EventKind, WorldStatus, advance_request};
-use dramatis_runtime::client::describe;
+use dramatis_runtime::client::{WorldRpc, describe};
 use dramatis_world::scenario::Scenario;
-use tonic::transport::Channel;
 
 use crate::words::word_set;
 
@@ -35,17 +33,14 @@ pub struct Run {
 
 /// A world being walked.
 pub struct Walk {
-    pub client: WorldClient<Channel>,
+    pub client: WorldRpc,
     pub world: String,
     pub run: Run,
 }
 
 impl Walk {
     /// Creates a world from `scenario_path` on the service `client` talks to.
-    pub async fn start(
-        mut client: WorldClient<Channel>,
-        scenario_path: &Path,
-    ) -> anyhow::Result<Self> {
+    pub async fn start(mut client: WorldRpc, scenario_path: &Path) -> anyhow::Result<Self> {
         let world = crate::create_world_from_file(&mut client, scenario_path).await?;
         Ok(Self {
             client,

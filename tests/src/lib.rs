@@ -13,9 +13,12 @@ use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_runtime::Shutdown;
+use dramatis_runtime::auth::{Access, Tokens};
+use dramatis_runtime::grpc::Security;
+use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::{WorldError, WorldServiceOptions};
-use tonic::transport::Channel;
+use tonic::transport::{Channel, ClientTlsConfig};
 
 /// The repository root.
 #[must_use]
@@ -51,13 +54,40 @@ impl AgentDirectory for MappedAgents {
 pub struct TestAgent {
     pub endpoint: String,
     pub model: ScriptedModel,
+    /// In a secured cluster: the world's certificate, which the agent accepts.
+    tls: Option<ClientTlsConfig>,
 }
 
 impl TestAgent {
+    /// A client as the world service connects (with its certificate when secured).
     pub async fn client(&self) -> AgentClient<Channel> {
-        AgentClient::connect(self.endpoint.clone())
-            .await
-            .expect("agent reachable")
+        AgentClient::new(channel(&self.endpoint, self.tls.clone()).await)
+    }
+}
+
+/// A connected channel to `endpoint`, over TLS when `tls` is given.
+pub async fn channel(endpoint: &str, tls: Option<ClientTlsConfig>) -> Channel {
+    let mut target = Channel::from_shared(endpoint.to_owned()).expect("endpoint");
+    if let Some(tls) = tls {
+        target = target.tls_config(tls).expect("tls config");
+    }
+    target.connect().await.expect("reachable")
+}
+
+/// A secured cluster's credentials: the deployment's certificates (agents take only
+/// the world's; clients reach the world over TLS trusting its CA) and the tokens the
+/// world service takes.
+#[derive(Debug, Clone)]
+pub struct Secured {
+    pub pki: DeploymentPki,
+    pub tokens: Arc<Tokens>,
+}
+
+impl Secured {
+    /// A client TLS configuration trusting the deployment's CA, with no certificate.
+    #[must_use]
+    pub fn client_tls(&self) -> ClientTlsConfig {
+        ClientTlsConfig::new().ca_certificate(tonic::transport::Certificate::from_pem(&self.pki.ca))
     }
 }
 
@@ -74,6 +104,8 @@ pub struct Cluster {
     /// The world service's limits (defaults unless set by [`Cluster::start_limited`]).
     pub limits: dramatis_world::Limits,
     world_task: Option<tokio::task::JoinHandle<Result<(), dramatis_world::ServeError>>>,
+    /// Set by [`Cluster::start_secured`].
+    pub secured: Option<Secured>,
 }
 
 /// The embedder test agents use: the real ONNX model when set-up has fetched it, else
@@ -118,9 +150,42 @@ impl Cluster {
         embedder: Arc<dyn Embedder>,
         configure: impl Fn(&mut AgentOptions),
     ) -> Self {
+        Self::launch(characters, rules, embedder, configure, None).await
+    }
+
+    /// Like [`Cluster::start`], secured as a deployment exposed to others: agents take
+    /// only the world's certificate (mutual TLS with a CA made here), and the world
+    /// service serves TLS and takes the bearer tokens in `tokens` (`ROLE TOKEN` lines).
+    pub async fn start_secured(characters: &[&str], rules: &[ScriptRule], tokens: &str) -> Self {
+        let secured = Secured {
+            pki: DeploymentPki::generate(&[], std::time::Duration::from_secs(3600))
+                .expect("certificates"),
+            tokens: Arc::new(Tokens::parse(tokens, "test tokens").expect("tokens")),
+        };
+        Self::launch(
+            characters,
+            rules,
+            Arc::new(FakeEmbedder::new(64)),
+            |_| {},
+            Some(secured),
+        )
+        .await
+    }
+
+    async fn launch(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        embedder: Arc<dyn Embedder>,
+        configure: impl Fn(&mut AgentOptions),
+        secured: Option<Secured>,
+    ) -> Self {
         let shutdown = Shutdown::new();
         let mut agents = BTreeMap::new();
         let data = tempfile::tempdir().expect("tempdir");
+        let pki_dir = data.path().join("pki");
+        if let Some(secured) = &secured {
+            secured.pki.write_all(&pki_dir).expect("write certificates");
+        }
         for character in characters {
             let model = ScriptedModel::new(rules.to_vec());
             let mut options = AgentOptions::new(
@@ -133,9 +198,34 @@ impl Cluster {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .expect("bind agent");
-            let endpoint = format!("http://{}", listener.local_addr().expect("agent addr"));
-            tokio::spawn(dramatis_character::run(listener, service, shutdown.clone()));
-            agents.insert((*character).to_owned(), TestAgent { endpoint, model });
+            let addr = listener.local_addr().expect("agent addr");
+            let (security, endpoint, tls) = match &secured {
+                None => (Security::open(), format!("http://{addr}"), None),
+                Some(secured) => (
+                    Security {
+                        tls: Some(
+                            dramatis_runtime::pki::agent_server_tls(&pki_dir).expect("agent tls"),
+                        ),
+                        access: Access::PeerCertificate,
+                    },
+                    format!("https://{addr}"),
+                    Some(secured.pki.world_client_tls()),
+                ),
+            };
+            tokio::spawn(dramatis_character::run(
+                listener,
+                service,
+                security,
+                shutdown.clone(),
+            ));
+            agents.insert(
+                (*character).to_owned(),
+                TestAgent {
+                    endpoint,
+                    model,
+                    tls,
+                },
+            );
         }
         let mut cluster = Self {
             world_endpoint: String::new(),
@@ -146,6 +236,7 @@ impl Cluster {
             world_shutdown: Shutdown::new(),
             limits: dramatis_world::Limits::default(),
             world_task: None,
+            secured,
         };
         cluster.start_world().await;
         cluster
@@ -179,11 +270,26 @@ impl Cluster {
             narrator: Some(Arc::new(self.narrator.clone())),
             viewer_dir: Some(repo_root().join("web")),
             limits: self.limits.clone(),
+            tls: self.secured.as_ref().map(|_| {
+                let dir = self.data.path().join("pki");
+                dramatis_runtime::pki::server_tls(
+                    &dir.join(dramatis_runtime::pki::WORLD_CERT_FILE),
+                    &dir.join(dramatis_runtime::pki::WORLD_KEY_FILE),
+                )
+                .expect("world tls")
+            }),
+            tokens: self.secured.as_ref().map(|s| Arc::clone(&s.tokens)),
+            agent_tls: self.secured.as_ref().map(|s| s.pki.world_client_tls()),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind world");
-        self.world_endpoint = format!("http://{}", listener.local_addr().expect("world addr"));
+        let scheme = if self.secured.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        self.world_endpoint = format!("{scheme}://{}", listener.local_addr().expect("world addr"));
         self.world_shutdown = Shutdown::new();
         self.world_task = Some(tokio::spawn(dramatis_world::run(
             listener,
@@ -290,10 +396,16 @@ impl Cluster {
             .world_id
     }
 
+    /// A World client (over TLS trusting the deployment's CA when secured; it sends
+    /// no token).
     pub async fn world(&self) -> WorldClient<Channel> {
-        WorldClient::connect(self.world_endpoint.clone())
-            .await
-            .expect("world reachable")
+        WorldClient::new(
+            channel(
+                &self.world_endpoint,
+                self.secured.as_ref().map(Secured::client_tls),
+            )
+            .await,
+        )
     }
 
     #[must_use]

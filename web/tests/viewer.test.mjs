@@ -13,7 +13,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,11 +25,11 @@ const binary = process.env.DRAMATIS_BIN || join(process.env.CARGO_TARGET_DIR || 
 const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const PLAYED_LINE = "I am just back from Afghanistan, and I need lodgings I can afford.";
 
-/** Starts `dramatis serve` on a free port; resolves to { url, stop }. */
-function startServer(dataDir) {
+/** Starts `dramatis serve` (with `extra` arguments) on a free port; resolves to { url, stop }. */
+function startServer(dataDir, extra = []) {
   const child = spawn(
     binary,
-    ["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin", "--data-dir", dataDir, "--viewer-dir", web],
+    ["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin", "--data-dir", dataDir, "--viewer-dir", web, ...extra],
     { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true },
   );
   let stderr = "";
@@ -67,11 +67,8 @@ function startServer(dataDir) {
 const seqs = (page, selector) =>
   page.$$eval(selector, (lines) => lines.map((line) => Number(line.dataset.seq)));
 
-test("the viewer runs a shipped scenario, plays Watson, and keeps each point of view private", async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), "dramatis-viewer-"));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = await startServer(dataDir);
-  t.after(() => server.stop());
+/** A headless Chromium, closed when the test ends. */
+async function launchBrowser(t) {
   const browser = await chromium.launch({
     executablePath: browserPath,
     headless: true,
@@ -86,6 +83,50 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
     ],
   });
   t.after(() => browser.close());
+  return browser;
+}
+
+test("on a service that takes tokens, the viewer asks for one and acts with its role", async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "dramatis-viewer-"));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const tokens = join(dataDir, "tokens");
+  writeFileSync(tokens, "viewer viewer-token-0123456789 vera\noperator operator-token-0123456789 olga\n");
+  const server = await startServer(join(dataDir, "data"), ["--auth-tokens", tokens]);
+  t.after(() => server.stop());
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+
+  // No token: the first call is refused, and the page offers the token field.
+  await page.goto(`${server.url}/viewer/`);
+  await page.waitForSelector("#token-form:not([hidden])");
+  assert.match(await page.textContent("#status"), /needs a token.*\(gRPC 16\)/);
+
+  // A viewer's token typed in: the page loads; creating a world is not the viewer's.
+  await page.fill("#token-input", "viewer-token-0123456789");
+  await page.click("#token-form button");
+  await page.waitForSelector("body[data-ready=true]");
+  const scenarios = await page.$$eval("#scenario-select option", (o) => o.map((x) => x.value));
+  assert.ok(scenarios.includes("study-in-scarlet"), `scenarios offered: ${scenarios}`);
+  await page.click("#create-world");
+  await page.waitForFunction(() => document.querySelector("#status").textContent.includes("gRPC 7"));
+  assert.match(await page.textContent("#status"), /CreateWorld needs the operator role/);
+
+  // An operator's token in the address's fragment: taken, then removed from the address.
+  const operator = await browser.newPage();
+  await operator.goto(`${server.url}/viewer/#token=operator-token-0123456789`);
+  await operator.waitForSelector("body[data-ready=true]");
+  assert.ok(!operator.url().includes("operator-token"), `the token stays in ${operator.url()}`);
+  await operator.click("#create-world");
+  await operator.waitForFunction(() => document.querySelector("#world-select").value !== "");
+  assert.match(await operator.textContent("#status"), /^world \S+ created$/);
+});
+
+test("the viewer runs a shipped scenario, plays Watson, and keeps each point of view private", async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "dramatis-viewer-"));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const server = await startServer(dataDir);
+  t.after(() => server.stop());
+  const browser = await launchBrowser(t);
   const page = await browser.newPage({ viewport: { width: 1200, height: 760 } });
   const errors = [];
   page.on("pageerror", (error) => errors.push(error.message));

@@ -50,7 +50,7 @@ impl From<&AdvanceArgs> for Until {
 
 pub async fn advance(args: AdvanceArgs) -> anyhow::Result<()> {
     let until = Until::from(&args);
-    let mut client = world_client(&args.server.server).await?;
+    let mut client = world_client(&args.server.client_options()).await?;
     let mut info = client
         .get_world(GetWorldRequest {
             world_id: args.world.clone(),

@@ -22,7 +22,7 @@ pub struct AskArgs {
 }
 
 pub async fn ask(args: AskArgs) -> anyhow::Result<()> {
-    let mut client = world_client(&args.server.server).await?;
+    let mut client = world_client(&args.server.client_options()).await?;
     let answer = client
         .ask(AskRequest {
             world_id: args.world,

@@ -25,6 +25,10 @@ pub struct BenchArgs {
     /// instantly, so `model` measures the calls and prompt tokens a capable model costs).
     #[arg(long, value_enum, default_value_t = MemoryWritesArg::Digest)]
     pub memory_writes: MemoryWritesArg,
+    /// Run the world → agent hop in plain HTTP/2 instead of mutual TLS (what every
+    /// deployment uses), to see what TLS costs.
+    #[arg(long)]
+    pub plain_agents: bool,
 }
 
 pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
@@ -40,14 +44,23 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             MemoryWritesArg::Model => MemoryWrites::Model,
             MemoryWritesArg::Digest | MemoryWritesArg::Auto => MemoryWrites::Digest,
         },
+        plain_agents: args.plain_agents,
     };
     let report = turns(&setup, Arc::new(embedder)).await?;
     let per_turn_us = &report.per_turn_us;
     let median = per_turn_us[per_turn_us.len() / 2];
     let mean = per_turn_us.iter().sum::<f64>() / per_turn_us.len() as f64;
     println!(
-        "scenario {} · {} runs · {} turns · {} events",
-        args.scenario, report.runs, report.turns, report.events
+        "scenario {} · {} runs · {} turns · {} events · agent hop {}",
+        args.scenario,
+        report.runs,
+        report.turns,
+        report.events,
+        if args.plain_agents {
+            "plain"
+        } else {
+            "mutual TLS"
+        }
     );
     println!(
         "orchestration per turn: median {median:.0} µs, mean {mean:.0} µs, best {:.0} µs, worst {:.0} µs",

@@ -17,7 +17,7 @@ use dramatis_eval::walk::Walk;
 use dramatis_llm::ModelRole;
 use dramatis_proto::v1::Usage;
 use dramatis_runtime::Shutdown;
-use dramatis_runtime::client::world_client;
+use dramatis_runtime::client::{ClientOptions, world_client};
 use dramatis_world::scenario::Scenario;
 use serde_json::json;
 
@@ -78,7 +78,11 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
         Shutdown::new(),
     )
     .await?;
-    let mut walk = Walk::start(world_client(&stack.server_url).await?, &scenario_path).await?;
+    let mut walk = Walk::start(
+        world_client(&ClientOptions::local(&stack.server_url)).await?,
+        &scenario_path,
+    )
+    .await?;
     let bar = indicatif::ProgressBar::new_spinner();
     while !walk.run.finished {
         let next = walk.run.turns + 1;
@@ -262,8 +266,11 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
         args.model.embedder_dir.as_deref(),
     ))?;
     let setup = setup(args, &probes, &scenario_path).await?;
-    let mut walk =
-        Walk::start(world_client(&setup.stack.server_url).await?, &scenario_path).await?;
+    let mut walk = Walk::start(
+        world_client(&ClientOptions::local(&setup.stack.server_url)).await?,
+        &scenario_path,
+    )
+    .await?;
     let answer_model = || -> anyhow::Result<_> {
         Ok(std::sync::Arc::clone(
             crate::models::role_models(&setup.answer_model)?.get(ModelRole::Character),

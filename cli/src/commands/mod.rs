@@ -7,6 +7,7 @@ mod bench;
 mod bench_embed;
 mod bench_ingest;
 mod bench_retrieval;
+mod certs;
 mod eval;
 mod import;
 mod ingest;
@@ -26,6 +27,7 @@ pub use ask::AskArgs;
 pub use bench::BenchArgs;
 pub use bench_embed::EmbedBenchArgs;
 pub use bench_ingest::IngestBenchArgs;
+pub use certs::CertsArgs;
 pub use eval::{KbfArgs, ProbesArgs};
 pub use import::BookWorldArgs;
 pub use ingest::IngestArgs;
@@ -41,9 +43,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Sandbox(args) => run::sandbox(args).await,
-        Command::Serve(args) => serve::serve(args).await,
+        Command::Serve(args) => serve::serve(*args).await,
         Command::Agent(args) => serve::agent(args).await,
         Command::Llm(args) => llm::llm(args).await,
+        Command::Certs(args) => certs::certs(&args),
         Command::Watch(args) => watch::watch(args).await,
         Command::Ask(args) => ask::ask(args).await,
         Command::Play(args) => play::play(args).await,

@@ -64,7 +64,7 @@ pub fn parse_line(line: &str) -> Option<PlayAction> {
 }
 
 pub async fn play(args: PlayArgs) -> anyhow::Result<()> {
-    let mut client = world_client(&args.server.server).await?;
+    let mut client = world_client(&args.server.client_options()).await?;
     let (requests, inbound) = tokio::sync::mpsc::channel(16);
     requests
         .send(PlayRequest {

@@ -7,18 +7,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
-use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
     AdvanceRequest, CreateWorldRequest, GetAuditRequest, WatchRequest, WorldInfo, advance_request,
     create_world_request,
 };
 use dramatis_runtime::Shutdown;
 use serde_json::json;
-use tonic::transport::Channel;
 
 use crate::printer::Printer;
 use crate::stack::{LocalStack, folder_of};
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::client::{ClientOptions, WorldRpc, describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -160,7 +158,7 @@ async fn play(
     server: &str,
     source: create_world_request::Source,
 ) -> anyhow::Result<(WorldInfo, u64, Vec<u32>)> {
-    let mut client = world_client(server).await?;
+    let mut client = world_client(&ClientOptions::local(server)).await?;
     let world = client
         .create_world(CreateWorldRequest {
             source: Some(source),
@@ -223,11 +221,7 @@ async fn play(
 }
 
 /// One JSONL file per character: every prompt its agent sent, with its memory items.
-async fn write_audit(
-    client: &mut WorldClient<Channel>,
-    world_id: &str,
-    dir: &Path,
-) -> anyhow::Result<()> {
+async fn write_audit(client: &mut WorldRpc, world_id: &str, dir: &Path) -> anyhow::Result<()> {
     let audits = client
         .get_audit(GetAuditRequest {
             world_id: world_id.to_owned(),

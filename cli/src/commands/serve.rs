@@ -6,6 +6,8 @@ use clap::Args;
 use dramatis_character::CharacterAgents;
 use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
+use dramatis_runtime::auth::{Access, Tokens};
+use dramatis_runtime::grpc::Security;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::{AgentDirectory, StaticAgents};
 use std::net::SocketAddr;
@@ -56,6 +58,90 @@ pub struct ServeArgs {
     pub no_viewer: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub security: ServeSecurityArgs,
+}
+
+/// Who may call the world service, and how its agents are reached.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Security")]
+pub struct ServeSecurityArgs {
+    /// Bearer tokens clients must send: a file of lines `ROLE TOKEN [NAME]`, ROLE one
+    /// of viewer (list, get, watch), player (also play seats and interview), operator
+    /// (also create, advance, delete, read the prompt audit). The environment variable
+    /// DRAMATIS_AUTH_TOKENS may hold the list itself instead (entries separated by
+    /// newlines or commas). Required when --listen is not a loopback address; with no
+    /// tokens, a loopback service lets every caller in.
+    #[arg(long, env = "DRAMATIS_AUTH_TOKENS_FILE", value_name = "FILE")]
+    pub auth_tokens: Option<PathBuf>,
+    /// Serve TLS to clients with this certificate (PEM, chain first)...
+    #[arg(
+        long,
+        env = "DRAMATIS_TLS_CERT",
+        requires = "tls_key",
+        value_name = "FILE"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// ...and this private key (PEM).
+    #[arg(
+        long,
+        env = "DRAMATIS_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "FILE"
+    )]
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP/2 on a non-loopback --listen (e.g. behind a proxy that
+    /// terminates TLS). Tokens then cross the network in the clear.
+    #[arg(long)]
+    pub allow_plaintext: bool,
+    /// The deployment's certificates for agents started elsewhere (the folder
+    /// `dramatis certs` wrote: ca.pem, world.pem, world.key); their endpoints are
+    /// https://. Agents this service starts itself get certificates of their own.
+    #[arg(long, env = "DRAMATIS_AGENT_TLS", value_name = "DIR")]
+    pub agent_tls: Option<PathBuf>,
+}
+
+/// The environment variable that may hold the token list itself.
+const TOKENS_VAR: &str = "DRAMATIS_AUTH_TOKENS";
+
+impl ServeSecurityArgs {
+    /// The tokens configured, if any.
+    fn tokens(&self) -> anyhow::Result<Option<Arc<Tokens>>> {
+        let inline = std::env::var(TOKENS_VAR)
+            .ok()
+            .filter(|t| !t.trim().is_empty());
+        let tokens = match (&self.auth_tokens, inline) {
+            (Some(_), Some(_)) => anyhow::bail!(
+                "tokens are given twice, by --auth-tokens and by {TOKENS_VAR}: keep one"
+            ),
+            (Some(file), None) => Tokens::load(file)?,
+            (None, Some(text)) => Tokens::parse(&text, TOKENS_VAR)?,
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(Arc::new(tokens)))
+    }
+
+    /// Refuses a configuration that would expose the service unprotected.
+    fn check_exposure(&self, listen: SocketAddr, tokens: Option<&Tokens>) -> anyhow::Result<()> {
+        if listen.ip().is_loopback() {
+            return Ok(());
+        }
+        if tokens.is_none() {
+            anyhow::bail!(
+                "--listen {listen} is reachable from other machines, and no tokens are \
+                 configured: give --auth-tokens FILE (lines `ROLE TOKEN [NAME]`; see \
+                 `dramatis serve --help`), or listen on 127.0.0.1"
+            );
+        }
+        if self.tls_cert.is_none() && !self.allow_plaintext {
+            anyhow::bail!(
+                "--listen {listen} is reachable from other machines, and tokens would cross \
+                 it in the clear: give --tls-cert and --tls-key, or --allow-plaintext when a \
+                 proxy in front terminates TLS"
+            );
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -71,11 +157,42 @@ pub struct AgentArgs {
         default_value = "dramatis-data/shards"
     )]
     pub data_dir: PathBuf,
+    /// The deployment's certificates (the folder `dramatis certs` wrote: ca.pem,
+    /// agent.pem, agent.key). The agent serves TLS and answers only callers whose
+    /// certificate that CA signed: the world service.
+    #[arg(long, env = "DRAMATIS_AGENT_TLS", value_name = "DIR")]
+    pub tls: Option<PathBuf>,
+    /// Serve plain HTTP/2 and answer anyone who can connect. Only on a loopback
+    /// --listen, on a machine whose users are all trusted.
+    #[arg(long, conflicts_with = "tls")]
+    pub no_tls: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    let tokens = args.security.tokens()?;
+    args.security
+        .check_exposure(args.listen, tokens.as_deref())?;
+    let tls = match (&args.security.tls_cert, &args.security.tls_key) {
+        (Some(cert), Some(key)) => Some(dramatis_runtime::pki::server_tls(cert, key)?),
+        _ => None,
+    };
+    let mut agent_tls = match &args.security.agent_tls {
+        Some(dir) => Some(dramatis_runtime::pki::world_client_tls(dir)?),
+        None => None,
+    };
+    if let Some(plain) = args
+        .agent_endpoints
+        .iter()
+        .find(|e| e.starts_with("https://"))
+        .filter(|_| agent_tls.is_none())
+    {
+        anyhow::bail!(
+            "agent endpoint {plain} is https, so the world needs the deployment's \
+             certificates: give --agent-tls DIR (see `dramatis certs`)"
+        );
+    }
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
     let logs = args.data_dir.join("logs");
@@ -90,15 +207,11 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             }
             _llm = Some(spawned);
         }
-        Arc::new(
-            SpawnedAgents::open(
-                args.model.clone(),
-                logs,
-                args.data_dir.join("shards"),
-                args.shared_agent,
-            )
-            .await,
-        )
+        let spawned =
+            SpawnedAgents::open(args.model.clone(), logs, &args.data_dir, args.shared_agent)
+                .await?;
+        agent_tls = Some(spawned.agent_tls());
+        Arc::new(spawned)
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
     };
@@ -118,6 +231,9 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(dramatis_runtime::models::viewer_dir)
         }),
         limits: args.limits.limits(),
+        tls,
+        tokens,
+        agent_tls,
     };
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -137,6 +253,23 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    let security = match (&args.tls, args.no_tls) {
+        (Some(dir), _) => Security {
+            tls: Some(dramatis_runtime::pki::agent_server_tls(dir)?),
+            access: Access::PeerCertificate,
+        },
+        (None, true) if args.listen.ip().is_loopback() => Security::open(),
+        (None, true) => anyhow::bail!(
+            "--no-tls is for a loopback --listen only; {} is reachable from other machines: \
+             give --tls DIR (see `dramatis certs`)",
+            args.listen
+        ),
+        (None, false) => anyhow::bail!(
+            "an agent answers only its world service: give --tls DIR with the deployment's \
+             certificates (`dramatis certs` writes them), or --no-tls on a loopback address \
+             of a machine whose users are all trusted"
+        ),
+    };
     // Held while this process runs: a restarted service finds it by this lock.
     let _lock = crate::spawn::hold_agent_lock(&args.data_dir)?;
     let agents = CharacterAgents::new(agent_options(&args.model, Some(args.data_dir.clone()))?);
@@ -144,6 +277,6 @@ pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     crate::spawn::announce(listener.local_addr()?);
-    dramatis_character::run(listener, agents, shutdown).await?;
+    dramatis_character::run(listener, agents, security, shutdown).await?;
     Ok(())
 }

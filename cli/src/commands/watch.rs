@@ -26,7 +26,7 @@ pub struct WatchArgs {
 }
 
 pub async fn watch(args: WatchArgs) -> anyhow::Result<()> {
-    let mut client = world_client(&args.server.server).await?;
+    let mut client = world_client(&args.server.client_options()).await?;
     let mut stream = client
         .watch(WatchRequest {
             world_id: args.world,

@@ -47,7 +47,7 @@ pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
         source: Some(source(&args.scenario)?),
         world_id: args.id.unwrap_or_default(),
     };
-    let mut client = world_client(&args.server.server).await?;
+    let mut client = world_client(&args.server.client_options()).await?;
     let info = client
         .create_world(request)
         .await
@@ -66,7 +66,7 @@ pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
 }
 
 pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
-    let mut client = world_client(&server.server).await?;
+    let mut client = world_client(&server.client_options()).await?;
     let listed = client
         .list_worlds(ListWorldsRequest {})
         .await

@@ -1,25 +1,51 @@
 //! What every Dramatis gRPC server carries: request spans that continue the caller's
 //! trace, health checking, and server reflection (v1 and v1alpha, so older tools such as
-//! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors.
+//! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors,
+//! behind TLS when configured and the [`Access`] rule in front of every route.
 
 use tokio::net::TcpListener;
 use tonic::service::Routes;
-use tonic::transport::Server;
 use tonic::transport::server::{Router, TcpIncoming};
+use tonic::transport::{Server, ServerTlsConfig};
+use tower_layer::{Identity, Stack};
+
+use crate::auth::{Access, AccessLayer};
+
+/// How a server is reached (plain or TLS) and who may call it.
+#[derive(Debug, Clone)]
+pub struct Security {
+    pub tls: Option<ServerTlsConfig>,
+    pub access: Access,
+}
+
+impl Security {
+    /// Plain HTTP/2, anyone who can connect: loopback services with nothing configured.
+    #[must_use]
+    pub fn open() -> Self {
+        Self {
+            tls: None,
+            access: Access::Open,
+        }
+    }
+}
+
+/// A server builder with `security` applied: the TLS acceptor, and the access layer
+/// around every route (health and reflection included).
+pub fn secured_builder(
+    security: &Security,
+) -> Result<Server<Stack<AccessLayer, Identity>>, tonic::transport::Error> {
+    let mut builder = Server::builder();
+    if let Some(tls) = &security.tls {
+        builder = builder.tls_config(tls.clone())?;
+    }
+    Ok(builder.layer(AccessLayer::new(security.access.clone())))
+}
 
 /// Connections from a bound listener, with Nagle's algorithm off: small gRPC frames
 /// (a token, a one-event Perceive) must not wait for delayed acknowledgements.
 #[must_use]
 pub fn incoming(listener: TcpListener) -> TcpIncoming {
     TcpIncoming::from(listener).with_nodelay(Some(true))
-}
-
-/// A server router with tracing, health (reporting `service_name` as serving) and
-/// reflection in place; add the service itself and serve.
-pub async fn standard_router(
-    service_name: &str,
-) -> Result<Router, tonic_reflection::server::Error> {
-    standard_router_with(Server::builder(), service_name, Routes::default()).await
 }
 
 /// [`standard_router`] on a server builder of the caller's (with layers, HTTP/1.1 for

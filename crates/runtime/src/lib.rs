@@ -1,13 +1,15 @@
 //! `dramatis-runtime` holds what every Dramatis binary shares: telemetry set-up and
-//! flushing, graceful shutdown, the gRPC health and reflection services, and where
-//! model files live. It holds no story logic.
+//! flushing, graceful shutdown, the gRPC health and reflection services, who may call
+//! them (tokens, certificates), and where model files live. It holds no story logic.
 
+pub mod auth;
 pub mod client;
 pub mod grpc;
 pub mod models;
+pub mod pki;
 pub mod shutdown;
 mod small;
 pub mod telemetry;
 
 pub use shutdown::Shutdown;
-pub use small::{lock, now_ms, saturating_u32};
+pub use small::{lock, now_ms, prefix, saturating_u32};

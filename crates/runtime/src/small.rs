@@ -23,6 +23,16 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// At most `max_chars` characters of `input`, with `…` when cut: what an error may show
+/// of a caller's input.
+#[must_use]
+pub fn prefix(input: &str, max_chars: usize) -> String {
+    match input.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &input[..end]),
+        None => input.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +53,8 @@ mod tests {
         *lock(&shared) += 1;
         assert_eq!(*lock(&shared), 2);
         assert!(now_ms() > 1_700_000_000_000);
+        assert_eq!(prefix("abcdef", 3), "abc…");
+        assert_eq!(prefix("abc", 3), "abc");
+        assert_eq!(prefix("ééé", 2), "éé…");
     }
 }

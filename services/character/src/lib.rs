@@ -34,6 +34,7 @@ pub use shard::Shard;
 
 use dramatis_proto::v1::agent_server::AgentServer;
 use dramatis_runtime::Shutdown;
+use dramatis_runtime::grpc::Security;
 use tokio::net::TcpListener;
 
 /// Why the agent service stopped abnormally.
@@ -45,16 +46,28 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// Serves the agent service on `listener` until `shutdown` triggers.
+/// Serves the agent service on `listener` until `shutdown` triggers. With TLS whose
+/// client CA is the deployment's and [`Access::PeerCertificate`], only the world
+/// service can call it.
+///
+/// [`Access::PeerCertificate`]: dramatis_runtime::auth::Access::PeerCertificate
 pub async fn run(
     listener: TcpListener,
     agents: CharacterAgents,
+    security: Security,
     shutdown: Shutdown,
 ) -> Result<(), ServeError> {
-    let router = dramatis_runtime::grpc::standard_router("dramatis.v1.Agent").await?;
-    tracing::info!(addr = ?listener.local_addr().ok(), "agent service listening");
+    let builder = dramatis_runtime::grpc::secured_builder(&security)?;
+    let routes = tonic::service::Routes::new(AgentServer::new(grpc::AgentGrpc::new(agents)));
+    let router =
+        dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.Agent", routes).await?;
+    tracing::info!(
+        addr = ?listener.local_addr().ok(),
+        tls = security.tls.is_some(),
+        access = ?security.access,
+        "agent service listening"
+    );
     router
-        .add_service(AgentServer::new(grpc::AgentGrpc::new(agents)))
         .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;
     Ok(())

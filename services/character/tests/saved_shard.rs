@@ -43,6 +43,7 @@ async fn agent_on(
     tokio::spawn(dramatis_character::run(
         listener,
         CharacterAgents::new(options),
+        dramatis_runtime::grpc::Security::open(),
         shutdown.clone(),
     ));
     AgentClient::connect(endpoint)

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use dramatis_proto::v1::agent_client::AgentClient;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
 use crate::WorldError;
 
@@ -85,9 +85,19 @@ impl AgentDirectory for StaticAgents {
 #[derive(Debug, Clone, Default)]
 pub struct AgentPool {
     channels: Arc<DashMap<String, Channel>>,
+    /// For `https://` endpoints: the deployment's CA and the world's certificate.
+    tls: Option<ClientTlsConfig>,
 }
 
 impl AgentPool {
+    #[must_use]
+    pub fn new(tls: Option<ClientTlsConfig>) -> Self {
+        Self {
+            channels: Arc::default(),
+            tls,
+        }
+    }
+
     /// Drops the channel to `endpoint` (its agent is gone).
     pub fn forget(&self, endpoint: &str) {
         self.channels.remove(endpoint);
@@ -98,15 +108,27 @@ impl AgentPool {
         let channel = match self.channels.get(endpoint) {
             Some(channel) => channel.clone(),
             None => {
-                let channel = Endpoint::from_shared(endpoint.to_owned())
-                    .map_err(|e| WorldError::Agent {
-                        character: character.to_owned(),
-                        kind: dramatis_proto::ErrorKind::InvalidArgument,
-                        message: format!("bad agent endpoint {endpoint:?}: {e}"),
-                    })?
+                let bad = |message: String| WorldError::Agent {
+                    character: character.to_owned(),
+                    kind: dramatis_proto::ErrorKind::InvalidArgument,
+                    message,
+                };
+                let mut target = Endpoint::from_shared(endpoint.to_owned())
+                    .map_err(|e| bad(format!("bad agent endpoint {endpoint:?}: {e}")))?
                     .connect_timeout(Duration::from_secs(5))
-                    .tcp_nodelay(true)
-                    .connect_lazy();
+                    .tcp_nodelay(true);
+                if endpoint.starts_with("https://") {
+                    let tls = self.tls.clone().ok_or_else(|| {
+                        bad(format!(
+                            "agent endpoint {endpoint:?} is https, but no agent certificates \
+                             are configured (serve --agent-tls DIR)"
+                        ))
+                    })?;
+                    target = target
+                        .tls_config(tls)
+                        .map_err(|e| bad(format!("agent TLS for {endpoint:?}: {e}")))?;
+                }
+                let channel = target.connect_lazy();
                 self.channels
                     .entry(endpoint.to_owned())
                     .or_insert(channel)

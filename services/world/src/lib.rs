@@ -59,7 +59,9 @@ pub async fn serve_worlds(
     // gRPC, gRPC-Web (HTTP/1.1, for browsers) and the viewer's files on one port. The
     // gRPC-Web translation wraps the World service only: as a server-wide layer it
     // would answer every plain HTTP/1.1 request (the viewer's files) with 400.
-    let builder = tonic::transport::Server::builder().accept_http1(true);
+    let builder = dramatis_runtime::grpc::secured_builder(worlds.security())?.accept_http1(true);
+    let tls = worlds.security().tls.is_some();
+    let access = format!("{:?}", worlds.security().access);
     let viewer = worlds.viewer_dir().map(viewer::routes);
     let max_message = worlds.limits().max_message_bytes;
     if let Some(idle) = worlds.limits().idle_detach {
@@ -80,7 +82,7 @@ pub async fn serve_worlds(
     let router =
         dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.World", routes).await?;
     let addr = listener.local_addr().ok();
-    tracing::info!(?addr, restored, "world service listening");
+    tracing::info!(?addr, restored, tls, access, "world service listening");
     router
         .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;

@@ -58,12 +58,12 @@ impl Default for Limits {
 /// At most [`QUOTE_CHARS`] characters of `input`, marked when cut.
 #[must_use]
 pub fn quote(input: &str) -> String {
-    let mut chars = input.chars();
-    let shown: String = chars.by_ref().take(QUOTE_CHARS).collect();
-    if chars.next().is_some() {
-        format!("{shown:?}… ({} characters)", input.chars().count())
-    } else {
-        format!("{shown:?}")
+    let shown = dramatis_runtime::prefix(input, QUOTE_CHARS);
+    match shown.strip_suffix('…') {
+        Some(cut) if shown.len() != input.len() => {
+            format!("{cut:?}… ({} characters)", input.chars().count())
+        }
+        _ => format!("{shown:?}"),
     }
 }
 

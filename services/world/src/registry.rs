@@ -36,6 +36,14 @@ pub struct WorldServiceOptions {
     pub viewer_dir: Option<PathBuf>,
     /// Input limits and idle detach.
     pub limits: Limits,
+    /// TLS for clients (`serve --tls-cert/--tls-key`).
+    pub tls: Option<tonic::transport::ServerTlsConfig>,
+    /// Bearer tokens clients must present; `None`: every caller is let in (a loopback
+    /// service).
+    pub tokens: Option<Arc<dramatis_runtime::auth::Tokens>>,
+    /// How to reach `https://` agent endpoints: the deployment's CA and the world's
+    /// client certificate.
+    pub agent_tls: Option<tonic::transport::ClientTlsConfig>,
 }
 
 /// Where a new world's scenario comes from.
@@ -67,6 +75,7 @@ struct Inner {
     roots: Vec<PathBuf>,
     viewer_dir: Option<PathBuf>,
     limits: Arc<Limits>,
+    security: dramatis_runtime::grpc::Security,
 }
 
 impl Worlds {
@@ -84,7 +93,7 @@ impl Worlds {
                 catalog: ScenarioCatalog::new(&options.scenarios_dir),
                 log: EventLog::open(&options.log_path)?,
                 agents: Arc::clone(&options.agents),
-                pool: AgentPool::default(),
+                pool: AgentPool::new(options.agent_tls.clone()),
                 narrator: options.narrator.clone(),
                 sandboxes: options
                     .log_path
@@ -92,6 +101,16 @@ impl Worlds {
                     .map_or_else(|| PathBuf::from("sandboxes"), |d| d.join("sandboxes")),
                 viewer_dir: options.viewer_dir.clone(),
                 limits: Arc::new(options.limits.clone()),
+                security: dramatis_runtime::grpc::Security {
+                    tls: options.tls.clone(),
+                    access: options.tokens.as_ref().map_or(
+                        dramatis_runtime::auth::Access::Open,
+                        |tokens| dramatis_runtime::auth::Access::Tokens {
+                            tokens: Arc::clone(tokens),
+                            roles: crate::grpc::required_role,
+                        },
+                    ),
+                },
                 roots: std::iter::once(&options.scenarios_dir)
                     .chain(&options.scenario_roots)
                     .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| lexical(d)))
@@ -122,6 +141,12 @@ impl Worlds {
             return Err(denied());
         }
         Ok(canonical)
+    }
+
+    /// How clients reach this service (TLS) and who may call it.
+    #[must_use]
+    pub fn security(&self) -> &dramatis_runtime::grpc::Security {
+        &self.inner.security
     }
 
     /// Where the web viewer's files are, if it is served.

@@ -22,6 +22,9 @@ fn worlds(root: &Path, data: &Path) -> Worlds {
         narrator: None,
         viewer_dir: None,
         limits: dramatis_world::Limits::default(),
+        tls: None,
+        tokens: None,
+        agent_tls: None,
     })
     .expect("worlds")
 }
