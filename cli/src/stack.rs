@@ -28,6 +28,16 @@ pub struct LocalStack {
 }
 
 impl LocalStack {
+    /// How this process reaches the agents it started, as its world service does (for
+    /// evaluations that read a shard directly).
+    #[must_use]
+    pub fn agent_links(&self) -> dramatis_world::agent_clients::AgentLinks {
+        dramatis_world::agent_clients::AgentLinks {
+            directory: Arc::clone(&self.agents) as Arc<dyn AgentDirectory>,
+            pool: dramatis_world::agent_clients::AgentPool::new(Some(self.agents.agent_tls())),
+        }
+    }
+
     /// Starts the stack. `data_dir` keeps the event log and process logs; without it
     /// they go to a temporary directory. `scenario_roots` are the folders this
     /// command's scenario files are in: the only ones, beside the shipped scenarios,

@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use dramatis_embed::Embedder;
-use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest, Usage};
 use dramatis_runtime::client::{ClientOptions, describe, world_client};
-use dramatis_world::agent_clients::AgentDirectory;
+use dramatis_world::agent_clients::AgentLinks;
 use dramatis_world::scenario::Scenario;
 use serde::Serialize;
 
@@ -61,7 +60,7 @@ pub struct Played {
 /// character's recall at the probe's position, then to the end of the story.
 pub async fn play_and_probe(
     server: &str,
-    agents: &dyn AgentDirectory,
+    agents: &AgentLinks,
     scenario_path: &Path,
     scenario: &Scenario,
     probes: &[Probe],
@@ -126,11 +125,16 @@ pub async fn play_and_probe(
     let mut items: BTreeMap<String, usize> = BTreeMap::new();
     let mut stats: BTreeMap<String, f64> = BTreeMap::new();
     for character in &scenario.characters {
+        // The snapshot is read as the world reads it: its certificate, its pool.
         let endpoint = agents
+            .directory
             .endpoint_for(&world, &character.id)
             .await
             .map_err(|e| anyhow!("{e}"))?;
-        let mut agent = AgentClient::connect(endpoint).await?;
+        let mut agent = agents
+            .pool
+            .client(&endpoint, &character.id)
+            .map_err(|e| anyhow!("{e}"))?;
         let snapshot = agent
             .snapshot(SnapshotRequest {
                 character: Some(CharacterRef {
@@ -195,7 +199,7 @@ pub struct Bench<'a> {
 pub async fn measure_set(
     modules: String,
     server: &str,
-    agents: &dyn AgentDirectory,
+    agents: &AgentLinks,
     bench: &Bench<'_>,
 ) -> anyhow::Result<Row> {
     let played = play_and_probe(

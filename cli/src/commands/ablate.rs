@@ -144,7 +144,7 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         let mut row = measure_set(
             label.clone(),
             &stack.server_url,
-            stack.agents.as_ref(),
+            &stack.agent_links(),
             &bench,
         )
         .await?;

@@ -5,6 +5,7 @@
 //! Loading validates everything and reports each problem with the file, line and field.
 
 mod catalog;
+pub mod fuzz_checks;
 mod raw;
 pub mod sandbox;
 mod validate;
@@ -256,17 +257,19 @@ impl Scenario {
 
     /// Validates scenario text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ScenarioError> {
-        let raw: raw::RawScenario = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |span| line_of(text, span.start));
-            ScenarioError::Invalid {
-                path: path.to_path_buf(),
-                problems: vec![Problem {
-                    line,
-                    field: String::new(),
-                    message: e.message().to_owned(),
-                }],
-            }
-        })?;
+        let invalid = |e: &toml::de::Error, field: String| ScenarioError::Invalid {
+            path: path.to_path_buf(),
+            problems: vec![Problem {
+                line: e.span().map_or(1, |span| line_of(text, span.start)),
+                field,
+                message: e.message().to_owned(),
+            }],
+        };
+        let document = toml::Deserializer::parse(text).map_err(|e| invalid(&e, String::new()))?;
+        // The path of the value that did not fit (`scenes[0].max_turns`), beside the
+        // line toml gives.
+        let raw: raw::RawScenario = serde_path_to_error::deserialize(document)
+            .map_err(|e| invalid(e.inner(), field_path(e.path())))?;
         validate::validate(raw, text, path)
     }
 
@@ -343,6 +346,29 @@ pub struct Problem {
     /// Dotted path of the field, e.g. `scenes[2].cast[1]`.
     pub field: String,
     pub message: String,
+}
+
+/// A deserialisation path as this module names fields (`scenes[0].max_turns`),
+/// without the private keys `toml`'s spans travel under.
+fn field_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut field = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => field.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if key.starts_with("$__") {
+                    continue;
+                }
+                if !field.is_empty() {
+                    field.push('.');
+                }
+                field.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    field
 }
 
 /// Why a scenario could not be used.

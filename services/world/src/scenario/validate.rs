@@ -56,9 +56,12 @@ impl Checker<'_> {
         }
     }
 
-    /// Checks an id's shape and uniqueness among `seen`.
+    /// Checks an id's shape and uniqueness among `seen`. A badly shaped id still counts
+    /// as defined, so the references to it are not reported as unknown as well: one
+    /// mistake, one problem.
     fn id(&mut self, id: &S<String>, field: &str, kind: &str, seen: &mut HashSet<String>) {
         let value = id.get_ref();
+        let fresh = seen.insert(value.clone());
         if value.is_empty()
             || !value
                 .chars()
@@ -69,7 +72,7 @@ impl Checker<'_> {
                 field,
                 format!("{kind} id {value:?} must be lowercase letters, digits, '-' or '_'"),
             );
-        } else if !seen.insert(value.clone()) {
+        } else if !fresh {
             self.report(id, field, format!("duplicate {kind} id {value:?}"));
         }
     }

@@ -84,6 +84,8 @@ impl World {
                 world: self.id.clone(),
                 character: character.to_owned(),
             })?;
+        // Waits for a sleep in progress to finish, and keeps the next one off.
+        let _active = self.activity.read().await;
         self.last_call_ms
             .store(dramatis_runtime::now_ms(), Ordering::Relaxed);
         if self.asleep.load(Ordering::Relaxed) {
@@ -198,8 +200,11 @@ impl World {
         {
             return false;
         }
-        // Not while an advance or a recovery runs.
+        // Not while an advance or any call to an agent runs.
         let Ok(_state) = self.state.try_lock() else {
+            return false;
+        };
+        let Ok(_quiet) = self.activity.try_write() else {
             return false;
         };
         let _one_at_a_time = self.reviving.lock().await;

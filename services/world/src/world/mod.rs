@@ -66,6 +66,11 @@ pub struct World {
     asleep: AtomicBool,
     /// When an agent was last called (ms since the epoch).
     last_call_ms: std::sync::atomic::AtomicI64,
+    /// Read-held by every call to an agent, write-held while the world is put to
+    /// sleep: a call never runs against a half-detached world (it would re-attach one
+    /// character behind the sleep's back, and that character would stay attached
+    /// while the world counts as asleep).
+    activity: tokio::sync::RwLock<()>,
     advancing: AtomicBool,
     deleted: AtomicBool,
     /// The narrator of open stories (world-side: it sees the whole world, and what it
@@ -171,6 +176,7 @@ impl World {
             limits,
             asleep: AtomicBool::new(false),
             last_call_ms: std::sync::atomic::AtomicI64::new(dramatis_runtime::now_ms()),
+            activity: tokio::sync::RwLock::new(()),
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             narrator,
