@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests: set up (idempotent), check formatting, run every Rust test (release
-# profile, the same build the main job uses), check the scenario JSON Schema against the
+# profile, the same build the main job uses), fuzz the scenario parser and inline
+# sandbox specs for 15 s each, check the scenario JSON Schema against the
 # loader, then drive a real `dramatis serve` from a Python grpcio client generated from
 # proto/, and finally load the web viewer in headless Chromium (playwright-core).
 set -euo pipefail
@@ -8,6 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh --browser
 cargo fmt --all -- --check
 cargo test --release --workspace
+# The fuzz targets (scenario parser, inline sandbox specs), briefly, from their corpus.
+bash scripts/fuzz.sh 15
 target="${CARGO_TARGET_DIR:-target}"
 venv=".cache/venv"
 # The Python side of the checks and of `dramatis bench embed`'s comparison.

@@ -5,25 +5,7 @@
 
 mod common;
 
-use common::{EXE, repo, serve_scripted_with};
-
-/// Runs `dramatis ARGS` with `env` added; returns (success, stdout, stderr).
-async fn dramatis_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    let output = tokio::process::Command::new(EXE)
-        .args(args)
-        .env_remove("DRAMATIS_TOKEN")
-        .env_remove("DRAMATIS_AUTH_TOKENS")
-        .envs(env.iter().copied())
-        .current_dir(repo())
-        .output()
-        .await
-        .expect("dramatis ran");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
+use common::{dramatis_env, serve_scripted_with};
 
 /// `dramatis serve --scripted builtin` on `listen` with `extra` arguments, expected to
 /// refuse to start; its stderr.

@@ -16,8 +16,16 @@ pub fn repo() -> std::path::PathBuf {
 
 /// Runs `dramatis ARGS` to completion; returns (success, stdout, stderr).
 pub async fn dramatis(args: &[&str]) -> (bool, String, String) {
+    dramatis_env(args, &[]).await
+}
+
+/// [`dramatis`] with `env` added to the environment (and no token from the caller's).
+pub async fn dramatis_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     let output = tokio::process::Command::new(EXE)
         .args(args)
+        .env_remove("DRAMATIS_TOKEN")
+        .env_remove("DRAMATIS_AUTH_TOKENS")
+        .envs(env.iter().copied())
         .current_dir(repo())
         .output()
         .await
