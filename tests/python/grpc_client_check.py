@@ -1,5 +1,7 @@
 """A client generated from proto/ by another gRPC implementation (Python grpcio) drives a
-real `dramatis serve`: reflection, create, advance, watch, ask. Run by scripts/test.sh.
+real `dramatis serve`: reflection, create, advance, watch, ask; and a `dramatis agent`
+on mutual TLS with certificates from `dramatis certs`, which answers grpcio holding the
+world's certificate and refuses it without one. Run by scripts/test.sh.
 
 Usage: python grpc_client_check.py <path-to-dramatis-binary>
 """
@@ -34,8 +36,9 @@ def start(binary, *args):
     raise SystemExit(f"dramatis {args[0]} did not start")
 
 
-def services(address):
-    with grpc.insecure_channel(address) as channel:
+def services(address, credentials=None):
+    channel = grpc.secure_channel(address, credentials) if credentials else grpc.insecure_channel(address)
+    with channel:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = reflection_pb2.ServerReflectionRequest(list_services="")
         for response in stub.ServerReflectionInfo(iter([request])):
@@ -60,11 +63,29 @@ def main():
         generate(tmp)
         from dramatis.v1 import common_pb2, world_pb2, world_pb2_grpc  # noqa: E402
 
+        from dramatis.v1 import agent_pb2, agent_pb2_grpc  # noqa: E402
+
+        certs = os.path.join(tmp, "certs")
+        subprocess.run([binary, "certs", "--out", certs], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+
+        def read(name):
+            with open(os.path.join(certs, name), "rb") as f:
+                return f.read()
+
+        as_world = grpc.ssl_channel_credentials(read("ca.pem"), read("world.key"), read("world.pem"))
+        anonymous = grpc.ssl_channel_credentials(read("ca.pem"))
         world_proc, world_addr = start(binary, "serve", "--listen", "127.0.0.1:0", "--scripted", "builtin", "--data-dir", os.path.join(tmp, "data"))
-        agent_proc, agent_addr = start(binary, "agent", "--listen", "127.0.0.1:0", "--scripted", "builtin")
+        agent_proc, agent_addr = start(binary, "agent", "--listen", "127.0.0.1:0", "--scripted", "builtin", "--tls", certs, "--data-dir", os.path.join(tmp, "shards"))
         try:
             check("reflection lists the World service", "dramatis.v1.World" in services(world_addr))
-            check("reflection lists the Agent service", "dramatis.v1.Agent" in services(agent_addr))
+            check("reflection lists the Agent service over mutual TLS", "dramatis.v1.Agent" in services(agent_addr, as_world))
+            with grpc.secure_channel(agent_addr, anonymous) as channel:
+                request = agent_pb2.SnapshotRequest(character=agent_pb2.CharacterRef(world_id="w", character_id="watson"))
+                try:
+                    agent_pb2_grpc.AgentStub(channel).Snapshot(request)
+                    check("an agent refuses a caller without the world's certificate", False)
+                except grpc.RpcError as error:
+                    check("an agent refuses a caller without the world's certificate", error.code() == grpc.StatusCode.UNAUTHENTICATED, error)
             channel = grpc.insecure_channel(world_addr)
             world = world_pb2_grpc.WorldStub(channel)
             created = world.CreateWorld(world_pb2.CreateWorldRequest(scenario_name="study-in-scarlet"))

@@ -196,37 +196,33 @@ fn write(path: &Path, text: &str, private: bool) -> Result<(), PkiError> {
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)
 }
 
-fn read_pem(path: &Path, label: &str) -> Result<String, PkiError> {
+/// A PEM file's text, refused unless it holds `marker` (what makes it `what`).
+fn read_pem(path: &Path, marker: &str, what: &str) -> Result<String, PkiError> {
     let text = std::fs::read_to_string(path).map_err(|source| PkiError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    if !text.contains(&format!("-----BEGIN {label}")) {
+    if !text.contains(marker) {
         return Err(PkiError::Invalid {
             path: path.to_path_buf(),
-            message: format!("not a PEM file with a {label}"),
+            message: format!("not a PEM file with {what}"),
         });
     }
     Ok(text)
 }
 
+fn read_cert(path: &Path) -> Result<String, PkiError> {
+    read_pem(path, "-----BEGIN CERTIFICATE-----", "a certificate")
+}
+
 fn read_key(path: &Path) -> Result<String, PkiError> {
     // PKCS#8 ("PRIVATE KEY"), PKCS#1 ("RSA PRIVATE KEY") and SEC1 ("EC PRIVATE KEY").
-    read_pem(path, "").and_then(|text| {
-        if text.contains("PRIVATE KEY-----") {
-            Ok(text)
-        } else {
-            Err(PkiError::Invalid {
-                path: path.to_path_buf(),
-                message: "not a PEM file with a private key".into(),
-            })
-        }
-    })
+    read_pem(path, "PRIVATE KEY-----", "a private key")
 }
 
 fn read_pair(cert: &Path, key: &Path) -> Result<CertifiedKey, PkiError> {
     Ok(CertifiedKey {
-        cert: read_pem(cert, "CERTIFICATE")?,
+        cert: read_cert(cert)?,
         key: read_key(key)?,
     })
 }
@@ -239,7 +235,7 @@ pub fn server_tls(cert: &Path, key: &Path) -> Result<ServerTlsConfig, PkiError> 
 /// An agent's TLS: its certificate from `dir`, and client certificates required from
 /// the CA in `dir` (a caller without one is refused by [`crate::auth::Access`]).
 pub fn agent_server_tls(dir: &Path) -> Result<ServerTlsConfig, PkiError> {
-    let ca = read_pem(&dir.join(CA_FILE), "CERTIFICATE")?;
+    let ca = read_cert(&dir.join(CA_FILE))?;
     let agent = read_pair(&dir.join(AGENT_CERT_FILE), &dir.join(AGENT_KEY_FILE))?;
     Ok(ServerTlsConfig::new()
         .identity(agent.identity())
@@ -252,7 +248,7 @@ pub fn agent_server_tls(dir: &Path) -> Result<ServerTlsConfig, PkiError> {
 /// How the world service reaches agents started elsewhere: the CA and the world's
 /// certificate from `dir` (written by `dramatis certs`).
 pub fn world_client_tls(dir: &Path) -> Result<ClientTlsConfig, PkiError> {
-    let ca = read_pem(&dir.join(CA_FILE), "CERTIFICATE")?;
+    let ca = read_cert(&dir.join(CA_FILE))?;
     let world = read_pair(&dir.join(WORLD_CERT_FILE), &dir.join(WORLD_KEY_FILE))?;
     Ok(agent_client_tls(&ca, &world))
 }
@@ -262,7 +258,7 @@ pub fn world_client_tls(dir: &Path) -> Result<ClientTlsConfig, PkiError> {
 pub fn client_tls(ca: Option<&Path>) -> Result<ClientTlsConfig, PkiError> {
     let mut tls = ClientTlsConfig::new().with_native_roots();
     if let Some(ca) = ca {
-        tls = tls.ca_certificate(Certificate::from_pem(read_pem(ca, "CERTIFICATE")?));
+        tls = tls.ca_certificate(Certificate::from_pem(read_cert(ca)?));
     }
     Ok(tls)
 }
