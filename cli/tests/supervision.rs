@@ -212,8 +212,9 @@ async fn killed_agents_are_restarted(extra: &[&str], processes: usize, kills: us
         });
         if killed.len() < kills {
             tokio::time::sleep(Duration::from_millis(dice.below(80))).await;
-            let pids = agent_pids(&shards);
-            assert!(!pids.is_empty(), "agents are running");
+            // The last kill may have come after the previous call's last agent call: its
+            // replacement starts only when this call finds the agent gone.
+            let pids = running_agents(&shards).await;
             let pid = pids[usize::try_from(dice.below(pids.len() as u64)).expect("index")];
             kill9(pid);
             killed.push(pid);
@@ -368,6 +369,22 @@ async fn a_service_ends_agents_left_running_on_its_data_directory() {
         "{log}"
     );
     let _ = server.kill().await;
+}
+
+/// The pids of the agents running on `shards`, waiting (up to 30 s) for at least one.
+async fn running_agents(shards: &Path) -> Vec<i32> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids = agent_pids(shards);
+        if !pids.is_empty() {
+            return pids;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no agent started in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Starts `dramatis agent` listening on `listen` with its shards in `shards` and the
