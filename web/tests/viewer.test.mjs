@@ -117,8 +117,9 @@ test("on a service that takes tokens, the viewer asks for one and acts with its 
   await operator.waitForSelector("body[data-ready=true]");
   assert.ok(!operator.url().includes("operator-token"), `the token stays in ${operator.url()}`);
   await operator.click("#create-world");
-  await operator.waitForFunction(() => document.querySelector("#world-select").value !== "");
+  await operator.waitForFunction(() => /created$|\(gRPC \d+\)$/.test(document.querySelector("#status").textContent));
   assert.match(await operator.textContent("#status"), /^world \S+ created$/);
+  assert.notEqual(await operator.inputValue("#world-select"), "", "the new world is open");
 });
 
 test("the viewer runs a shipped scenario, plays Watson, and keeps each point of view private", async (t) => {
