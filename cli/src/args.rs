@@ -305,10 +305,14 @@ pub enum BenchCommand {
     /// the same model and sentences when `.cache/venv` has it.
     Embed(EmbedBenchArgs),
     /// Semantic-layer retrieval latency (Vis-Retrieve, top 8) at 1k, 10k and 100k facts.
-    Retrieval,
+    Retrieval(crate::commands::bench::JsonArg),
     /// `dramatis ingest` on the deterministic path: a 100,000-word book made from the
     /// test book (places renamed in each copy), words per second and peak memory.
     Ingest(IngestBenchArgs),
+    /// One long open story (default 600 rounds, 4 characters) with the shards saved to
+    /// disk: time per line by tenth of the story (flat is the goal), shard bytes per
+    /// character at the end, peak memory.
+    Story(crate::commands::bench_story::StoryBenchArgs),
 }
 
 fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {

@@ -1,4 +1,5 @@
-//! `dramatis bench turns`: the turn benchmark (harness in `dramatis-eval`), printed.
+//! `dramatis bench turns`: the turn benchmark (harness in `dramatis-eval`), printed;
+//! and what every bench shares: `--json`, one JSON object on the last line.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -29,6 +30,34 @@ pub struct BenchArgs {
     /// deployment uses), to see what TLS costs.
     #[arg(long)]
     pub plain_agents: bool,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// Every bench's `--json`.
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// After the table, print the figures as one JSON object on the last line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// With `--json`, prints `figures` (an object) with `"bench": name` added, on one line.
+pub fn print_json(
+    output: &JsonArg,
+    name: &str,
+    figures: &impl serde::Serialize,
+) -> anyhow::Result<()> {
+    if !output.json {
+        return Ok(());
+    }
+    let mut value = serde_json::to_value(figures)?;
+    let object = value
+        .as_object_mut()
+        .ok_or_else(|| anyhow::anyhow!("bench figures must be an object"))?;
+    object.insert("bench".to_owned(), name.into());
+    println!("{}", serde_json::to_string(&value)?);
+    Ok(())
 }
 
 pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
@@ -95,5 +124,25 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "wall: {:.2} s including world creation and deletion",
         report.wall_seconds
     );
-    Ok(())
+    let at = |values: &[f64], q: f64| {
+        (!values.is_empty()).then(|| values[((values.len() - 1) as f64 * q).round() as usize])
+    };
+    print_json(
+        &args.output,
+        "turns",
+        &serde_json::json!({
+            "scenario": args.scenario,
+            "runs": report.runs,
+            "turns": report.turns,
+            "events": report.events,
+            "agent_hop": if args.plain_agents { "plain" } else { "mutual_tls" },
+            "median_us_per_turn": median,
+            "mean_us_per_turn": mean,
+            "llm_calls_per_line": report.all_calls as f64 / turns,
+            "prompt_tokens_per_line": report.all_prompt_tokens as f64 / turns,
+            "first_word_median_us": at(&report.token_latency_us, 0.5),
+            "first_word_p90_us": at(&report.token_latency_us, 0.9),
+            "wall_seconds": report.wall_seconds,
+        }),
+    )
 }

@@ -15,6 +15,8 @@ pub struct EmbedBenchArgs {
     /// Intra-op threads.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    #[command(flatten)]
+    pub output: super::bench::JsonArg,
 }
 
 const BATCHES: [usize; 2] = [1, 32];
@@ -72,6 +74,7 @@ pub async fn bench_embed(args: &EmbedBenchArgs) -> anyhow::Result<()> {
         texts.len(),
         args.threads
     );
+    let mut rust = serde_json::Map::new();
     for batch in BATCHES {
         let started = Instant::now();
         for chunk in texts.chunks(batch) {
@@ -79,11 +82,14 @@ pub async fn bench_embed(args: &EmbedBenchArgs) -> anyhow::Result<()> {
         }
         let rate = texts.len() as f64 / started.elapsed().as_secs_f64();
         println!("rust   batch={batch}: {rate:.0} sentences/s");
+        rust.insert(format!("batch_{batch}_sentences_per_s"), rate.into());
     }
+    rust.insert("threads".into(), args.threads.into());
+    rust.insert("sentences".into(), texts.len().into());
     let python = std::path::Path::new(".cache/venv/bin/python");
     if !python.is_file() {
         println!("python: .cache/venv is absent (scripts/test.sh creates it); no comparison");
-        return Ok(());
+        return super::bench::print_json(&args.output, "embed", &rust);
     }
     let file = tempfile::NamedTempFile::new().context("temporary file")?;
     std::fs::write(file.path(), texts.join("\n")).context("write sentences")?;
@@ -96,7 +102,9 @@ pub async fn bench_embed(args: &EmbedBenchArgs) -> anyhow::Result<()> {
         .await
         .context("run the Python comparison")?;
     if output.status.success() {
-        print!("{}", String::from_utf8_lossy(&output.stdout));
+        let printed = String::from_utf8_lossy(&output.stdout);
+        print!("{printed}");
+        rust.insert("python".into(), printed.trim().into());
     } else {
         println!(
             "python: comparison failed: {}",
@@ -106,5 +114,5 @@ pub async fn bench_embed(args: &EmbedBenchArgs) -> anyhow::Result<()> {
                 .unwrap_or("")
         );
     }
-    Ok(())
+    super::bench::print_json(&args.output, "embed", &rust)
 }

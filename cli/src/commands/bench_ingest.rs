@@ -29,9 +29,8 @@ pub struct IngestBenchArgs {
     /// Words in the generated book (the test book repeated until it has this many).
     #[arg(long, default_value_t = 100_000)]
     pub words: usize,
-    /// Print the figures as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: super::bench::JsonArg,
 }
 
 #[derive(Debug, Serialize)]
@@ -75,17 +74,6 @@ pub fn long_book(words: usize) -> String {
     out
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
 pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
     let dir = tempfile::Builder::new()
         .prefix("dramatis-bench-ingest-")
@@ -117,14 +105,10 @@ pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
             .iter()
             .map(|(s, c)| (s.clone(), c.seconds))
             .collect(),
-        peak_rss_mb: peak_rss_mb(),
+        peak_rss_mb: dramatis_runtime::memory_use::peak_rss_mb(),
         facts: graph["facts"].as_array().map_or(0, Vec::len),
         summaries,
     };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&figures)?);
-        return Ok(());
-    }
     println!(
         "ingest, deterministic path, real embedder: {} words, {} scenes",
         figures.words, figures.scenes
@@ -138,5 +122,5 @@ pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
         "{:.0} words/s · peak memory {:.0} MB (this process, embedder included) · {} facts, {} summaries",
         figures.words_per_second, figures.peak_rss_mb, figures.facts, figures.summaries
     );
-    Ok(())
+    super::bench::print_json(&args.output, "ingest", &figures)
 }

@@ -32,7 +32,8 @@ fn vector(seed: u64) -> Vec<f32> {
     v
 }
 
-pub fn bench_retrieval() {
+pub fn bench_retrieval(output: &super::bench::JsonArg) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
     for size in [1_000usize, 10_000, 100_000] {
         let mut layer = SemanticLayer::default();
         let adding = Instant::now();
@@ -71,5 +72,12 @@ pub fn bench_retrieval() {
             found / QUERIES,
             added.as_secs_f64()
         );
+        rows.push(serde_json::json!({
+            "facts": size,
+            "us_per_query": per_query,
+            "search": if size >= ANN_THRESHOLD { "hnsw" } else { "exact" },
+            "add_seconds": added.as_secs_f64(),
+        }));
     }
+    super::bench::print_json(output, "retrieval", &serde_json::json!({ "sizes": rows }))
 }

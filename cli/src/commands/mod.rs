@@ -3,10 +3,11 @@
 mod ablate;
 mod advance;
 mod ask;
-mod bench;
+pub(crate) mod bench;
 mod bench_embed;
 mod bench_ingest;
 mod bench_retrieval;
+pub(crate) mod bench_story;
 mod certs;
 mod eval;
 mod import;
@@ -62,9 +63,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
         Command::Bench(BenchCommand::Ingest(args)) => bench_ingest::bench_ingest(&args).await,
-        Command::Bench(BenchCommand::Retrieval) => {
-            bench_retrieval::bench_retrieval();
-            Ok(())
+        Command::Bench(BenchCommand::Retrieval(output)) => {
+            bench_retrieval::bench_retrieval(&output)
         }
+        Command::Bench(BenchCommand::Story(args)) => bench_story::bench_story(&args).await,
     }
 }

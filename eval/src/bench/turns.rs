@@ -1,29 +1,20 @@
-//! The turn benchmark's harness: a world service and one agent service in process on
-//! loopback ports, the scripted model (so the figures are the orchestration's own, not
-//! a model's), a scenario played to its end a number of times, with a watcher timing
-//! the first word of each line from the model to the client.
+//! The turn benchmark: a scenario played to its end a number of times, with a watcher
+//! timing the first word of each line from the model to the client.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
-use dramatis_character::{AgentOptions, CharacterAgents, MemoryWrites};
+use dramatis_character::MemoryWrites;
 use dramatis_embed::Embedder;
-use dramatis_llm::{
-    Completion, CompletionRequest, LanguageModel, LlmError, RoleModels, ScriptedModel, TokenSink,
-};
 use dramatis_proto::v1::{
     AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, WatchRequest, advance_request,
     create_world_request, watch_response,
 };
-use dramatis_runtime::Shutdown;
-use dramatis_runtime::auth::Access;
-use dramatis_runtime::client::{ClientOptions, describe, world_client};
-use dramatis_runtime::grpc::Security;
-use dramatis_runtime::pki::DeploymentPki;
-use dramatis_world::WorldServiceOptions;
-use dramatis_world::agent_clients::StaticAgents;
+use dramatis_runtime::client::describe;
+
+use super::{Cluster, ClusterSetup};
 
 /// What to play.
 pub struct TurnsSetup {
@@ -58,103 +49,29 @@ pub struct TurnsReport {
     pub wall_seconds: f64,
 }
 
-/// The scripted model, passing its streamed pieces on and noting when it hands over the
-/// first piece of each action's visible line: the start of the model → watcher token
-/// latency.
-#[derive(Debug, Clone)]
-struct StampedModel {
-    inner: ScriptedModel,
-    first_visible: Arc<std::sync::Mutex<Vec<Instant>>>,
-}
-
-#[async_trait::async_trait]
-impl LanguageModel for StampedModel {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(
-        &self,
-        request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
-    ) -> Result<Completion, LlmError> {
-        let Some(sink) = tokens else {
-            return self.inner.complete(request, None).await;
-        };
-        // The scripted model's own pieces, passed on with the moment the line starts.
-        let (pieces_tx, mut pieces) = tokio::sync::mpsc::unbounded_channel();
-        let completion = self.inner.complete(request, Some(&pieces_tx)).await?;
-        let mut sent = String::new();
-        let mut stamped = false;
-        while let Ok(piece) = pieces.try_recv() {
-            sent.push_str(&piece);
-            if !stamped && sent.contains("\"text\":\"") {
-                stamped = true;
-                dramatis_runtime::lock(&self.first_visible).push(Instant::now());
-            }
-            let _ = sink.send(piece);
-        }
-        Ok(completion)
-    }
-}
-
 /// Plays `setup`'s scenario `setup.runs` times and measures it.
 pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::Result<TurnsReport> {
-    let shutdown = Shutdown::new();
-    let data = tempfile::tempdir().context("temporary directory")?;
-    let scripted = ScriptedModel::default().without_recording();
-    let model = StampedModel {
-        inner: scripted.clone(),
-        first_visible: Arc::default(),
-    };
-    let mut options = AgentOptions::new(RoleModels::uniform(Arc::new(model.clone())), embedder);
-    options.memory_writes = setup.memory_writes;
-    let agents = CharacterAgents::new(options);
-    let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let agent_addr = agent_listener.local_addr()?;
-    let (security, agent_tls, scheme) = if setup.plain_agents {
-        (Security::open(), None, "http")
-    } else {
-        let pki = DeploymentPki::generate(&[], std::time::Duration::from_secs(86_400))?;
-        let dir = data.path().join("pki");
-        pki.write_agent_half(&dir)?;
-        let security = Security {
-            tls: Some(dramatis_runtime::pki::agent_server_tls(&dir)?),
-            access: Access::PeerCertificate,
-        };
-        (security, Some(pki.world_client_tls()), "https")
-    };
-    tokio::spawn(dramatis_character::run(
-        agent_listener,
-        agents,
-        security,
-        shutdown.clone(),
-    ));
-    let options = WorldServiceOptions {
-        scenarios_dir: setup.scenarios_dir.clone(),
-        scenario_roots: std::path::Path::new(&setup.scenario)
-            .canonicalize()
-            .ok()
-            .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
-            .into_iter()
-            .collect(),
-        log_path: data.path().join("events.redb"),
-        agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
-        narrator: Some(Arc::new(scripted.clone())),
-        viewer_dir: None,
-        limits: dramatis_world::Limits::default(),
-        tls: None,
-        tokens: None,
-        agent_tls,
-    };
-    let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let world_addr = world_listener.local_addr()?;
-    tokio::spawn(dramatis_world::run(
-        world_listener,
-        options,
-        shutdown.clone(),
-    ));
-    let mut client = world_client(&ClientOptions::local(&format!("http://{world_addr}"))).await?;
+    let cluster = Cluster::start(
+        &ClusterSetup {
+            scenarios_dir: setup.scenarios_dir.clone(),
+            scenario_roots: std::path::Path::new(&setup.scenario)
+                .canonicalize()
+                .ok()
+                .and_then(|f| f.parent().map(std::path::Path::to_path_buf))
+                .into_iter()
+                .collect(),
+            memory_writes: setup.memory_writes,
+            plain_agents: setup.plain_agents,
+            save_shards: false,
+        },
+        embedder,
+    )
+    .await?;
+    let (mut client, model, scripted) = (
+        cluster.client.clone(),
+        cluster.model.clone(),
+        cluster.scripted.clone(),
+    );
     let source = if std::path::Path::new(&setup.scenario).is_file() {
         create_world_request::Source::ScenarioPath(setup.scenario.clone())
     } else {
@@ -227,7 +144,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
                 .map(|(s, (_, r))| r.saturating_duration_since(*s).as_secs_f64() * 1e6),
         );
     }
-    shutdown.trigger();
+    drop(cluster);
     per_turn_us.sort_by(f64::total_cmp);
     token_latency_us.sort_by(f64::total_cmp);
     Ok(TurnsReport {

@@ -1,0 +1,187 @@
+//! The benchmarks' harness: a world service and one agent service in process on
+//! loopback ports (the agent hop on mutual TLS unless asked otherwise), driven as a
+//! client would drive them, with the scripted model so that the figures are the
+//! orchestration's own, not a model's.
+//!
+//! - [`turns`]: a scenario played to its end a number of times, with a watcher timing
+//!   the first word of each line from the model to the client.
+//! - [`story`]: one long open story, timed line by line, with the shards saved to disk:
+//!   how the cost of a line changes as the story grows.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, anyhow};
+use dramatis_character::{AgentOptions, CharacterAgents, MemoryWrites};
+use dramatis_embed::Embedder;
+use dramatis_llm::{
+    Completion, CompletionRequest, LanguageModel, LlmError, RoleModels, ScriptedModel, TokenSink,
+};
+use dramatis_runtime::Shutdown;
+use dramatis_runtime::auth::Access;
+use dramatis_runtime::client::{ClientOptions, WorldRpc, world_client};
+use dramatis_runtime::grpc::Security;
+use dramatis_runtime::pki::DeploymentPki;
+use dramatis_world::WorldServiceOptions;
+use dramatis_world::agent_clients::StaticAgents;
+
+mod story;
+mod turns;
+
+pub use story::{StoryReport, StorySetup, story, story_spec};
+pub use turns::{TurnsReport, TurnsSetup, turns};
+
+/// The scripted model, passing its streamed pieces on and noting when it hands over the
+/// first piece of each action's visible line: the start of the model → watcher token
+/// latency.
+#[derive(Debug, Clone)]
+struct StampedModel {
+    inner: ScriptedModel,
+    first_visible: Arc<std::sync::Mutex<Vec<Instant>>>,
+}
+
+#[async_trait::async_trait]
+impl LanguageModel for StampedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        tokens: Option<&TokenSink>,
+    ) -> Result<Completion, LlmError> {
+        let Some(sink) = tokens else {
+            return self.inner.complete(request, None).await;
+        };
+        // The scripted model's own pieces, passed on with the moment the line starts.
+        let (pieces_tx, mut pieces) = tokio::sync::mpsc::unbounded_channel();
+        let completion = self.inner.complete(request, Some(&pieces_tx)).await?;
+        let mut sent = String::new();
+        let mut stamped = false;
+        while let Ok(piece) = pieces.try_recv() {
+            sent.push_str(&piece);
+            if !stamped && sent.contains("\"text\":\"") {
+                stamped = true;
+                dramatis_runtime::lock(&self.first_visible).push(Instant::now());
+            }
+            let _ = sink.send(piece);
+        }
+        Ok(completion)
+    }
+}
+
+/// How the in-process services are set up.
+struct ClusterSetup {
+    scenarios_dir: PathBuf,
+    /// Folders (beside the shipped scenarios) the world service may read scenarios from.
+    scenario_roots: Vec<PathBuf>,
+    memory_writes: MemoryWrites,
+    /// The world → agent hop in plain HTTP/2 instead of mutual TLS.
+    plain_agents: bool,
+    /// Whether the agent saves its shards (to the cluster's temporary directory).
+    save_shards: bool,
+}
+
+/// A world service and an agent service running in this process.
+struct Cluster {
+    client: WorldRpc,
+    model: StampedModel,
+    scripted: ScriptedModel,
+    data: tempfile::TempDir,
+    shutdown: Shutdown,
+}
+
+impl Cluster {
+    async fn start(setup: &ClusterSetup, embedder: Arc<dyn Embedder>) -> anyhow::Result<Self> {
+        let shutdown = Shutdown::new();
+        let data = tempfile::Builder::new()
+            .prefix("dramatis-bench-")
+            .tempdir()
+            .context("temporary directory")?;
+        let scripted = ScriptedModel::default().without_recording();
+        let model = StampedModel {
+            inner: scripted.clone(),
+            first_visible: Arc::default(),
+        };
+        let mut options = AgentOptions::new(RoleModels::uniform(Arc::new(model.clone())), embedder);
+        options.memory_writes = setup.memory_writes;
+        if setup.save_shards {
+            options.data_dir = Some(data.path().join("shards"));
+        }
+        let agents = CharacterAgents::new(options);
+        let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let agent_addr = agent_listener.local_addr()?;
+        let (security, agent_tls, scheme) = if setup.plain_agents {
+            (Security::open(), None, "http")
+        } else {
+            let pki = DeploymentPki::generate(&[], std::time::Duration::from_secs(86_400))?;
+            let dir = data.path().join("pki");
+            pki.write_agent_half(&dir)?;
+            let security = Security {
+                tls: Some(dramatis_runtime::pki::agent_server_tls(&dir)?),
+                access: Access::PeerCertificate,
+            };
+            (security, Some(pki.world_client_tls()), "https")
+        };
+        tokio::spawn(dramatis_character::run(
+            agent_listener,
+            agents,
+            security,
+            shutdown.clone(),
+        ));
+        let options = WorldServiceOptions {
+            scenarios_dir: setup.scenarios_dir.clone(),
+            scenario_roots: setup.scenario_roots.clone(),
+            log_path: data.path().join("events.redb"),
+            agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
+            narrator: Some(Arc::new(scripted.clone())),
+            viewer_dir: None,
+            limits: dramatis_world::Limits::default(),
+            tls: None,
+            tokens: None,
+            agent_tls,
+        };
+        let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let world_addr = world_listener.local_addr()?;
+        tokio::spawn(dramatis_world::run(
+            world_listener,
+            options,
+            shutdown.clone(),
+        ));
+        let client = world_client(&ClientOptions::local(&format!("http://{world_addr}")))
+            .await
+            .map_err(|e| anyhow!("cannot reach the in-process world service: {e:#}"))?;
+        Ok(Self {
+            client,
+            model,
+            scripted,
+            data,
+            shutdown,
+        })
+    }
+
+    /// Bytes of every file under the agent's shard folder.
+    fn shard_bytes(&self) -> u64 {
+        fn walk(dir: &std::path::Path) -> u64 {
+            std::fs::read_dir(dir).map_or(0, |entries| {
+                entries
+                    .flatten()
+                    .map(|e| match e.file_type() {
+                        Ok(t) if t.is_dir() => walk(&e.path()),
+                        Ok(_) => e.metadata().map_or(0, |m| m.len()),
+                        Err(_) => 0,
+                    })
+                    .sum()
+            })
+        }
+        walk(&self.data.path().join("shards"))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+    }
+}
