@@ -239,6 +239,10 @@ pub struct ModelArgs {
     /// `personality` (emotion track, behaviour patterns), or `all`.
     #[arg(long, env = "DRAMATIS_LAYERS", default_value = "all", value_parser = parse_layers)]
     pub layers: dramatis_character::Layers,
+    /// Audited prompts each character's store keeps, the newest (older ones are
+    /// dropped as new ones are saved); every prompt when unset.
+    #[arg(long, env = "DRAMATIS_AUDIT_KEEP", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub audit_keep: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -313,6 +317,11 @@ pub enum BenchCommand {
     /// disk: time per line by tenth of the story (flat is the goal), shard bytes per
     /// character at the end, peak memory.
     Story(crate::commands::bench_story::StoryBenchArgs),
+    /// Open stories of 10, 100 and 1,000 characters on real agent processes, in each
+    /// layout (pool, world, character): start-up time, lines per second, processes, and
+    /// the agents' memory per character, peak and idle. Runs that would not fit in
+    /// memory are skipped and say so.
+    Cast(Box<crate::commands::bench_cast::CastBenchArgs>),
 }
 
 fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {
@@ -382,5 +391,51 @@ impl LimitArgs {
             limits.idle_detach = (secs > 0).then(|| std::time::Duration::from_secs(secs));
         }
         limits
+    }
+}
+
+/// How spawned agent processes host characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// A fixed pool of processes shared by every world; each character is placed on one
+    /// by a hash of its world and id. Each process hosts many characters with one
+    /// embedder: the layout that runs a thousand characters on one machine.
+    Pool,
+    /// One process per world, hosting all its characters.
+    World,
+    /// One process per character.
+    Character,
+}
+
+/// Where `run`, `sandbox` and `serve` start agents for characters.
+#[derive(Debug, Clone, Args)]
+pub struct LayoutArgs {
+    /// How agent processes host characters: `pool` (a few processes shared by every
+    /// world, each hosting many characters), `world` (one per world) or `character`
+    /// (one per character). Every layout keeps each character's memory in its own
+    /// shard; see ARCHITECTURE.md, "Hosting many characters".
+    #[arg(long, env = "DRAMATIS_AGENTS", value_enum, default_value_t = LayoutArg::Pool)]
+    pub agents: LayoutArg,
+    /// Processes in the pool (default: one per CPU core).
+    #[arg(long, env = "DRAMATIS_AGENT_POOL", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub agent_pool: Option<u32>,
+    /// The same as `--agents world`.
+    #[arg(long, conflicts_with = "agents")]
+    pub shared_agent: bool,
+}
+
+impl LayoutArgs {
+    /// The layout these flags ask for.
+    #[must_use]
+    pub fn layout(&self) -> crate::spawn::Layout {
+        use crate::spawn::Layout;
+        match (self.shared_agent, self.agents) {
+            (true, _) | (false, LayoutArg::World) => Layout::PerWorld,
+            (false, LayoutArg::Character) => Layout::PerCharacter,
+            (false, LayoutArg::Pool) => Layout::Pool(self.agent_pool.map_or_else(
+                || std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+                |n| n as usize,
+            )),
+        }
     }
 }

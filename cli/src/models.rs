@@ -125,6 +125,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     if let Some(modules) = &args.memory_modules {
         out.extend(["--memory-modules".to_owned(), modules.to_string()]);
     }
+    if let Some(keep) = args.audit_keep {
+        out.extend(["--audit-keep".to_owned(), keep.to_string()]);
+    }
     out.extend([
         "--memory-writes".to_owned(),
         writes.to_owned(),
@@ -209,5 +212,6 @@ pub fn agent_options(
     options.answer_temperature = args.answer_temperature;
     options.recall.layers = args.layers;
     options.data_dir = data_dir;
+    options.audit_keep = args.audit_keep;
     Ok(options)
 }

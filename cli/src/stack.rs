@@ -45,7 +45,7 @@ impl LocalStack {
     pub async fn start(
         mut model: ModelArgs,
         data_dir: Option<PathBuf>,
-        shared_agent: bool,
+        layout: crate::spawn::Layout,
         scenarios_dir: Option<PathBuf>,
         scenario_roots: Vec<PathBuf>,
         shutdown: Shutdown,
@@ -75,8 +75,7 @@ impl LocalStack {
             llm = Some(spawned);
         }
         let model_for_narrator = model.clone();
-        let agents =
-            Arc::new(SpawnedAgents::open(model, logs.clone(), &data_dir, shared_agent).await?);
+        let agents = Arc::new(SpawnedAgents::open(model, logs.clone(), &data_dir, layout).await?);
         let options = WorldServiceOptions {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
             scenario_roots,

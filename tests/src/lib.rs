@@ -153,6 +153,17 @@ impl Cluster {
         Self::launch(characters, rules, embedder, configure, None).await
     }
 
+    /// Like [`Cluster::start_with`], with every character hosted by one agent service
+    /// (one embedder, one model, every shard in one process), as the pool layout hosts
+    /// them: [`Cluster::agent`] gives the same agent for each.
+    pub async fn start_shared(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        embedder: Arc<dyn Embedder>,
+    ) -> Self {
+        Self::launch_hosted(characters, rules, embedder, |_| {}, None, true).await
+    }
+
     /// Like [`Cluster::start`], secured as a deployment exposed to others: agents take
     /// only the world's certificate (mutual TLS with a CA made here), and the world
     /// service serves TLS and takes the bearer tokens in `tokens` (`ROLE TOKEN` lines).
@@ -179,6 +190,19 @@ impl Cluster {
         configure: impl Fn(&mut AgentOptions),
         secured: Option<Secured>,
     ) -> Self {
+        Self::launch_hosted(characters, rules, embedder, configure, secured, false).await
+    }
+
+    /// Starts the agents (one service per character, or one for all when `shared`) and
+    /// the world service.
+    async fn launch_hosted(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        embedder: Arc<dyn Embedder>,
+        configure: impl Fn(&mut AgentOptions),
+        secured: Option<Secured>,
+        shared: bool,
+    ) -> Self {
         let shutdown = Shutdown::new();
         let mut agents = BTreeMap::new();
         let data = tempfile::tempdir().expect("tempdir");
@@ -187,12 +211,17 @@ impl Cluster {
             secured.pki.write_all(&pki_dir).expect("write certificates");
         }
         for character in characters {
+            if shared && let Some(host) = agents.values().next().cloned() {
+                agents.insert((*character).to_owned(), host);
+                continue;
+            }
             let model = ScriptedModel::new(rules.to_vec());
             let mut options = AgentOptions::new(
                 RoleModels::uniform(Arc::new(model.clone())),
                 Arc::clone(&embedder),
             );
-            options.data_dir = Some(data.path().join("agents").join(character));
+            let folder = if shared { "shared" } else { character };
+            options.data_dir = Some(data.path().join("agents").join(folder));
             configure(&mut options);
             let service = CharacterAgents::new(options);
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -214,6 +214,71 @@ async fn private_scenes_stay_private_with_every_memory_module_on() {
     private_scenes_stay_private(&cluster, true).await;
 }
 
+/// The same scenes with every character in one agent process, as the default pool
+/// layout hosts them: one embedder, one model client, four shards. Each prompt the
+/// shared model received is one character's audited prompt, and none of a character's
+/// prompts or memory holds what it did not perceive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_scenes_stay_private_with_every_character_in_one_agent_process() {
+    let cluster = Cluster::start_shared(&CAST, &rules(), test_embedder()).await;
+    let mut world = cluster.world().await;
+    let id = cluster.create("study-in-scarlet", "shared").await;
+    advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+    let mut audited: Vec<String> = Vec::new();
+    let mut prompts_of = std::collections::BTreeMap::new();
+    for character in CAST {
+        let audit = cluster.audit(&id, character).await;
+        assert_eq!(audit.len(), 1);
+        assert_eq!(audit[0].character, character);
+        let texts: Vec<String> = audit[0].prompts.iter().map(|p| p.prompt.clone()).collect();
+        assert!(!texts.is_empty(), "{character} was prompted");
+        audited.extend(texts.iter().cloned());
+        prompts_of.insert(character, texts);
+    }
+    // What the one model received is exactly the characters' audits together: no
+    // prompt went out that no character's audit accounts for.
+    let mut sent: Vec<String> = cluster
+        .agent("holmes")
+        .model
+        .prompts()
+        .iter()
+        .map(dramatis_llm::RecordedPrompt::text)
+        .collect();
+    sent.sort();
+    audited.sort();
+    assert_eq!(
+        sent.len(),
+        audited.len(),
+        "one audited prompt per prompt sent"
+    );
+    assert!(sent == audited, "the prompts sent are the audited prompts");
+
+    let never: [(&str, &[&str]); 4] = [
+        ("lestrade", &[LAB_CANARY, THOUGHT_CANARY, CRITERION_CANARY]),
+        ("holmes", &[CRITERION_CANARY]),
+        ("watson", &[THOUGHT_CANARY]),
+        ("stamford", &[THOUGHT_CANARY]),
+    ];
+    for (character, canaries) in never {
+        let memory = shard_text(&cluster.snapshot(&id, character).await);
+        for canary in canaries {
+            assert!(!memory.contains(canary), "{canary} in {character}'s shard");
+            for prompt in &prompts_of[character] {
+                assert!(
+                    !prompt.contains(canary),
+                    "{canary} in a prompt of {character}'s"
+                );
+            }
+        }
+    }
+    // Those present did perceive the lab line, in memory and in their prompts.
+    for present in ["watson", "stamford"] {
+        let memory = shard_text(&cluster.snapshot(&id, present).await);
+        assert!(memory.contains(LAB_CANARY), "{present} heard Holmes");
+        assert!(prompts_of[present].iter().any(|p| p.contains(LAB_CANARY)));
+    }
+}
+
 async fn private_scenes_stay_private(cluster: &Cluster, modules: bool) {
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "isolation").await;

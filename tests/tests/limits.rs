@@ -257,7 +257,7 @@ async fn a_finished_idle_world_is_detached_and_attached_again_when_asked() {
     // Deleting a sleeping world deletes its shards and their folder.
     detached(&mut agent).await;
     let folder = cluster.data.path().join("agents/holmes/idle");
-    assert!(folder.join("holmes.json").is_file(), "kept while asleep");
+    assert!(folder.join("holmes.redb").is_file(), "kept while asleep");
     world
         .delete_world(dramatis_proto::v1::DeleteWorldRequest {
             world_id: "idle".into(),

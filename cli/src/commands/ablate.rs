@@ -132,7 +132,7 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         let stack = LocalStack::start(
             model,
             None,
-            true,
+            crate::spawn::Layout::PerWorld,
             None,
             folder_of(&scenario_path)
                 .into_iter()

@@ -72,7 +72,7 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
     let stack = LocalStack::start(
         model,
         None,
-        true,
+        crate::spawn::Layout::PerWorld,
         None,
         folder_of(&scenario_path),
         Shutdown::new(),
@@ -237,7 +237,7 @@ async fn setup(
     let stack = LocalStack::start(
         turns,
         None,
-        true,
+        crate::spawn::Layout::PerWorld,
         None,
         folder_of(scenario_path),
         Shutdown::new(),

@@ -4,6 +4,7 @@ mod ablate;
 mod advance;
 mod ask;
 pub(crate) mod bench;
+pub(crate) mod bench_cast;
 mod bench_embed;
 mod bench_ingest;
 mod bench_retrieval;
@@ -67,5 +68,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
             bench_retrieval::bench_retrieval(&output)
         }
         Command::Bench(BenchCommand::Story(args)) => bench_story::bench_story(&args).await,
+        Command::Bench(BenchCommand::Cast(args)) => bench_cast::bench_cast(*args).await,
     }
 }

@@ -24,9 +24,8 @@ pub struct RunArgs {
     pub scenario: String,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Host every character in one agent process instead of one process each.
-    #[arg(long)]
-    pub shared_agent: bool,
+    #[command(flatten)]
+    pub layout: crate::args::LayoutArgs,
     /// Where the event log and process logs go (default: a temporary directory).
     #[arg(long, env = "DRAMATIS_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -59,7 +58,7 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     let stack = LocalStack::start(
         args.model.clone(),
         args.data_dir.clone(),
-        args.shared_agent,
+        args.layout.layout(),
         args.scenarios_dir.clone(),
         file.as_deref().map(folder_of).unwrap_or_default(),
         shutdown.clone(),

@@ -30,9 +30,8 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub agent_endpoints: Vec<String>,
-    /// When starting agents: one process per world instead of one per character.
-    #[arg(long)]
-    pub shared_agent: bool,
+    #[command(flatten)]
+    pub layout: crate::args::LayoutArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Where the event log (and process logs) live.
@@ -207,9 +206,13 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             }
             _llm = Some(spawned);
         }
-        let spawned =
-            SpawnedAgents::open(args.model.clone(), logs, &args.data_dir, args.shared_agent)
-                .await?;
+        let spawned = SpawnedAgents::open(
+            args.model.clone(),
+            logs,
+            &args.data_dir,
+            args.layout.layout(),
+        )
+        .await?;
         agent_tls = Some(spawned.agent_tls());
         Arc::new(spawned)
     } else {

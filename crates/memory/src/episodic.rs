@@ -30,15 +30,25 @@ impl EpisodicLayer {
     }
 
     /// Replaces the memory with the same id (a rewrite of the same scene); adds it when
-    /// there is none.
-    pub fn upsert(&mut self, memory: EpisodicMemory, vector: &[f32]) {
+    /// there is none. Returns its position.
+    pub fn upsert(&mut self, memory: EpisodicMemory, vector: &[f32]) -> usize {
         let id = memory.id.clone();
-        if !self
-            .memories
-            .replace(|m| m.id == id, memory.clone(), vector)
-        {
-            self.memories.push(memory, vector);
+        match self.memories.position(|m| m.id == id) {
+            Some(position) => {
+                self.memories.replace(|m| m.id == id, memory, vector);
+                position
+            }
+            None => {
+                self.memories.push(memory, vector);
+                self.memories.items().len() - 1
+            }
         }
+    }
+
+    /// The stored embedding of the memory at `position`.
+    #[must_use]
+    pub fn vector_at(&self, position: usize) -> Option<&[f32]> {
+        self.memories.vector_at(position)
     }
 
     /// The stored embedding of the memory `id`.

@@ -252,6 +252,17 @@ impl<T> Indexed<T> {
         true
     }
 
+    /// The position of the first item `matches` accepts.
+    pub fn position(&self, matches: impl Fn(&T) -> bool) -> Option<usize> {
+        self.items.iter().position(matches)
+    }
+
+    /// The vector of the item at `position`.
+    #[must_use]
+    pub fn vector_at(&self, position: usize) -> Option<&[f32]> {
+        self.index.vector(position)
+    }
+
     /// The vector of the first item `matches` accepts.
     pub fn vector_of(&self, matches: impl Fn(&T) -> bool) -> Option<&[f32]> {
         let position = self.items.iter().position(matches)?;

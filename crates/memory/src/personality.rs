@@ -49,6 +49,12 @@ impl PersonalityLayer {
         self.patterns.items()
     }
 
+    /// The stored embedding of the pattern at `position`.
+    #[must_use]
+    pub fn pattern_vector_at(&self, position: usize) -> Option<&[f32]> {
+        self.patterns.vector_at(position)
+    }
+
     #[must_use]
     pub fn transitions(&self) -> &[EmotionTransition] {
         &self.transitions

@@ -51,6 +51,12 @@ impl SemanticLayer {
         self.facts.items()
     }
 
+    /// The stored embedding of the fact at `position`.
+    #[must_use]
+    pub fn vector_at(&self, position: usize) -> Option<&[f32]> {
+        self.facts.vector_at(position)
+    }
+
     /// `Vis-Retrieve(P, F_c)`: for each probe the `k` nearest facts visible to
     /// `character`, merged by best score (a fact found by several probes counts once).
     #[must_use]

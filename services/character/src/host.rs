@@ -1,7 +1,7 @@
 //! The characters hosted by one agent process and what they do: attach, perceive, act,
 //! answer. Each character's shard sits behind its own lock; nothing crosses shards.
-//! Shards are saved to the agent's data directory (when it has one) after every change
-//! and read back when the character is attached again.
+//! Shards are saved to the agent's data directory (when it has one), one store file per
+//! character, after every change, and read back when the character is attached again.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use crate::boundary::GuardMode;
 use crate::mind::AgentMind;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
-use crate::shard::{AuditEntry, Shard, ShardFiles, audit_path};
+use crate::shard::{AuditEntry, Shard, ShardStore, store_path};
 use dramatis_runtime::now_ms;
 
 /// How a scene's episodic memory is written.
@@ -44,6 +44,8 @@ pub struct AgentOptions {
     pub memory_writes: MemoryWrites,
     /// Where shards are saved; in memory only when `None`.
     pub data_dir: Option<PathBuf>,
+    /// Audited prompts each character's store keeps, newest first (all when `None`).
+    pub audit_keep: Option<u64>,
     /// Tokens a turn may generate.
     pub act_max_tokens: u32,
     pub answer_max_tokens: u32,
@@ -71,6 +73,7 @@ impl AgentOptions {
             recall: RecallSettings::default(),
             memory_writes: MemoryWrites::Digest,
             data_dir: None,
+            audit_keep: None,
             act_max_tokens: 160,
             answer_max_tokens: 80,
             temperature: 0.7,
@@ -147,7 +150,8 @@ impl CharacterAgents {
             })
     }
 
-    /// Where the shard of `character` in `world` is saved.
+    /// Where the shard of `character` in `world` was saved as JSON by earlier builds
+    /// (its store is beside it: [`store_path`]).
     #[must_use]
     pub fn shard_path(&self, world: &str, character: &str) -> Option<PathBuf> {
         self.options.data_dir.as_ref().map(|dir| {
@@ -185,21 +189,15 @@ impl CharacterAgents {
             let items = existing.lock().await.memory().len();
             return Ok((dramatis_runtime::saturating_u32(items), true));
         }
-        let saved = self.shard_path(world, character).filter(|p| p.is_file());
-        let (mut shard, resumed) = match &saved {
-            Some(path) => (Shard::load(profile, path)?, true),
+        let (mut shard, resumed) = match self.shard_path(world, character) {
+            Some(json) => self.open_saved(profile, json).await?,
             None => (
                 Shard::new(profile, self.options.embedder.as_ref()).await?,
                 false,
             ),
         };
         shard.use_modules(modules);
-        if let Some(path) = saved.or_else(|| self.shard_path(world, character)) {
-            shard.keep_files(ShardFiles::start(path));
-        }
-        if !resumed {
-            shard.save()?.wait().await?;
-        }
+        shard.save()?.wait().await?;
         let items = shard.memory().len();
         // A concurrent attach of the same character may have won; keep the first.
         self.shards
@@ -215,7 +213,47 @@ impl CharacterAgents {
         Ok((dramatis_runtime::saturating_u32(items), resumed))
     }
 
-    /// Drops the character's shard, and its file.
+    /// The character's shard from its store; or from the JSON file an earlier build
+    /// saved (`json`), moved into a new store and removed; or new. Returns it (saving
+    /// to its store) and whether it was resumed.
+    async fn open_saved(
+        &self,
+        profile: CharacterProfile,
+        json: PathBuf,
+    ) -> Result<(Shard, bool), AgentError> {
+        let path = store_path(&json);
+        let (db, stored, profile) = {
+            let path = path.clone();
+            let failed = format!("{}: the read task failed", path.display());
+            tokio::task::spawn_blocking(move || {
+                let db = crate::shard::open_store(&path)?;
+                let stored = crate::shard::read_store(db.as_ref(), &path)?;
+                Ok::<_, AgentError>((db, stored, profile))
+            })
+            .await
+            .map_err(|e| AgentError::Storage(format!("{failed}: {e}")))??
+        };
+        let store = ShardStore::start(db, path.clone(), self.options.audit_keep);
+        let (mut shard, resumed, migrated) =
+            match Shard::from_store(profile.clone(), &stored, &path)? {
+                Some(shard) => (shard, true, json.is_file()),
+                None if json.is_file() => (Shard::load_json(profile, &json)?, true, true),
+                None => (
+                    Shard::new(profile, self.options.embedder.as_ref()).await?,
+                    false,
+                    false,
+                ),
+            };
+        shard.keep_store(store);
+        if migrated {
+            // Into the store first; the old files go only once it is committed.
+            shard.save()?.wait().await?;
+            Shard::remove_json(&json);
+            tracing::info!(from = %json.display(), to = %path.display(), "moved a JSON shard into its store");
+        }
+        Ok((shard, resumed))
+    }
+
     /// Unloads a character; deletes its saved shard (and the world's folder, once
     /// empty) unless `keep_shard`.
     pub fn detach(&self, world: &str, character: &str, keep_shard: bool) -> Result<(), AgentError> {
@@ -225,16 +263,16 @@ impl CharacterAgents {
                 world: world.to_owned(),
                 character: character.to_owned(),
             })?;
-        if let Some(path) = self.shard_path(world, character).filter(|_| !keep_shard) {
-            for file in [audit_path(&path), path.clone()] {
-                if let Err(e) = std::fs::remove_file(&file)
-                    && e.kind() != std::io::ErrorKind::NotFound
-                {
-                    tracing::warn!(path = %file.display(), error = %e, "cannot remove shard file");
-                }
+        if let Some(json) = self.shard_path(world, character).filter(|_| !keep_shard) {
+            Shard::remove_json(&json);
+            let path = store_path(&json);
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove shard file");
             }
             // The world's folder goes with its last shard (fails harmlessly otherwise).
-            if let Some(folder) = path.parent() {
+            if let Some(folder) = json.parent() {
                 let _ = std::fs::remove_dir(folder);
             }
         }
@@ -246,9 +284,19 @@ impl CharacterAgents {
         self.shard(world, character).map(|_| ())
     }
 
-    /// The shard's contents and prompt record.
+    /// A copy of the shard, with its whole prompt audit (read from its store).
     pub async fn snapshot(&self, world: &str, character: &str) -> Result<Shard, AgentError> {
-        Ok(self.shard(world, character)?.lock().await.clone())
+        let shard = self.shard(world, character)?;
+        let shard = shard.lock().await;
+        // The read is queued behind every save submitted so far, under the lock: it
+        // sees every saved prompt, and the copy holds those not yet saved.
+        let saved = shard.store().map(ShardStore::audit);
+        let copy = shard.clone();
+        drop(shard);
+        match saved {
+            Some(read) => Ok(copy.with_saved_audit(read.await?)),
+            None => Ok(copy),
+        }
     }
 
     /// The modules' mind for one operation: the agent's embedder, and the character

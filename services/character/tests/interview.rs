@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use dramatis_character::shard::{Stored, read_store_file};
 use dramatis_character::{AgentOptions, CharacterAgents, MemoryWrites};
 use dramatis_embed::FakeEmbedder;
 use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
@@ -166,15 +167,18 @@ async fn memory_state(agents: &CharacterAgents) -> String {
     format!("{state}\n{:?}", shard.memory())
 }
 
-fn audit_purposes(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .expect("audit file")
-        .lines()
-        .map(|l| {
-            let entry: serde_json::Value = serde_json::from_str(l).expect("JSON line");
-            entry["purpose"].as_str().unwrap_or_default().to_owned()
-        })
-        .collect()
+/// What the character's store file holds, and the purposes of its audited prompts:
+/// the character is detached (keeping its shard) to close the file, read, and attached
+/// again.
+async fn on_disk(agents: &CharacterAgents, data_dir: &Path) -> (Stored, Vec<String>) {
+    agents.detach("w", "holmes", true).expect("detached");
+    let path = data_dir.join("w").join("holmes.redb");
+    let (stored, audit) = read_store_file(&path).expect("the store reads");
+    agents
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attached again");
+    (stored, audit.into_iter().map(|e| e.purpose).collect())
 }
 
 const QUESTIONS: [&str; 3] = [
@@ -189,11 +193,10 @@ async fn an_interview_changes_no_layer_no_module_and_no_file() {
     let model = model();
     let agents = attached(&model, dir.path()).await;
     lived_through(&agents).await;
-    let file = dir.path().join("w").join("holmes.json");
-    let audit_file = dir.path().join("w").join("holmes.audit.jsonl");
-    let bytes = std::fs::read(&file).expect("shard file");
+    let (stored, purposes) = on_disk(&agents, dir.path()).await;
     let state = memory_state(&agents).await;
-    let audited = audit_purposes(&audit_file).len();
+    let audited = purposes.len();
+    assert!(audited > 0 && !stored.perceived.is_empty());
 
     for question in QUESTIONS {
         agents
@@ -206,13 +209,29 @@ async fn an_interview_changes_no_layer_no_module_and_no_file() {
             .expect("recall view");
     }
 
-    assert!(
-        std::fs::read(&file).expect("shard file") == bytes,
-        "the shard file was rewritten with other bytes"
-    );
     assert_eq!(memory_state(&agents).await, state, "memory changed");
-    // The audit is the one record that grows: every prompt the asks sent, in the file.
-    let purposes = audit_purposes(&audit_file);
+    let (stored_after, purposes) = on_disk(&agents, dir.path()).await;
+    assert_eq!(
+        (
+            &stored_after.state,
+            &stored_after.perceived,
+            &stored_after.transitions
+        ),
+        (&stored.state, &stored.perceived, &stored.transitions),
+        "the store holds another state or other perceived events"
+    );
+    assert!(
+        stored_after.episodic == stored.episodic
+            && stored_after.semantic == stored.semantic
+            && stored_after.patterns == stored.patterns,
+        "the store holds other layers"
+    );
+    assert_eq!(
+        stored_after.modules.as_deref().map(String::from_utf8_lossy),
+        stored.modules.as_deref().map(String::from_utf8_lossy),
+        "the store holds other modules"
+    );
+    // The audit is the one record that grows: every prompt the asks sent, in the store.
     let new = &purposes[audited..];
     assert_eq!(
         new.iter().filter(|p| *p == "answer").count(),

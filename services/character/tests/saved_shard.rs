@@ -1,12 +1,18 @@
-//! A shard file written by an earlier build still loads: `fixtures/watson-shard-format1.json`
-//! was saved by the agent before the restructure of the character crate (Watson after
-//! the first scene of *A Study in Scarlet* on the scripted model, every memory module on,
-//! the fake embedder at 8 dimensions, one interview). Attached from disk, the agent must
-//! show the same memory items, perceived lines and prompt audit the file holds, and go
-//! on from there.
+//! Shards written by earlier builds still load, and move into the store:
+//! - `fixtures/watson-shard-format1.json` was saved by the agent before the restructure
+//!   of the character crate (Watson after the first scene of *A Study in Scarlet* on the
+//!   scripted model, every memory module on, the fake embedder at 8 dimensions, one
+//!   interview), its prompt audit inside the JSON;
+//! - `fixtures/json-store/fixture/` is the same shard as the build before the store
+//!   kept it: the state as JSON, the audit in a JSON-lines file beside it.
+//!
+//! Attached from disk, the agent must show the same memory items, perceived lines and
+//! prompt audit the files hold, keep them in `watson.redb` with the old files removed,
+//! and go on from there.
 
 use std::sync::Arc;
 
+use dramatis_character::shard::read_store_file;
 use dramatis_character::{AgentOptions, CharacterAgents};
 use dramatis_embed::FakeEmbedder;
 use dramatis_llm::{RoleModels, ScriptedModel};
@@ -21,9 +27,39 @@ use serde_json::Value;
 
 const WORLD: &str = "fixture";
 
-fn fixture() -> (Value, &'static str) {
+/// A JSON shard: its files (name, contents) and its whole audit.
+struct OldShard {
+    files: Vec<(&'static str, &'static str)>,
+    saved: Value,
+    audit: Vec<Value>,
+}
+
+/// The first layout: the audit inside the JSON.
+fn format1() -> OldShard {
     let text = include_str!("fixtures/watson-shard-format1.json");
-    (serde_json::from_str(text).expect("fixture is JSON"), text)
+    let saved: Value = serde_json::from_str(text).expect("fixture is JSON");
+    let audit = saved["audit"].as_array().expect("audit").clone();
+    OldShard {
+        files: vec![("watson.json", text)],
+        saved,
+        audit,
+    }
+}
+
+/// The second layout: the state as JSON, the audit as JSON lines beside it.
+fn json_and_audit_file() -> OldShard {
+    let text = include_str!("fixtures/json-store/fixture/watson.json");
+    let lines = include_str!("fixtures/json-store/fixture/watson.audit.jsonl");
+    let saved: Value = serde_json::from_str(text).expect("fixture is JSON");
+    assert!(saved.get("audit").is_none(), "the audit is beside the JSON");
+    OldShard {
+        files: vec![("watson.json", text), ("watson.audit.jsonl", lines)],
+        saved,
+        audit: lines
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect(),
+    }
 }
 
 async fn agent_on(
@@ -71,12 +107,28 @@ fn ids(value: &Value) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn a_shard_saved_by_the_earlier_build_loads_whole_and_goes_on() {
-    let (saved, text) = fixture();
+async fn a_shard_with_its_audit_inside_its_json_moves_into_the_store_and_goes_on() {
+    loads_whole_and_goes_on(format1()).await;
+}
+
+#[tokio::test]
+async fn a_shard_with_its_audit_beside_its_json_moves_into_the_store_and_goes_on() {
+    loads_whole_and_goes_on(json_and_audit_file()).await;
+}
+
+async fn loads_whole_and_goes_on(old: OldShard) {
+    let OldShard {
+        files,
+        saved,
+        audit,
+    } = old;
+    let audit = &audit;
     let data = tempfile::tempdir().expect("tempdir");
-    let file = data.path().join(WORLD).join("watson.json");
-    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-    std::fs::write(&file, text).expect("fixture copied");
+    let folder = data.path().join(WORLD);
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    for (name, text) in &files {
+        std::fs::write(folder.join(name), text).expect("fixture copied");
+    }
     let shutdown = Shutdown::new();
     let mut agent = agent_on(data.path(), &shutdown).await;
 
@@ -148,7 +200,7 @@ async fn a_shard_saved_by_the_earlier_build_loads_whole_and_goes_on() {
         );
     }
     // The prompt audit, in order, word for word.
-    let audit = saved["audit"].as_array().expect("audit");
+    assert!(!audit.is_empty());
     assert_eq!(snapshot.prompts.len(), audit.len());
     for (got, want) in snapshot.prompts.iter().zip(audit) {
         assert_eq!(Some(got.purpose.as_str()), want["purpose"].as_str());
@@ -211,25 +263,18 @@ async fn a_shard_saved_by_the_earlier_build_loads_whole_and_goes_on() {
     );
     again.trigger();
 
-    // On disk, the audit left the shard's JSON for the append-only file beside it: the
-    // old prompts first, in order, then the new turn's.
-    let rewritten: Value =
-        serde_json::from_slice(&std::fs::read(&file).expect("shard file")).expect("JSON");
-    assert!(
-        rewritten.get("audit").is_none(),
-        "the shard JSON keeps no audit"
-    );
-    assert_eq!(rewritten["last_seq"], saved["last_seq"]);
-    let lines: Vec<Value> =
-        std::fs::read_to_string(data.path().join(WORLD).join("watson.audit.jsonl"))
-            .expect("audit file")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-            .collect();
-    assert_eq!(lines.len(), audit.len() + 1);
-    for (line, want) in lines.iter().zip(audit) {
-        assert_eq!(line["prompt"], want["prompt"]);
-        assert_eq!(line["purpose"], want["purpose"]);
+    // On disk: the old files are gone, and the store holds the old prompts first, in
+    // order, then the new turn's.
+    for (name, _) in &files {
+        assert!(!folder.join(name).exists(), "{name} was removed");
     }
-    assert_eq!(lines[audit.len()]["purpose"], "act");
+    let store = folder.join("watson.redb");
+    let (stored, prompts) = read_store_file(&store).expect("the store reads");
+    assert_eq!(prompts.len(), audit.len() + 1);
+    for (entry, want) in prompts.iter().zip(audit) {
+        assert_eq!(Some(entry.prompt.as_str()), want["prompt"].as_str());
+        assert_eq!(Some(entry.purpose.as_str()), want["purpose"].as_str());
+    }
+    assert_eq!(prompts[audit.len()].purpose, "act");
+    assert!(stored.perceived.len() >= lines.len());
 }

@@ -4,7 +4,6 @@
 //! are refused, and the only other input is the character's own profile.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use dramatis_embed::Embedder;
 use dramatis_memory::modules::{ModuleSet, Modules};
@@ -17,16 +16,19 @@ use serde::{Deserialize, Serialize};
 use crate::AgentError;
 use crate::reverie::emotion::Mood;
 
-mod file;
+mod legacy;
 mod perceived;
+mod persist;
 mod scenes;
 mod scratch;
+mod store;
 mod wire;
-pub use file::{PendingSave, ShardFiles, audit_path};
 pub use perceived::{Perceived, PerceivedKind};
+pub use store::{PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
+pub(crate) use store::{open as open_store, read_all as read_store};
 pub use wire::module_of;
 
-/// Format of a saved shard file.
+/// Format of a shard saved as one JSON file (earlier builds; read to migrate).
 const FORMAT: u32 = 1;
 
 /// Audit layer names.
@@ -113,8 +115,9 @@ struct State {
     pending: Option<Annotation>,
     mood: Mood,
     last_seq: u64,
-    /// Read from shard files of the first format, which kept the audit inside; saved
-    /// to the audit file beside the shard since.
+    /// Prompts audited and not yet saved (with no store: every prompt). Read from
+    /// JSON shards of the first layout, which kept the audit inside; never written as
+    /// part of the state.
     #[serde(default, skip_serializing)]
     audit: Vec<AuditEntry>,
     /// Display names of the people the character has seen speak or be spoken to.
@@ -137,9 +140,9 @@ pub struct Shard {
     pub profile: CharacterProfile,
     state: State,
     /// Where the shard is saved (none: the agent keeps no files).
-    files: Option<ShardFiles>,
-    /// Audit entries already in the audit file.
-    audit_written: usize,
+    store: Option<ShardStore>,
+    /// What the store already holds.
+    saved: persist::Saved,
 }
 
 impl Shard {
@@ -212,8 +215,8 @@ impl Shard {
                 module_set: ModuleSet::default(),
                 modules: Modules::default(),
             },
-            files: None,
-            audit_written: 0,
+            store: None,
+            saved: persist::Saved::default(),
         })
     }
 
@@ -250,67 +253,6 @@ impl Shard {
 
     pub fn modules_mut(&mut self) -> &mut Modules {
         &mut self.state.modules
-    }
-
-    /// Reads a shard saved by [`Shard::save`] for this profile's character.
-    pub fn load(profile: CharacterProfile, path: &Path) -> Result<Self, AgentError> {
-        let mut state: State = dramatis_memory::load_json(path)?;
-        state.memory.validate(path)?;
-        if state.format != FORMAT {
-            return Err(AgentError::Storage(format!(
-                "{}: shard format {}, this build reads {FORMAT}",
-                path.display(),
-                state.format
-            )));
-        }
-        if state.memory.character != profile.id {
-            return Err(AgentError::Storage(format!(
-                "{}: holds the shard of {:?}, not {:?}",
-                path.display(),
-                state.memory.character,
-                profile.id
-            )));
-        }
-        let in_file = file::read_audit(&file::audit_path(path))?;
-        if state.audit.is_empty() {
-            state.audit = in_file;
-        } else {
-            // A shard of the first format: its audit moves to the audit file (unless a
-            // move cut short already put it there), then the JSON is saved without it.
-            if !in_file.starts_with(&state.audit) {
-                state.audit.extend(in_file);
-                file::write_audit(&file::audit_path(path), &state.audit)?;
-            } else {
-                state.audit = in_file;
-            }
-            dramatis_memory::save_json(path, &state)?;
-        }
-        let audit_written = state.audit.len();
-        Ok(Self {
-            profile,
-            state,
-            files: None,
-            audit_written,
-        })
-    }
-
-    /// Saves the shard to `files` from now on.
-    pub fn keep_files(&mut self, files: ShardFiles) {
-        self.files = Some(files);
-    }
-
-    /// Queues a save of the shard: its state, and the prompts audited since the last
-    /// save appended to the audit file. Only serialising happens here (under the
-    /// shard's lock); wait for the returned save once the lock is released.
-    pub fn save(&mut self) -> Result<PendingSave, AgentError> {
-        let Some(files) = &self.files else {
-            return Ok(PendingSave::none());
-        };
-        let state = serde_json::to_vec(&self.state)
-            .map_err(|e| AgentError::Storage(format!("{}: {e}", files.path().display())))?;
-        let audit = file::audit_lines(&self.state.audit[self.audit_written..])?;
-        self.audit_written = self.state.audit.len();
-        Ok(files.submit(Some(state), audit))
     }
 
     #[must_use]

@@ -99,7 +99,8 @@ impl Shard {
     pub fn commit_rewrite(&mut self, rewritten: Rewritten) {
         let layers = &mut self.state.memory;
         if let Some((episode, vector)) = rewritten.episode {
-            layers.episodic.upsert(episode, &vector);
+            let position = layers.episodic.upsert(episode, &vector);
+            self.saved.rewritten(position);
         }
         for (fact, vector) in rewritten.facts {
             layers.semantic.add(fact, &vector);

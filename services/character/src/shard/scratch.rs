@@ -3,7 +3,7 @@
 //! empty audit. Whatever the read path and the modules' `ground` change on the way
 //! (BOOKMARKS' proposals and pool, MOOM's reinforcement, DualMem's refreshed insights,
 //! counters) is dropped with the copy. Only the prompts it audited come back to the real
-//! shard, appended to the audit file without rewriting the state file.
+//! shard, and a save then writes only them.
 //!
 //! Running the read on a copy, rather than giving every read hook a `&Shard`, keeps the
 //! guarantee whole for any future step that writes while reading: the copy is the only
@@ -41,25 +41,16 @@ impl Shard {
         Self {
             profile: self.profile.clone(),
             state: self.state.without_audit(),
-            files: None,
-            audit_written: 0,
+            store: None,
+            saved: persist::Saved::default(),
         }
     }
 
     /// Takes the prompts `scratch` audited into this shard's audit and queues their
-    /// append to the audit file; nothing else of the copy is kept and the state file is
-    /// not rewritten. Wait for the returned save once the lock is released.
+    /// save; nothing else of the copy is kept. Wait for the returned save once the lock
+    /// is released.
     pub fn keep_audit_of(&mut self, scratch: Self) -> Result<PendingSave, AgentError> {
         self.state.audit.extend(scratch.state.audit);
-        let Some(files) = &self.files else {
-            return Ok(PendingSave::none());
-        };
-        let new = &self.state.audit[self.audit_written..];
-        if new.is_empty() {
-            return Ok(PendingSave::none());
-        }
-        let audit = file::audit_lines(new)?;
-        self.audit_written = self.state.audit.len();
-        Ok(files.submit(None, audit))
+        self.save()
     }
 }

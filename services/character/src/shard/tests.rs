@@ -139,8 +139,128 @@ async fn a_file_holding_an_earlier_builds_rewrite_queue_still_loads() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("watson.json");
     std::fs::write(&path, saved.to_string()).expect("written");
-    let loaded = Shard::load(shard.profile.clone(), &path).expect("loads");
+    let loaded = Shard::load_json(shard.profile.clone(), &path).expect("loads");
     assert_eq!(loaded.state, shard.state);
     let again = serde_json::to_value(&loaded.state).expect("JSON");
     assert!(again.get("rewrites").is_none(), "{again}");
+}
+
+/// Saves `shard` to a new store at `path` and returns it with the store kept.
+async fn stored(mut shard: Shard, path: &std::path::Path) -> Shard {
+    let db = store::open(path).expect("store");
+    shard.keep_store(ShardStore::start(db, path.to_path_buf(), None));
+    shard.save().expect("delta").wait().await.expect("saved");
+    shard
+}
+
+/// The shard the store at `path` holds, once the writer has let the file go.
+async fn reopened(profile: CharacterProfile, path: &std::path::Path) -> Shard {
+    let db = store::open(path).expect("open again");
+    let all = store::read_all(db.as_ref(), path).expect("read");
+    Shard::from_store(profile, &all, path)
+        .expect("decodes")
+        .expect("holds a shard")
+}
+
+#[tokio::test]
+async fn a_store_gives_back_the_same_shard_after_appends_and_a_rewrite_in_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("w").join("watson.redb");
+    let mut shard = stored(shard().await, &path).await;
+    let (_, ended) = shard
+        .perceive(&[
+            speech(1, "holmes", &["holmes", "watson"], ""),
+            event(2, EventKind::SceneEnd, "", &["holmes", "watson"], ""),
+        ])
+        .expect("accepted");
+    let embedder = FakeEmbedder::new(16);
+    let author = crate::reverie::writer::Author {
+        id: "watson",
+        name: "John Watson",
+    };
+    let written = crate::reverie::writer::write_scene(author, &ended[0], &embedder)
+        .await
+        .expect("written");
+    let episode_id = written.episode.0.id.clone();
+    shard.commit(written);
+    shard.record_prompt(AuditEntry {
+        purpose: "act".into(),
+        prompt: "p1".into(),
+        items: Vec::new(),
+        timestamp_ms: 1,
+        flagged: Vec::new(),
+    });
+    shard.save().expect("delta").wait().await.expect("saved");
+    // A model rewrite replaces the saved episode in place; the next save writes that
+    // row again and nothing it already holds.
+    shard.commit_rewrite(Rewritten {
+        episode: Some((
+            EpisodicMemory {
+                id: episode_id.clone(),
+                scene_id: "s1".into(),
+                text: "rewritten".into(),
+            },
+            vec![0.5; 16],
+        )),
+        ..Rewritten::default()
+    });
+    let delta = shard.delta().expect("delta");
+    assert_eq!(delta.episodic.len(), 1, "only the rewritten row");
+    assert!(delta.perceived.is_empty() && delta.semantic.is_empty() && delta.audit.is_empty());
+    assert!(delta.state.is_none(), "the small state did not change");
+    shard
+        .store
+        .as_ref()
+        .expect("store")
+        .submit(delta)
+        .wait()
+        .await
+        .expect("saved");
+    let expected = shard.state.clone();
+    let audit = shard.store().expect("store").audit().await.expect("audit");
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].prompt, "p1");
+    let profile = shard.profile.clone();
+    drop(shard);
+    let back = reopened(profile, &path).await;
+    assert_eq!(back.state, expected);
+    assert_eq!(
+        back.layers()
+            .episodic
+            .items()
+            .last()
+            .map(|m| m.text.as_str()),
+        Some("rewritten")
+    );
+    assert_eq!(
+        back.layers().episodic.vector_of(&episode_id),
+        Some(&[0.5; 16][..])
+    );
+}
+
+#[tokio::test]
+async fn a_save_writes_only_what_is_new_however_long_the_story() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("watson.redb");
+    let mut shard = stored(shard().await, &path).await;
+    for seq in 1..=200 {
+        shard
+            .perceive(&[speech(seq, "holmes", &["holmes", "watson"], "")])
+            .expect("accepted");
+        let delta = shard.delta().expect("delta");
+        assert_eq!(delta.perceived.len(), 1, "line {seq}");
+        assert_eq!(delta.perceived[0].0, seq - 1);
+        shard
+            .store
+            .as_ref()
+            .expect("store")
+            .submit(delta)
+            .wait()
+            .await
+            .expect("saved");
+    }
+    let profile = shard.profile.clone();
+    let expected = shard.state.clone();
+    drop(shard);
+    assert_eq!(reopened(profile, &path).await.state, expected);
 }

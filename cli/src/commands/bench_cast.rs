@@ -1,0 +1,264 @@
+//! `dramatis bench cast`: open stories of growing casts on real agent processes, in each
+//! layout: how long the world takes to start, lines per second, and what the agent
+//! processes hold in memory per character, while the story runs and once it is idle.
+
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context as _, anyhow};
+use dramatis_eval::bench::story_spec;
+use dramatis_proto::v1::{
+    AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, advance_request, create_world_request,
+};
+use dramatis_runtime::Shutdown;
+use dramatis_runtime::client::{ClientOptions, describe, world_client};
+use dramatis_runtime::memory_use::{peak_rss_mb_of, rss_mb};
+use dramatis_world::scenario::ScenarioCatalog;
+use serde::Serialize;
+
+use super::bench::{JsonArg, print_json};
+use crate::args::{LayoutArg, LayoutArgs, ModelArgs};
+use crate::spawn::Layout;
+use crate::stack::LocalStack;
+
+#[derive(Debug, Args)]
+pub struct CastBenchArgs {
+    /// Cast sizes to run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10,100,1000")]
+    pub characters: Vec<usize>,
+    /// Layouts to run each size in, comma-separated (`pool`, `world`, `character`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "pool,world,character"
+    )]
+    pub layouts: Vec<LayoutArg>,
+    /// Processes in the pool (default: one per CPU core).
+    #[arg(long, value_name = "N")]
+    pub agent_pool: Option<u32>,
+    /// Rounds each story runs.
+    #[arg(long, default_value_t = 1)]
+    pub rounds: u32,
+    /// The open story to grow (a shipped sandbox's name).
+    #[arg(long, default_value = "lamplighters-ledger")]
+    pub sandbox: String,
+    /// Directory of shipped scenarios.
+    #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+    /// A run is skipped when its agents would need more than this share of the memory
+    /// available now (judged from the smaller runs of the same layout).
+    #[arg(long, default_value_t = 0.6)]
+    pub memory_share: f64,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub output: JsonArg,
+}
+
+/// One story in one layout.
+#[derive(Debug, Clone, Serialize)]
+struct Run {
+    layout: String,
+    characters: usize,
+    /// CreateWorld: every character attached (agent processes started as needed).
+    startup_s: f64,
+    lines: usize,
+    lines_per_s: f64,
+    processes: usize,
+    /// The agent processes' peak resident memory, summed.
+    peak_rss_mb: f64,
+    peak_rss_mb_per_character: f64,
+    /// Their resident memory once the story has ended (every character still attached,
+    /// idle).
+    idle_rss_mb_per_character: f64,
+    /// Why the run was skipped, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<String>,
+}
+
+fn layout_name(layout: LayoutArg) -> &'static str {
+    match layout {
+        LayoutArg::Pool => "pool",
+        LayoutArg::World => "world",
+        LayoutArg::Character => "character",
+    }
+}
+
+/// Memory available now, in MB (`MemAvailable`).
+fn available_mb() -> f64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(f64::INFINITY, |kb| kb / 1024.0)
+}
+
+pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
+    if args.model.scripted.is_none() && args.model.endpoint.llm_endpoint.is_none() {
+        args.model.scripted = Some("builtin".to_owned());
+    }
+    let scenarios_dir = args
+        .scenarios_dir
+        .clone()
+        .unwrap_or_else(dramatis_runtime::models::scenarios_dir);
+    let base = ScenarioCatalog::new(scenarios_dir.clone())
+        .load(&args.sandbox)
+        .with_context(|| format!("no shipped sandbox named {:?}", args.sandbox))??;
+    let mut sizes = args.characters.clone();
+    sizes.sort_unstable();
+    let mut runs: Vec<Run> = Vec::new();
+    for &layout in &args.layouts {
+        // MB per character of this layout's last run, to judge the next.
+        let mut per_character: Option<f64> = None;
+        for &characters in &sizes {
+            let need = per_character.map_or(0.0, |mb| mb * characters as f64);
+            let room = available_mb() * args.memory_share;
+            if need > room {
+                eprintln!(
+                    "{} × {characters}: skipped (about {need:.0} MB needed, {room:.0} MB allowed)",
+                    layout_name(layout)
+                );
+                runs.push(Run {
+                    layout: layout_name(layout).to_owned(),
+                    characters,
+                    startup_s: 0.0,
+                    lines: 0,
+                    lines_per_s: 0.0,
+                    processes: 0,
+                    peak_rss_mb: 0.0,
+                    peak_rss_mb_per_character: 0.0,
+                    idle_rss_mb_per_character: 0.0,
+                    skipped: Some(format!("about {need:.0} MB needed, {room:.0} MB allowed")),
+                });
+                continue;
+            }
+            let layout_args = LayoutArgs {
+                agents: layout,
+                agent_pool: args.agent_pool,
+                shared_agent: false,
+            };
+            eprintln!("{} × {characters}: running…", layout_name(layout));
+            let spec = story_spec(&base, characters, args.rounds)?;
+            let run = one(&args.model, layout_args.layout(), spec, &scenarios_dir).await?;
+            per_character = Some(run.peak_rss_mb_per_character.max(1.0));
+            runs.push(Run {
+                layout: layout_name(layout).to_owned(),
+                ..run
+            });
+        }
+    }
+    println!(
+        "{:<10} {:>6} {:>10} {:>7} {:>8} {:>6} {:>10} {:>12} {:>12}",
+        "layout",
+        "chars",
+        "startup s",
+        "lines",
+        "lines/s",
+        "procs",
+        "peak MB",
+        "peak MB/ch",
+        "idle MB/ch"
+    );
+    for run in &runs {
+        if let Some(why) = &run.skipped {
+            println!("{:<10} {:>6} skipped: {why}", run.layout, run.characters);
+            continue;
+        }
+        println!(
+            "{:<10} {:>6} {:>10.1} {:>7} {:>8.1} {:>6} {:>10.0} {:>12.2} {:>12.2}",
+            run.layout,
+            run.characters,
+            run.startup_s,
+            run.lines,
+            run.lines_per_s,
+            run.processes,
+            run.peak_rss_mb,
+            run.peak_rss_mb_per_character,
+            run.idle_rss_mb_per_character
+        );
+    }
+    let column = |f: fn(&Run) -> serde_json::Value| runs.iter().map(f).collect::<Vec<_>>();
+    print_json(
+        &args.output,
+        "cast",
+        &serde_json::json!({
+            "layout": column(|r| r.layout.clone().into()),
+            "characters": column(|r| r.characters.into()),
+            "rss_mb_per_character": column(|r| r.peak_rss_mb_per_character.into()),
+            "idle_rss_mb_per_character": column(|r| r.idle_rss_mb_per_character.into()),
+            "lines_per_s": column(|r| r.lines_per_s.into()),
+            "processes": column(|r| r.processes.into()),
+            "startup_s": column(|r| r.startup_s.into()),
+            "runs": runs,
+        }),
+    )
+}
+
+/// Plays one grown story in `layout` on a new local stack.
+async fn one(
+    model: &ModelArgs,
+    layout: Layout,
+    spec: dramatis_proto::v1::SandboxSpec,
+    scenarios_dir: &std::path::Path,
+) -> anyhow::Result<Run> {
+    let characters = spec.characters.len();
+    let stack = LocalStack::start(
+        model.clone(),
+        None,
+        layout,
+        Some(scenarios_dir.to_path_buf()),
+        Vec::new(),
+        Shutdown::new(),
+    )
+    .await?;
+    let mut client = world_client(&ClientOptions::local(&stack.server_url)).await?;
+    let started = Instant::now();
+    let world = client
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::Sandbox(spec)),
+            world_id: String::new(),
+        })
+        .await
+        .map_err(|s| anyhow!("create: {}", describe(&s)))?
+        .into_inner();
+    let startup_s = started.elapsed().as_secs_f64();
+    let playing = Instant::now();
+    let advanced = client
+        .advance(AdvanceRequest {
+            world_id: world.world_id.clone(),
+            until: Some(advance_request::Until::ScriptEnd(true)),
+        })
+        .await
+        .map_err(|s| anyhow!("advance: {}", describe(&s)))?
+        .into_inner();
+    let seconds = playing.elapsed().as_secs_f64();
+    let lines = advanced.events.iter().filter(|e| e.turn > 0).count();
+    let pids = stack.agents.pids();
+    let peak: f64 = pids.iter().map(|p| peak_rss_mb_of(*p)).sum();
+    let idle: f64 = pids.iter().map(|p| rss_mb(*p)).sum();
+    let _ = client
+        .delete_world(DeleteWorldRequest {
+            world_id: world.world_id.clone(),
+        })
+        .await;
+    stack.stop(Some(&world.world_id)).await;
+    let n = characters.max(1) as f64;
+    Ok(Run {
+        layout: String::new(),
+        characters,
+        startup_s,
+        lines,
+        lines_per_s: lines as f64 / seconds.max(1e-9),
+        processes: pids.len(),
+        peak_rss_mb: peak,
+        peak_rss_mb_per_character: peak / n,
+        idle_rss_mb_per_character: idle / n,
+        skipped: None,
+    })
+}

@@ -1,0 +1,574 @@
+//! Where a shard is kept on disk: one redb file per character
+//! (`<data>/<world>/<character>.redb`) with a table per layer, so that a save writes
+//! only what changed since the last one.
+//!
+//! | table | key | value |
+//! |---|---|---|
+//! | `core` | `"state"` | the small state as JSON (scene under way, mood, names, goal, …) |
+//! | `modules` | `"modules"` | the memory modules beside ReverieMem, as JSON (written when changed) |
+//! | `perceived` | position | one perceived event, JSON |
+//! | `episodic`, `semantic`, `patterns` | position | (item JSON, vector as little-endian f32) |
+//! | `transitions` | position | one emotion transition, JSON |
+//! | `audit` | number | one audited prompt, JSON; the oldest dropped past `audit_keep` |
+//!
+//! Saves leave the async runtime: under the shard's lock the caller only serialises
+//! what changed (a [`Delta`]) and hands it to the shard's writer task, which applies it
+//! on a blocking thread in one write transaction, in submission order, and answers each
+//! save once it is committed (durably: a commit survives `kill -9` and power loss).
+//! Saves that queue up are applied together in one transaction. A read of the audit
+//! goes through the same queue, so it sees every save submitted before it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use redb::{ConcurrencyMode, Database, ReadableDatabase, ReadableTable, TableDefinition};
+use tokio::sync::{mpsc, oneshot};
+
+use super::AuditEntry;
+use crate::AgentError;
+
+const CORE: TableDefinition<&str, &[u8]> = TableDefinition::new("core");
+const MODULES: TableDefinition<&str, &[u8]> = TableDefinition::new("modules");
+const PERCEIVED: TableDefinition<u64, &[u8]> = TableDefinition::new("perceived");
+const EPISODIC: TableDefinition<u64, (&[u8], &[u8])> = TableDefinition::new("episodic");
+const SEMANTIC: TableDefinition<u64, (&[u8], &[u8])> = TableDefinition::new("semantic");
+const PATTERNS: TableDefinition<u64, (&[u8], &[u8])> = TableDefinition::new("patterns");
+const TRANSITIONS: TableDefinition<u64, &[u8]> = TableDefinition::new("transitions");
+const AUDIT: TableDefinition<u64, &[u8]> = TableDefinition::new("audit");
+
+const STATE_KEY: &str = "state";
+const MODULES_KEY: &str = "modules";
+
+/// Page cache of one shard's database. Reads happen once, when a character is
+/// attached; writes touch a few pages. A small cache keeps an idle character cheap.
+const CACHE_BYTES: usize = 256 * 1024;
+
+/// The store file of a character whose old JSON shard was `json_path`
+/// (`watson.json` → `watson.redb`).
+#[must_use]
+pub fn store_path(json_path: &Path) -> PathBuf {
+    json_path.with_extension("redb")
+}
+
+/// An item with its vector, as stored.
+pub type Row = (Vec<u8>, Vec<u8>);
+
+/// What one save changes, serialised: rows to put, by table and key.
+#[derive(Debug, Default, Clone)]
+pub struct Delta {
+    pub state: Option<Vec<u8>>,
+    pub modules: Option<Vec<u8>>,
+    pub perceived: Vec<(u64, Vec<u8>)>,
+    pub episodic: Vec<(u64, Row)>,
+    pub semantic: Vec<(u64, Row)>,
+    pub patterns: Vec<(u64, Row)>,
+    pub transitions: Vec<(u64, Vec<u8>)>,
+    pub audit: Vec<(u64, Vec<u8>)>,
+}
+
+impl Delta {
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.state.is_none()
+            && self.modules.is_none()
+            && self.perceived.is_empty()
+            && self.episodic.is_empty()
+            && self.semantic.is_empty()
+            && self.patterns.is_empty()
+            && self.transitions.is_empty()
+            && self.audit.is_empty()
+    }
+}
+
+/// Everything a store holds but its audit, in key order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub state: Option<Vec<u8>>,
+    pub modules: Option<Vec<u8>>,
+    pub perceived: Vec<Vec<u8>>,
+    pub episodic: Vec<Row>,
+    pub semantic: Vec<Row>,
+    pub patterns: Vec<Row>,
+    pub transitions: Vec<Vec<u8>>,
+    /// The number the next audited prompt gets.
+    pub audit_next: u64,
+}
+
+/// A vector as stored: little-endian f32s.
+#[must_use]
+pub fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// A stored vector read back (a trailing partial value is ignored).
+#[must_use]
+pub fn vector_of(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn storage(path: &Path, error: &impl std::fmt::Display) -> AgentError {
+    AgentError::Storage(format!("{}: {error}", path.display()))
+}
+
+/// The stores open in this process, by path. redb locks a file for one opener, and a
+/// character detached and attached again at once (or read for inspection) finds its
+/// file still open by the writer that is finishing: it shares that handle.
+static OPEN: std::sync::LazyLock<std::sync::Mutex<HashMap<PathBuf, Weak<Database>>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Opens (creating when absent) the store at `path`, or shares the handle this process
+/// already has open. A file left by a killed process is repaired by redb on open.
+/// Blocking.
+pub fn open(path: &Path) -> Result<Arc<Database>, AgentError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| storage(dir, &e))?;
+    }
+    // The last handle's owner may be closing the file right now (its count is zero,
+    // its lock not yet released): wait for that, briefly.
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        let mut open = dramatis_runtime::lock(&OPEN);
+        open.retain(|_, db| db.strong_count() > 0);
+        if let Some(db) = open.get(path).and_then(Weak::upgrade) {
+            return Ok(db);
+        }
+        let opened = Database::builder()
+            .set_cache_size(CACHE_BYTES)
+            .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+            .create(path);
+        match opened {
+            Ok(db) => {
+                let db = Arc::new(db);
+                open.insert(path.to_path_buf(), Arc::downgrade(&db));
+                return Ok(db);
+            }
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) if waited < CLOSE_WAIT => {
+                drop(open);
+                std::thread::sleep(CLOSE_POLL);
+                waited += CLOSE_POLL;
+            }
+            Err(e) => return Err(storage(path, &e)),
+        }
+    }
+}
+
+/// How long [`open`] waits for a handle of this process to close, and how often it
+/// looks.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const CLOSE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Reads everything `db` holds. Blocking.
+pub fn read_all(db: &impl ReadableDatabase, path: &Path) -> Result<Stored, AgentError> {
+    let fail = |e: &dyn std::fmt::Display| storage(path, &e);
+    let read = db.begin_read().map_err(|e| fail(&e))?;
+    let mut out = Stored::default();
+    // A table never written is absent: it reads as empty.
+    macro_rules! table {
+        ($def:expr) => {
+            match read.open_table($def) {
+                Ok(table) => Some(table),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(fail(&e)),
+            }
+        };
+    }
+    if let Some(core) = table!(CORE) {
+        out.state = core
+            .get(STATE_KEY)
+            .map_err(|e| fail(&e))?
+            .map(|v| v.value().to_vec());
+    }
+    if let Some(modules) = table!(MODULES) {
+        out.modules = modules
+            .get(MODULES_KEY)
+            .map_err(|e| fail(&e))?
+            .map(|v| v.value().to_vec());
+    }
+    for (def, into) in [
+        (PERCEIVED, &mut out.perceived),
+        (TRANSITIONS, &mut out.transitions),
+    ] {
+        if let Some(table) = table!(def) {
+            for row in table.iter().map_err(|e| fail(&e))? {
+                let (_, value) = row.map_err(|e| fail(&e))?;
+                into.push(value.value().to_vec());
+            }
+        }
+    }
+    for (def, into) in [
+        (EPISODIC, &mut out.episodic),
+        (SEMANTIC, &mut out.semantic),
+        (PATTERNS, &mut out.patterns),
+    ] {
+        if let Some(table) = table!(def) {
+            for row in table.iter().map_err(|e| fail(&e))? {
+                let (_, value) = row.map_err(|e| fail(&e))?;
+                let (item, vector) = value.value();
+                into.push((item.to_vec(), vector.to_vec()));
+            }
+        }
+    }
+    if let Some(audit) = table!(AUDIT) {
+        out.audit_next = audit
+            .last()
+            .map_err(|e| fail(&e))?
+            .map_or(0, |(key, _)| key.value() + 1);
+    }
+    Ok(out)
+}
+
+/// Everything the store file at `path` holds, and its audit, as last committed: read
+/// through this process's handle when it has the store open, read-only otherwise (an
+/// agent process may be writing it meanwhile); a file a killed writer left is repaired
+/// first. Blocking: for inspection and tests.
+pub fn read_file(path: &Path) -> Result<(Stored, Vec<AuditEntry>), AgentError> {
+    if !path.is_file() {
+        return Err(storage(path, &"no such store"));
+    }
+    let shared = dramatis_runtime::lock(&OPEN)
+        .get(path)
+        .and_then(Weak::upgrade);
+    if let Some(db) = shared {
+        return Ok((read_all(db.as_ref(), path)?, read_audit(db.as_ref(), path)?));
+    }
+    match Database::builder()
+        .set_concurrency_mode(ConcurrencyMode::SingleWriter)
+        .open_read_only(path)
+    {
+        Ok(db) => Ok((read_all(&db, path)?, read_audit(&db, path)?)),
+        // A file its writer left without closing (a killed agent) needs a repair, which
+        // only a writer may make: open it as one when nobody else has it.
+        Err(redb::DatabaseError::RepairAborted) => {
+            let db = open(path)?;
+            Ok((read_all(db.as_ref(), path)?, read_audit(db.as_ref(), path)?))
+        }
+        Err(e) => Err(storage(path, &e)),
+    }
+}
+
+/// Every audited prompt `db` holds, oldest first. Blocking.
+fn read_audit(db: &impl ReadableDatabase, path: &Path) -> Result<Vec<AuditEntry>, AgentError> {
+    let fail = |e: &dyn std::fmt::Display| storage(path, &e);
+    let read = db.begin_read().map_err(|e| fail(&e))?;
+    let table = match read.open_table(AUDIT) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(fail(&e)),
+    };
+    let mut out = Vec::new();
+    for row in table.iter().map_err(|e| fail(&e))? {
+        let (key, value) = row.map_err(|e| fail(&e))?;
+        let entry = serde_json::from_slice(value.value())
+            .map_err(|e| fail(&format!("audit entry {}: {e}", key.value())))?;
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+/// Applies `deltas`, in order, in one durable transaction; then drops audit entries
+/// beyond the newest `audit_keep`. Blocking.
+fn apply(
+    db: &Database,
+    path: &Path,
+    deltas: &[Delta],
+    audit_keep: Option<u64>,
+) -> Result<(), AgentError> {
+    let fail = |e: &dyn std::fmt::Display| storage(path, &e);
+    let write = db.begin_write().map_err(|e| fail(&e))?;
+    {
+        let mut core = write.open_table(CORE).map_err(|e| fail(&e))?;
+        let mut modules = write.open_table(MODULES).map_err(|e| fail(&e))?;
+        let mut perceived = write.open_table(PERCEIVED).map_err(|e| fail(&e))?;
+        let mut episodic = write.open_table(EPISODIC).map_err(|e| fail(&e))?;
+        let mut semantic = write.open_table(SEMANTIC).map_err(|e| fail(&e))?;
+        let mut patterns = write.open_table(PATTERNS).map_err(|e| fail(&e))?;
+        let mut transitions = write.open_table(TRANSITIONS).map_err(|e| fail(&e))?;
+        let mut audit = write.open_table(AUDIT).map_err(|e| fail(&e))?;
+        for delta in deltas {
+            if let Some(state) = &delta.state {
+                core.insert(STATE_KEY, state.as_slice())
+                    .map_err(|e| fail(&e))?;
+            }
+            if let Some(bytes) = &delta.modules {
+                modules
+                    .insert(MODULES_KEY, bytes.as_slice())
+                    .map_err(|e| fail(&e))?;
+            }
+            for (table, rows) in [
+                (&mut perceived, &delta.perceived),
+                (&mut transitions, &delta.transitions),
+                (&mut audit, &delta.audit),
+            ] {
+                for (key, value) in rows {
+                    table.insert(*key, value.as_slice()).map_err(|e| fail(&e))?;
+                }
+            }
+            for (table, rows) in [
+                (&mut episodic, &delta.episodic),
+                (&mut semantic, &delta.semantic),
+                (&mut patterns, &delta.patterns),
+            ] {
+                for (key, (item, vector)) in rows {
+                    table
+                        .insert(*key, (item.as_slice(), vector.as_slice()))
+                        .map_err(|e| fail(&e))?;
+                }
+            }
+        }
+        if let Some(keep) = audit_keep {
+            let next = audit
+                .last()
+                .map_err(|e| fail(&e))?
+                .map_or(0, |(key, _)| key.value() + 1);
+            let cut = next.saturating_sub(keep);
+            if cut > 0 {
+                // Only the entries below the cut remain to drop: earlier saves dropped
+                // the rest, so this visits what it removes and nothing more.
+                audit.retain_in(..cut, |_, _| false).map_err(|e| fail(&e))?;
+            }
+        }
+    }
+    write.commit().map_err(|e| fail(&e))
+}
+
+enum Job {
+    Save(Delta, oneshot::Sender<Result<(), String>>),
+    ReadAudit(oneshot::Sender<Result<Vec<AuditEntry>, String>>),
+}
+
+/// The writer of one shard's store. Cheap to clone; the writer task ends (and the file
+/// is closed) when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct ShardStore {
+    path: PathBuf,
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Save(..) => "Save",
+            Self::ReadAudit(_) => "ReadAudit",
+        })
+    }
+}
+
+impl ShardStore {
+    /// Starts the writer task of the store `db` at `path` (on the current runtime),
+    /// keeping at most `audit_keep` audited prompts (all when `None`).
+    #[must_use]
+    pub fn start(db: Arc<Database>, path: PathBuf, audit_keep: Option<u64>) -> Self {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(db, path.clone(), audit_keep, queue));
+        Self { path, jobs }
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Queues a save of `delta`.
+    pub fn submit(&self, delta: Delta) -> PendingSave {
+        let (done, answer) = oneshot::channel();
+        if let Err(mpsc::error::SendError(Job::Save(_, done))) =
+            self.jobs.send(Job::Save(delta, done))
+        {
+            let _ = done.send(Err(self.stopped()));
+        }
+        PendingSave(Some(answer))
+    }
+
+    /// Every audited prompt saved so far. The read is queued at once, behind every save
+    /// already submitted; the returned future waits for its answer.
+    pub fn audit(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Vec<AuditEntry>, AgentError>> + Send + 'static
+    {
+        let (done, answer) = oneshot::channel();
+        let sent = self.jobs.send(Job::ReadAudit(done)).is_ok();
+        let stopped = self.stopped();
+        async move {
+            if !sent {
+                return Err(AgentError::Storage(stopped));
+            }
+            answer
+                .await
+                .map_err(|_| AgentError::Storage(stopped))?
+                .map_err(AgentError::Storage)
+        }
+    }
+
+    fn stopped(&self) -> String {
+        format!("{}: the shard's writer has stopped", self.path.display())
+    }
+}
+
+/// A save in flight; [`PendingSave::wait`] returns once it is committed.
+#[must_use = "a save is only known to be on disk once waited for"]
+pub struct PendingSave(Option<oneshot::Receiver<Result<(), String>>>);
+
+impl PendingSave {
+    /// Nothing to write (the agent keeps no files, or nothing changed).
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    pub async fn wait(self) -> Result<(), AgentError> {
+        let Some(answer) = self.0 else {
+            return Ok(());
+        };
+        answer
+            .await
+            .map_err(|_| AgentError::Storage("the shard's writer stopped mid-save".into()))?
+            .map_err(AgentError::Storage)
+    }
+}
+
+async fn write_loop(
+    db: Arc<Database>,
+    path: PathBuf,
+    audit_keep: Option<u64>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    let mut next = queue.recv().await;
+    while let Some(job) = next.take() {
+        match job {
+            Job::ReadAudit(answer) => {
+                let (db, path) = (Arc::clone(&db), path.clone());
+                let read = tokio::task::spawn_blocking(move || read_audit(db.as_ref(), &path))
+                    .await
+                    .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))))
+                    .map_err(|e| e.to_string());
+                let _ = answer.send(read);
+            }
+            Job::Save(first, done) => {
+                // Every save already queued joins this transaction, up to a read.
+                let (mut deltas, mut answers) = (vec![first], vec![done]);
+                while let Ok(more) = queue.try_recv() {
+                    match more {
+                        Job::Save(delta, done) => {
+                            deltas.push(delta);
+                            answers.push(done);
+                        }
+                        read @ Job::ReadAudit(_) => {
+                            next = Some(read);
+                            break;
+                        }
+                    }
+                }
+                let (db, path) = (Arc::clone(&db), path.clone());
+                let written =
+                    tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, audit_keep))
+                        .await
+                        .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))))
+                        .map_err(|e| e.to_string());
+                if let Err(e) = &written {
+                    tracing::error!(error = %e, "cannot save a shard");
+                }
+                for answer in answers {
+                    let _ = answer.send(written.clone());
+                }
+            }
+        }
+        if next.is_none() {
+            next = queue.recv().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(purpose: &str) -> AuditEntry {
+        AuditEntry {
+            purpose: purpose.into(),
+            prompt: format!("prompt of {purpose}"),
+            items: vec![("fact:1".into(), "semantic".into())],
+            timestamp_ms: 7,
+            flagged: Vec::new(),
+        }
+    }
+
+    fn audit_rows(from: u64, purposes: &[&str]) -> Vec<(u64, Vec<u8>)> {
+        purposes
+            .iter()
+            .zip(from..)
+            .map(|(p, k)| (k, serde_json::to_vec(&entry(p)).expect("json")))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn queued_saves_apply_in_order_and_a_read_sees_every_earlier_save() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("w").join("watson.redb");
+        let store = ShardStore::start(open(&path).expect("open"), path.clone(), None);
+        let pending: Vec<PendingSave> = (0..20u64)
+            .map(|i| {
+                store.submit(Delta {
+                    state: Some(format!("{{\"n\":{i}}}").into_bytes()),
+                    perceived: vec![(i, format!("p{i}").into_bytes())],
+                    semantic: vec![(i, (b"f".to_vec(), vector_bytes(&[i as f32, 0.5])))],
+                    audit: audit_rows(i, &[&format!("step {i}")]),
+                    ..Delta::default()
+                })
+            })
+            .collect();
+        let audit = store.audit().await.expect("audit");
+        let purposes: Vec<String> = audit.into_iter().map(|e| e.purpose).collect();
+        let want: Vec<String> = (0..20).map(|i| format!("step {i}")).collect();
+        assert_eq!(purposes, want, "the read came after all 20 saves");
+        for save in pending {
+            save.wait().await.expect("saved");
+        }
+        drop(store);
+        let db = open(&path).expect("open again");
+        let stored = read_all(db.as_ref(), &path).expect("read");
+        assert_eq!(stored.state.as_deref(), Some(&b"{\"n\":19}"[..]));
+        assert_eq!(stored.perceived.len(), 20);
+        assert_eq!(stored.perceived[7], b"p7");
+        assert_eq!(vector_of(&stored.semantic[3].1), [3.0, 0.5]);
+        assert_eq!(stored.audit_next, 20);
+        assert!(stored.modules.is_none() && stored.episodic.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_audit_keeps_only_the_newest_entries_when_capped() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("holmes.redb");
+        let store = ShardStore::start(open(&path).expect("open"), path.clone(), Some(3));
+        for i in 0..5u64 {
+            store
+                .submit(Delta {
+                    audit: audit_rows(i * 2, &[&format!("a{i}"), &format!("b{i}")]),
+                    ..Delta::default()
+                })
+                .wait()
+                .await
+                .expect("saved");
+        }
+        let kept: Vec<String> = store
+            .audit()
+            .await
+            .expect("audit")
+            .into_iter()
+            .map(|e| e.purpose)
+            .collect();
+        assert_eq!(kept, ["b3", "a4", "b4"]);
+    }
+
+    #[test]
+    fn a_missing_store_reads_as_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("new.redb");
+        let db = open(&path).expect("created");
+        let stored = read_all(db.as_ref(), &path).expect("read");
+        assert!(stored.state.is_none() && stored.perceived.is_empty());
+        assert_eq!(stored.audit_next, 0);
+    }
+}
