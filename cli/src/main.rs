@@ -24,8 +24,17 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let _telemetry =
-            dramatis_runtime::telemetry::init(cli.command.service_name(), cli.log_filter());
+        // The benchmarks that run the services in process time a turn's stages.
+        let stages: Option<dramatis_runtime::telemetry::ExtraLayer> = matches!(
+            cli.command,
+            args::Command::Bench(args::BenchCommand::Turns(_) | args::BenchCommand::Story(_))
+        )
+        .then(|| Box::new(dramatis_eval::bench::stages::StageLayer) as _);
+        let _telemetry = dramatis_runtime::telemetry::init_with(
+            cli.command.service_name(),
+            cli.log_filter(),
+            stages,
+        );
         commands::dispatch(cli).await
     });
     match result {

@@ -75,7 +75,9 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         },
         plain_agents: args.plain_agents,
     };
+    let _ = dramatis_eval::bench::stages::take();
     let report = turns(&setup, Arc::new(embedder)).await?;
+    let stages = dramatis_eval::bench::stages::take();
     let per_turn_us = &report.per_turn_us;
     let median = per_turn_us[per_turn_us.len() / 2];
     let mean = per_turn_us.iter().sum::<f64>() / per_turn_us.len() as f64;
@@ -124,6 +126,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         "wall: {:.2} s including world creation and deletion",
         report.wall_seconds
     );
+    let per_line = print_stages(&stages, report.turns);
     let at = |values: &[f64], q: f64| {
         (!values.is_empty()).then(|| values[((values.len() - 1) as f64 * q).round() as usize])
     };
@@ -143,6 +146,35 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             "first_word_median_us": at(&report.token_latency_us, 0.5),
             "first_word_p90_us": at(&report.token_latency_us, 0.9),
             "wall_seconds": report.wall_seconds,
+            "stage_ms_per_line": per_line,
         }),
     )
+}
+
+/// Prints the stage table (ms per line: each stage's time over the story's lines) and
+/// returns it by stage. Stages overlap: `act` holds the agent's `recall` … `act_save`;
+/// `deliver` holds the perceivers' `perceive_store` … `perceive_save`, which run side
+/// by side, one per perceiver.
+pub fn print_stages(
+    stages: &[(&'static str, dramatis_eval::bench::stages::StageTime)],
+    lines: u64,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::new();
+    if stages.is_empty() {
+        return out;
+    }
+    println!(
+        "{:<16} {:>12}  (time per line; nested stages indented)",
+        "stage", "ms per line"
+    );
+    for (name, time) in stages {
+        let ms = time.total_us / 1e3 / lines.max(1) as f64;
+        let indent = match *name {
+            "act" | "log_append" | "deliver" => "",
+            _ => "  ",
+        };
+        println!("{:<16} {ms:>12.3}", format!("{indent}{name}"));
+        out.insert((*name).to_owned(), ms.into());
+    }
+    out
 }

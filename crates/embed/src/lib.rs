@@ -5,11 +5,13 @@
 //!
 //! It never touches the network: models come from files that set-up placed on disk.
 
+mod cache;
 mod error;
 mod fake;
 mod onnx;
 
 use async_trait::async_trait;
+pub use cache::{CachedEmbedder, DEFAULT_CACHED_TEXTS};
 pub use error::EmbedError;
 pub use fake::FakeEmbedder;
 pub use onnx::{OnnxEmbedder, OnnxEmbedderConfig};

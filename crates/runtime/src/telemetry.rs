@@ -8,6 +8,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -34,21 +35,41 @@ impl Drop for TelemetryGuard {
 /// Installs the global subscriber. The filter comes from `DRAMATIS_LOG` (then
 /// `RUST_LOG`), defaulting to `default_filter`.
 pub fn init(service_name: &'static str, default_filter: &str) -> TelemetryGuard {
-    let filter = std::env::var("DRAMATIS_LOG")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .ok()
-        .and_then(|f| EnvFilter::try_new(f).ok())
-        .unwrap_or_else(|| EnvFilter::new(default_filter));
+    init_with(service_name, default_filter, None)
+}
+
+/// A layer given to [`init_with`] beside the log and trace exporters.
+pub type ExtraLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// [`init`] with one more layer, which sees every span and event whatever the log
+/// filter lets through (the filter applies to the log and the trace export only): the
+/// benchmarks time stages with it.
+pub fn init_with(
+    service_name: &'static str,
+    default_filter: &str,
+    extra: Option<ExtraLayer>,
+) -> TelemetryGuard {
+    let filter = || {
+        std::env::var("DRAMATIS_LOG")
+            .or_else(|_| std::env::var("RUST_LOG"))
+            .ok()
+            .and_then(|f| EnvFilter::try_new(f).ok())
+            .unwrap_or_else(|| EnvFilter::new(default_filter))
+    };
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_target(false);
+        .with_target(false)
+        .with_filter(filter());
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let provider = otlp_provider(service_name);
-    let otel = provider
-        .as_ref()
-        .map(|provider| tracing_opentelemetry::layer().with_tracer(provider.tracer(service_name)));
+    let otel = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer(service_name))
+            .with_filter(filter())
+    });
     let _ = tracing_subscriber::registry()
-        .with(filter)
+        .with(extra)
         .with(fmt)
         .with(otel)
         .try_init();

@@ -26,6 +26,7 @@ use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::StaticAgents;
 
+pub mod stages;
 mod story;
 mod turns;
 

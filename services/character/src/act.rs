@@ -3,6 +3,7 @@
 //! in-character fallback), and stream the words of the line as they are generated.
 
 use std::time::Instant;
+use tracing::Instrument as _;
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
 use dramatis_memory::modules::ModuleKind;
@@ -75,6 +76,7 @@ impl CharacterAgents {
                 &self.emotion_vectors,
                 model.as_ref(),
             )
+            .instrument(tracing::info_span!("recall"))
             .await?
         } else {
             Recalled::nothing(shard.mood().clone())
@@ -90,6 +92,7 @@ impl CharacterAgents {
                 &present,
                 &mut recalled.usage,
             )
+            .instrument(tracing::info_span!("grounding"))
             .await?;
         // Asked something its memory does not support: the turn carries the refusal.
         let refuse = questioned
@@ -117,7 +120,10 @@ impl CharacterAgents {
                 });
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
-            let completion = match stream_completion(model.as_ref(), &request, sink).await {
+            let completion = match stream_completion(model.as_ref(), &request, sink)
+                .instrument(tracing::info_span!("model"))
+                .await
+            {
                 Ok(completion) => completion,
                 // The client has spent its retries (or its deadline): the story goes on
                 // with an in-character line instead of failing the turn.
@@ -148,6 +154,7 @@ impl CharacterAgents {
                 let text = |reply: &str| parse_action(reply).map(|a| a.text);
                 match self
                     .guard_line(&mut shard, model.as_ref(), &asked, &reply, text, &mut usage)
+                    .instrument(tracing::info_span!("guard"))
                     .await?
                 {
                     Guarded::Kept => Some(action),
@@ -194,9 +201,15 @@ impl CharacterAgents {
             None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),
             None => deflected(format!("{name} pauses, weighing what to say.")),
         };
-        let saved = shard.save()?;
+        let saved = {
+            let _span = tracing::info_span!("act_save").entered();
+            shard.save()?
+        };
         drop(shard);
-        saved.wait().await?;
+        saved
+            .wait()
+            .instrument(tracing::info_span!("act_save"))
+            .await?;
         Ok(ActOutcome { action })
     }
 }

@@ -61,10 +61,19 @@ const NOT_NAMES: &[&str] = &[
     "doctor", "lord", "lady", "god", "heaven", "heavens", "oh", "ah", "ok",
 ];
 
-/// Every word the character has a source for, lower-cased.
+/// Every word the character has a source for, lower-cased: its shard's vocabulary and
+/// the words of what else it was given.
 #[derive(Debug, Default)]
 pub struct Known {
+    shard: std::sync::Arc<HashSet<String>>,
     words: HashSet<String>,
+}
+
+/// Adds the words of `text`, lower-cased, as the guard compares them.
+pub(crate) fn add_words(words: &mut HashSet<String>, text: &str) {
+    for token in tokens(text) {
+        words.insert(token.to_lowercase());
+    }
 }
 
 impl Known {
@@ -72,7 +81,10 @@ impl Known {
     /// (the question of an interview).
     #[must_use]
     pub fn of(shard: &Shard, frame: Option<&SceneFrame>, given: &[&str]) -> Self {
-        let mut known = Self::default();
+        let mut known = Self {
+            shard: shard.vocabulary(),
+            words: HashSet::new(),
+        };
         let profile = &shard.profile;
         for text in [
             &profile.name,
@@ -85,7 +97,9 @@ impl Known {
         {
             known.add(text);
         }
-        for item in shard.memory() {
+        // The layers and perceived lines are in the shard's vocabulary; the modules'
+        // items change as they consolidate, so they are read each time.
+        for item in shard.module_items() {
             known.add(&item.text);
         }
         known.add(shard.goal());
@@ -111,9 +125,11 @@ impl Known {
     }
 
     fn add(&mut self, text: &str) {
-        for token in tokens(text) {
-            self.words.insert(token.to_lowercase());
-        }
+        add_words(&mut self.words, text);
+    }
+
+    fn knows(&self, lower: &str) -> bool {
+        self.words.contains(lower) || self.shard.contains(lower)
     }
 
     /// The words of `line` that look like names, numbers or places and appear nowhere
@@ -139,7 +155,7 @@ impl Known {
             let candidate = number || shouted || (capital && !starts);
             if candidate
                 && !NOT_NAMES.contains(&lower.as_str())
-                && !self.words.contains(&lower)
+                && !self.knows(&lower)
                 && !out.iter().any(|w| w.eq_ignore_ascii_case(bare))
             {
                 out.push(bare.to_owned());

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use dashmap::DashMap;
-use dramatis_embed::Embedder;
+use dramatis_embed::{CachedEmbedder, DEFAULT_CACHED_TEXTS, Embedder};
 use dramatis_llm::{LanguageModel, RoleModels};
 use dramatis_proto::v1::{Action, CharacterProfile, Usage};
 use tokio::sync::Mutex;
@@ -65,11 +65,13 @@ pub struct AgentOptions {
 }
 
 impl AgentOptions {
+    /// Options with the usual settings; `embedder` is put behind a cache of recent
+    /// texts ([`CachedEmbedder`]), shared by the process's characters.
     #[must_use]
     pub fn new(models: RoleModels, embedder: Arc<dyn Embedder>) -> Self {
         Self {
             models,
-            embedder,
+            embedder: Arc::new(CachedEmbedder::new(embedder, DEFAULT_CACHED_TEXTS)),
             recall: RecallSettings::default(),
             memory_writes: MemoryWrites::Digest,
             data_dir: None,

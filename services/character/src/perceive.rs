@@ -5,6 +5,7 @@
 use dramatis_llm::ModelRole;
 use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::Event;
+use tracing::Instrument as _;
 
 use crate::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
@@ -30,7 +31,10 @@ impl CharacterAgents {
         let shard = self.shard(world, character)?;
         let mut shard = shard.lock().await;
         let before = shard.perceived().len();
-        let (accepted, ended) = shard.perceive(events)?;
+        let (accepted, ended) = {
+            let _span = tracing::info_span!("perceive_store").entered();
+            shard.perceive(events)?
+        };
         if shard.modules().any() {
             let lines: Vec<_> = shard.perceived()[before..]
                 .iter()
@@ -62,7 +66,9 @@ impl CharacterAgents {
             Vec::new()
         };
         for draft in ended {
-            let written = write_scene(writer, &draft, self.options.embedder.as_ref()).await?;
+            let written = write_scene(writer, &draft, self.options.embedder.as_ref())
+                .instrument(tracing::info_span!("scene_write"))
+                .await?;
             shard.commit(written);
             if self.options.memory_writes == MemoryWrites::Model {
                 self.rewrite(&mut shard, writer, &draft).await?;
@@ -70,12 +76,16 @@ impl CharacterAgents {
         }
         let last_seq = shard.last_seq();
         let saved = if accepted > 0 {
+            let _span = tracing::info_span!("perceive_save").entered();
             shard.save()?
         } else {
             PendingSave::none()
         };
         drop(shard);
-        saved.wait().await?;
+        saved
+            .wait()
+            .instrument(tracing::info_span!("perceive_save"))
+            .await?;
         Ok((accepted, last_seq))
     }
 

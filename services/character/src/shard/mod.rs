@@ -22,6 +22,7 @@ mod persist;
 mod scenes;
 mod scratch;
 mod store;
+mod vocabulary;
 mod wire;
 pub use perceived::{Perceived, PerceivedKind};
 pub use store::{PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
@@ -143,6 +144,10 @@ pub struct Shard {
     store: Option<ShardStore>,
     /// What the store already holds.
     saved: persist::Saved,
+    /// Every word (lower-cased) of the layers' items and the perceived lines: what the
+    /// boundary guard counts as sourced. Kept as items arrive, so a check costs the
+    /// line's length, not the shard's size; rebuilt when a shard is read.
+    vocabulary: std::sync::Arc<std::collections::HashSet<String>>,
 }
 
 impl Shard {
@@ -198,7 +203,7 @@ impl Shard {
             );
         }
         let goal = profile.goal.clone();
-        Ok(Self {
+        let mut shard = Self {
             profile,
             state: State {
                 format: FORMAT,
@@ -217,7 +222,10 @@ impl Shard {
             },
             store: None,
             saved: persist::Saved::default(),
-        })
+            vocabulary: std::sync::Arc::default(),
+        };
+        shard.rebuild_vocabulary();
+        Ok(shard)
     }
 
     /// The persona the modules interpret through: the profile and manner of speaking.

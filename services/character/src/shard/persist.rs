@@ -305,7 +305,9 @@ impl Shard {
             },
             store: None,
             saved: Saved::default(),
+            vocabulary: std::sync::Arc::default(),
         };
+        shard.rebuild_vocabulary();
         shard.mark_saved(stored.audit_next);
         // The hashes of what was read: an unchanged state is not written again.
         let _ = shard.delta()?;
@@ -352,12 +354,15 @@ impl Shard {
         }
         let in_file = legacy::read_audit(&legacy::audit_path(path))?;
         state.audit = legacy::merge_audit(std::mem::take(&mut state.audit), in_file);
-        Ok(Self {
+        let mut shard = Self {
             profile,
             state,
             store: None,
             saved: Saved::default(),
-        })
+            vocabulary: std::sync::Arc::default(),
+        };
+        shard.rebuild_vocabulary();
+        Ok(shard)
     }
 
     /// Removes the files of a JSON shard (`path` and its audit file).

@@ -54,6 +54,9 @@ impl Shard {
                 }
             }
             let closes = perceived.kind == PerceivedKind::SceneEnd;
+            if let Some(line) = perceived.line(&me) {
+                self.learn(&line);
+            }
             self.state.perceived.push(perceived);
             if closes {
                 ended.extend(self.close_scene());
@@ -97,26 +100,28 @@ impl Shard {
 
     /// Puts a scene's model rewrite in place of its digest, with the facts it found.
     pub fn commit_rewrite(&mut self, rewritten: Rewritten) {
-        let layers = &mut self.state.memory;
         if let Some((episode, vector)) = rewritten.episode {
-            let position = layers.episodic.upsert(episode, &vector);
+            self.learn(&episode.text);
+            let position = self.state.memory.episodic.upsert(episode, &vector);
             self.saved.rewritten(position);
         }
         for (fact, vector) in rewritten.facts {
-            layers.semantic.add(fact, &vector);
+            self.learn(&fact.text);
+            self.state.memory.semantic.add(fact, &vector);
         }
     }
 
     /// Adds what the write path made of a scene to the layers.
     pub fn commit(&mut self, written: WrittenScene) {
-        let layers = &mut self.state.memory;
         let (episode, vector) = written.episode;
-        layers.episodic.add(episode, &vector);
+        self.learn(&episode.text);
+        self.state.memory.episodic.add(episode, &vector);
         for (fact, vector) in written.facts {
-            layers.semantic.add(fact, &vector);
+            self.learn(&fact.text);
+            self.state.memory.semantic.add(fact, &vector);
         }
         for transition in written.transitions {
-            layers.personality.record(transition);
+            self.state.memory.personality.record(transition);
         }
     }
 }

@@ -43,6 +43,7 @@ impl Shard {
             state: self.state.without_audit(),
             store: None,
             saved: persist::Saved::default(),
+            vocabulary: std::sync::Arc::clone(&self.vocabulary),
         }
     }
 

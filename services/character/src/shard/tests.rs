@@ -264,3 +264,48 @@ async fn a_save_writes_only_what_is_new_however_long_the_story() {
     drop(shard);
     assert_eq!(reopened(profile, &path).await.state, expected);
 }
+
+#[tokio::test]
+async fn the_vocabulary_kept_as_items_arrive_is_the_one_read_from_the_whole_shard() {
+    let mut shard = shard().await;
+    let mut lines = vec![
+        speech(1, "holmes", &["holmes", "watson"], ""),
+        speech(2, "watson", &["holmes", "watson"], "Maiwand again"),
+        event(3, EventKind::SceneEnd, "", &["holmes", "watson"], ""),
+    ];
+    lines[0].text = "The Brixton Road affair, Doctor".into();
+    let (_, ended) = shard.perceive(&lines).expect("accepted");
+    let author = crate::reverie::writer::Author {
+        id: "watson",
+        name: "John Watson",
+    };
+    let written = crate::reverie::writer::write_scene(author, &ended[0], &FakeEmbedder::new(16))
+        .await
+        .expect("written");
+    shard.commit(written);
+    let kept = shard.vocabulary();
+    assert!(
+        kept.contains("brixton") && kept.contains("maiwand"),
+        "{kept:?}"
+    );
+    shard.rebuild_vocabulary();
+    assert_eq!(
+        *kept,
+        *shard.vocabulary(),
+        "kept as items arrived = read anew"
+    );
+    // A rewritten episode adds its words; the old digest's stay (they were a source).
+    shard.commit_rewrite(Rewritten {
+        episode: Some((
+            EpisodicMemory {
+                id: crate::reverie::writer::episode_id("s1"),
+                scene_id: "s1".into(),
+                text: "Lauriston Gardens at dusk".into(),
+            },
+            vec![0.1; 16],
+        )),
+        ..Rewritten::default()
+    });
+    let after = shard.vocabulary();
+    assert!(after.contains("lauriston") && after.is_superset(&kept));
+}

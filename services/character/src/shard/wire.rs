@@ -9,6 +9,13 @@ impl Shard {
     /// Everything the shard holds, as memory items tagged with their layer.
     #[must_use]
     pub fn memory(&self) -> Vec<MemoryItem> {
+        let mut items = self.layer_items();
+        items.extend(self.module_items());
+        items
+    }
+
+    /// The items of ReverieMem's layers and the perceived lines.
+    pub(super) fn layer_items(&self) -> Vec<MemoryItem> {
         let layers = &self.state.memory;
         let item = |id: &str, source: &str, text: String, seq: u64| MemoryItem {
             id: id.to_owned(),
@@ -35,17 +42,26 @@ impl Shard {
             p.line(me)
                 .map(|line| item(&p.memory_id(), PERCEIVED, line, p.seq))
         });
-        let modules = self
-            .state
-            .modules
-            .items()
-            .into_iter()
-            .map(|(id, source, text)| item(&id, &source, text, 0));
         episodic
             .chain(semantic)
             .chain(patterns)
             .chain(perceived)
-            .chain(modules)
+            .collect()
+    }
+
+    /// The items the memory modules hold.
+    #[must_use]
+    pub fn module_items(&self) -> Vec<MemoryItem> {
+        self.state
+            .modules
+            .items()
+            .into_iter()
+            .map(|(id, source, text)| MemoryItem {
+                id,
+                source,
+                text,
+                seq: 0,
+            })
             .collect()
     }
 

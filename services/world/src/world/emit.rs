@@ -4,6 +4,7 @@
 
 use dramatis_proto::v1::{self as pb, Event, Usage};
 use futures::future::try_join_all;
+use tracing::Instrument as _;
 
 use super::World;
 use crate::WorldError;
@@ -49,14 +50,19 @@ impl World {
                 timestamp_ms: dramatis_runtime::now_ms(),
             },
         );
-        self.log.append(vec![event.clone()]).await?;
+        self.log
+            .append(vec![event.clone()])
+            .instrument(tracing::info_span!("log_append"))
+            .await?;
         state.apply(&self.scenario, &event);
         *dramatis_runtime::lock(&self.snapshot) = state.clone();
         self.hub.publish(event.clone());
         if state.finished(&self.scenario) {
             self.hub.close();
         }
-        try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c))).await?;
+        try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c)))
+            .instrument(tracing::info_span!("deliver"))
+            .await?;
         Ok(event)
     }
 

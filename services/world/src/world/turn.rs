@@ -2,6 +2,7 @@
 //! interview, and the prompt audit: the world's calls to agents for one character.
 
 use std::time::Instant;
+use tracing::Instrument as _;
 
 use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
 
@@ -61,6 +62,7 @@ impl World {
                     Ok(action)
                 }
             })
+            .instrument(tracing::info_span!("act"))
             .await?;
         let action = action.ok_or_else(|| WorldError::Agent {
             character: actor.to_owned(),

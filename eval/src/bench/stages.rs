@@ -1,0 +1,127 @@
+//! Where a line's time goes: a tracing layer that times the stage spans of a turn. The
+//! benchmarks run the world and agent services in this process, so one layer sees both
+//! sides: the world's `act` call and its `log_append` and `deliver` (the perception
+//! fan-out), and inside the agent `recall`, `grounding` (memory modules), `model`,
+//! `guard`, `act_save`, and on the perceiving side `perceive_store`, `scene_write` and
+//! `perceive_save`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use tracing::span::{Attributes, Id};
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+/// The spans timed, in the order a turn runs them.
+pub const STAGES: [&str; 10] = [
+    "act",
+    "recall",
+    "grounding",
+    "model",
+    "guard",
+    "act_save",
+    "log_append",
+    "deliver",
+    "perceive_store",
+    "scene_write",
+];
+
+/// `perceive_save` is timed too, listed after the stages above.
+const ALSO: [&str; 1] = ["perceive_save"];
+
+/// Total time and count of each stage since the last [`take`].
+static TIMES: Mutex<BTreeMap<&'static str, (u64, f64)>> = Mutex::new(BTreeMap::new());
+
+/// The layer; give it to `dramatis_runtime::telemetry::init_with`.
+#[derive(Debug, Default)]
+pub struct StageLayer;
+
+struct Started(Instant);
+
+fn timed(name: &str) -> Option<&'static str> {
+    STAGES.iter().chain(&ALSO).copied().find(|s| *s == name)
+}
+
+impl<S> tracing_subscriber::Layer<S> for StageLayer
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if timed(attrs.metadata().name()).is_some()
+            && let Some(span) = ctx.span(id)
+        {
+            span.extensions_mut().insert(Started(Instant::now()));
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let Some(name) = timed(span.name()) else {
+            return;
+        };
+        if let Some(Started(at)) = span.extensions().get::<Started>() {
+            let micros = at.elapsed().as_secs_f64() * 1e6;
+            let mut times = dramatis_runtime::lock(&TIMES);
+            let entry = times.entry(name).or_default();
+            entry.0 += 1;
+            entry.1 += micros;
+        }
+    }
+}
+
+/// One stage's figures.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct StageTime {
+    pub count: u64,
+    pub total_us: f64,
+}
+
+/// Every stage timed since the last call, in turn order (stages never seen are absent),
+/// and the counters reset.
+pub fn take() -> Vec<(&'static str, StageTime)> {
+    let times = std::mem::take(&mut *dramatis_runtime::lock(&TIMES));
+    STAGES
+        .iter()
+        .chain(&ALSO)
+        .filter_map(|name| {
+            times.get(name).map(|(count, total_us)| {
+                (
+                    *name,
+                    StageTime {
+                        count: *count,
+                        total_us: *total_us,
+                    },
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    #[test]
+    fn named_spans_are_timed_and_others_are_not() {
+        let subscriber = tracing_subscriber::registry().with(StageLayer);
+        tracing::subscriber::with_default(subscriber, || {
+            let _ = take();
+            for _ in 0..3 {
+                let _recall = tracing::info_span!("recall").entered();
+                let _other = tracing::info_span!("unrelated").entered();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            let _model = tracing::info_span!("model").entered();
+        });
+        let times = take();
+        let names: Vec<&str> = times.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["recall", "model"]);
+        assert_eq!(times[0].1.count, 3);
+        assert!(times[0].1.total_us >= 6_000.0, "{:?}", times[0]);
+        assert!(take().is_empty(), "taken once");
+    }
+}
