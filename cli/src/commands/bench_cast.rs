@@ -6,7 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use dramatis_eval::bench::story_spec;
 use dramatis_proto::v1::{
     AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, advance_request, create_world_request,
@@ -14,7 +14,6 @@ use dramatis_proto::v1::{
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, describe, world_client};
 use dramatis_runtime::memory_use::{peak_rss_mb_of, rss_mb};
-use dramatis_world::scenario::ScenarioCatalog;
 use serde::Serialize;
 
 use super::bench::{JsonArg, print_json};
@@ -103,13 +102,8 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
     if args.model.scripted.is_none() && args.model.endpoint.llm_endpoint.is_none() {
         args.model.scripted = Some("builtin".to_owned());
     }
-    let scenarios_dir = args
-        .scenarios_dir
-        .clone()
-        .unwrap_or_else(dramatis_runtime::models::scenarios_dir);
-    let base = ScenarioCatalog::new(scenarios_dir.clone())
-        .load(&args.sandbox)
-        .with_context(|| format!("no shipped sandbox named {:?}", args.sandbox))??;
+    let (scenarios_dir, base) =
+        super::bench_story::sandbox_base(args.scenarios_dir.as_deref(), &args.sandbox)?;
     let mut sizes = args.characters.clone();
     sizes.sort_unstable();
     let mut runs: Vec<Run> = Vec::new();

@@ -34,14 +34,20 @@ pub struct StoryBenchArgs {
     pub output: JsonArg,
 }
 
+/// The scenarios directory (given or shipped) and the shipped open story `sandbox` in it.
+pub fn sandbox_base(
+    scenarios_dir: Option<&std::path::Path>,
+    sandbox: &str,
+) -> anyhow::Result<(PathBuf, dramatis_world::scenario::Scenario)> {
+    let dir = scenarios_dir.map_or_else(dramatis_runtime::models::scenarios_dir, PathBuf::from);
+    let base = ScenarioCatalog::new(dir.clone())
+        .load(sandbox)
+        .with_context(|| format!("no shipped sandbox named {sandbox:?}"))??;
+    Ok((dir, base))
+}
+
 pub async fn bench_story(args: &StoryBenchArgs) -> anyhow::Result<()> {
-    let scenarios_dir = args
-        .scenarios_dir
-        .clone()
-        .unwrap_or_else(dramatis_runtime::models::scenarios_dir);
-    let base = ScenarioCatalog::new(scenarios_dir.clone())
-        .load(&args.sandbox)
-        .with_context(|| format!("no shipped sandbox named {:?}", args.sandbox))??;
+    let (scenarios_dir, base) = sandbox_base(args.scenarios_dir.as_deref(), &args.sandbox)?;
     let spec = story_spec(&base, args.characters, args.rounds)?;
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
     eprintln!(

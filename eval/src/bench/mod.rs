@@ -18,9 +18,12 @@ use dramatis_embed::Embedder;
 use dramatis_llm::{
     Completion, CompletionRequest, LanguageModel, LlmError, RoleModels, ScriptedModel, TokenSink,
 };
+use dramatis_proto::v1::{
+    CreateWorldRequest, WatchRequest, WatchResponse, WorldInfo, create_world_request,
+};
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::auth::Access;
-use dramatis_runtime::client::{ClientOptions, WorldRpc, world_client};
+use dramatis_runtime::client::{ClientOptions, WorldRpc, describe, world_client};
 use dramatis_runtime::grpc::Security;
 use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldServiceOptions;
@@ -161,6 +164,33 @@ impl Cluster {
             data,
             shutdown,
         })
+    }
+
+    /// Creates a world from `source` and opens a watch of it from its first event.
+    async fn create_and_watch(
+        &self,
+        source: create_world_request::Source,
+    ) -> anyhow::Result<(WorldInfo, tonic::Streaming<WatchResponse>)> {
+        let mut client = self.client.clone();
+        let world = client
+            .create_world(CreateWorldRequest {
+                source: Some(source),
+                world_id: String::new(),
+            })
+            .await
+            .map_err(|s| anyhow!("create: {}", describe(&s)))?
+            .into_inner();
+        let watching = client
+            .watch(WatchRequest {
+                world_id: world.world_id.clone(),
+                from_seq: 1,
+                no_follow: false,
+                pov: String::new(),
+            })
+            .await
+            .map_err(|s| anyhow!("watch: {}", describe(&s)))?
+            .into_inner();
+        Ok((world, watching))
     }
 
     /// Bytes of every file under the agent's shard folder.

@@ -9,8 +9,8 @@ use anyhow::{Context as _, anyhow};
 use dramatis_character::MemoryWrites;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, SandboxCharacter, SandboxFact, SandboxLocation,
-    SandboxPath, SandboxSpec, WatchRequest, advance_request, create_world_request, watch_response,
+    AdvanceRequest, SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
+    advance_request, create_world_request, watch_response,
 };
 use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
@@ -137,25 +137,10 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         embedder,
     )
     .await?;
+    let (world, mut watching) = cluster
+        .create_and_watch(create_world_request::Source::Sandbox(setup.spec.clone()))
+        .await?;
     let mut client = cluster.client.clone();
-    let world = client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::Sandbox(setup.spec.clone())),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("create: {}", describe(&s)))?
-        .into_inner();
-    let mut watching = client
-        .watch(WatchRequest {
-            world_id: world.world_id.clone(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("watch: {}", describe(&s)))?
-        .into_inner();
     // The watcher notes when each line arrives, and counts every event.
     let watcher = tokio::spawn(async move {
         let (mut lines, mut events) = (Vec::new(), 0usize);

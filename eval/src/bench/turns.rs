@@ -9,8 +9,7 @@ use anyhow::{Context as _, anyhow};
 use dramatis_character::MemoryWrites;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, WatchRequest, advance_request,
-    create_world_request, watch_response,
+    AdvanceRequest, DeleteWorldRequest, advance_request, create_world_request, watch_response,
 };
 use dramatis_runtime::client::describe;
 
@@ -82,25 +81,8 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
     let (mut turns, mut events, mut calls, mut prompt_tokens) = (0u64, 0u64, 0u64, 0u64);
     let total = Instant::now();
     for _ in 0..setup.runs.max(1) {
-        let world = client
-            .create_world(CreateWorldRequest {
-                source: Some(source.clone()),
-                world_id: String::new(),
-            })
-            .await
-            .map_err(|s| anyhow!("create: {}", describe(&s)))?
-            .into_inner();
         // A watcher notes when the first word of each line reaches it.
-        let mut watching = client
-            .watch(WatchRequest {
-                world_id: world.world_id.clone(),
-                from_seq: 1,
-                no_follow: false,
-                pov: String::new(),
-            })
-            .await
-            .map_err(|s| anyhow!("watch: {}", describe(&s)))?
-            .into_inner();
+        let (world, mut watching) = cluster.create_and_watch(source.clone()).await?;
         let watcher = tokio::spawn(async move {
             let mut first: Vec<(u64, Instant)> = Vec::new();
             while let Ok(Some(message)) = watching.message().await {

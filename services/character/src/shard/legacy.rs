@@ -78,15 +78,7 @@ fn storage(path: &Path, error: &impl std::fmt::Display) -> AgentError {
 mod tests {
     use super::*;
 
-    fn entry(purpose: &str) -> AuditEntry {
-        AuditEntry {
-            purpose: purpose.into(),
-            prompt: format!("prompt of {purpose}"),
-            items: vec![("fact:1".into(), "semantic".into())],
-            timestamp_ms: 7,
-            flagged: Vec::new(),
-        }
-    }
+    use crate::shard::test_entry as entry;
 
     fn lines(entries: &[AuditEntry]) -> Vec<u8> {
         let mut out = Vec::new();

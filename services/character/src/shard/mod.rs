@@ -351,3 +351,15 @@ pub(crate) fn display<'a>(name: &'a str, id: &'a str) -> &'a str {
 
 #[cfg(test)]
 mod tests;
+
+/// An audit entry of the given purpose, for tests of the shard's files.
+#[cfg(test)]
+pub(crate) fn test_entry(purpose: &str) -> AuditEntry {
+    AuditEntry {
+        purpose: purpose.into(),
+        prompt: format!("prompt of {purpose}"),
+        items: vec![("fact:1".into(), "semantic".into())],
+        timestamp_ms: 7,
+        flagged: Vec::new(),
+    }
+}

@@ -485,15 +485,7 @@ async fn write_loop(
 mod tests {
     use super::*;
 
-    fn entry(purpose: &str) -> AuditEntry {
-        AuditEntry {
-            purpose: purpose.into(),
-            prompt: format!("prompt of {purpose}"),
-            items: vec![("fact:1".into(), "semantic".into())],
-            timestamp_ms: 7,
-            flagged: Vec::new(),
-        }
-    }
+    use crate::shard::test_entry as entry;
 
     fn audit_rows(from: u64, purposes: &[&str]) -> Vec<(u64, Vec<u8>)> {
         purposes

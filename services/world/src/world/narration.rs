@@ -95,18 +95,30 @@ fn request(
     fn place<'a>(scenario: &'a Scenario, id: &'a str) -> &'a str {
         scenario.location(id).map_or(id, |l| l.name.as_str())
     }
-    let mut user = format!("Premise: {}\nWhere everyone is:", open.premise.trim());
-    for c in &scenario.characters {
-        if let Some(at) = state.locations.get(&c.id) {
-            let _ = write!(user, "\n- {} at {} ({at})", c.name, place(scenario, at));
-        } else if let Some((to, _)) = state.travelling.get(&c.id) {
-            let _ = write!(
-                user,
-                "\n- {} on the road to {}",
-                c.name,
-                place(scenario, to)
-            );
-        }
+    let mut user = format!("Premise: {}\nWhere people are:", open.premise.trim());
+    let shown = places_shown(scenario, state);
+    for (at, people) in &shown.places {
+        let _ = write!(
+            user,
+            "\n- {} ({at}): {}",
+            place(scenario, at),
+            some_names(scenario, people)
+        );
+    }
+    if shown.other_places > 0 {
+        let _ = write!(
+            user,
+            "\n- and {} more people in {} other places",
+            shown.other_people, shown.other_places
+        );
+    }
+    if !state.travelling.is_empty() {
+        let travellers: Vec<&str> = state.travelling.keys().map(String::as_str).collect();
+        let _ = write!(
+            user,
+            "\n- on the road: {}",
+            some_names(scenario, &travellers)
+        );
     }
     let _ = write!(
         user,
@@ -133,7 +145,8 @@ fn request(
     for line in &lines[lines.len().saturating_sub(SCENE_LINES)..] {
         let _ = write!(user, "\n- {line}");
     }
-    let ids: Vec<&str> = scenario.locations.iter().map(|l| l.id.as_str()).collect();
+    // The next event happens at a place the narrator was shown.
+    let ids: Vec<&str> = shown.places.iter().map(|(at, _)| *at).collect();
     let schema = json!({
         "type": "object",
         "properties": {
@@ -163,6 +176,64 @@ fn request(
         name: NARRATOR_SCHEMA.into(),
         schema,
     })
+}
+
+/// Places the narrator's prompt lists (the scene's first, then the most crowded), so
+/// that its length does not grow with the cast: a thousand-character world fits the
+/// built-in model's context as a four-character one does.
+const PLACES_SHOWN: usize = 12;
+
+/// Names the prompt lists per place (the rest are counted).
+const NAMES_SHOWN: usize = 6;
+
+/// The places the narrator's prompt lists, with who is there, and what it only counts.
+struct Shown<'a> {
+    places: Vec<(&'a str, Vec<&'a str>)>,
+    other_places: usize,
+    other_people: usize,
+}
+
+/// The scene's place, then the other occupied places by crowd (ties by id), up to
+/// [`PLACES_SHOWN`].
+fn places_shown<'a>(scenario: &'a Scenario, state: &'a WorldState) -> Shown<'a> {
+    let mut by_place: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for c in &scenario.characters {
+        if let Some(at) = state.locations.get(&c.id) {
+            by_place.entry(at.as_str()).or_default().push(c.id.as_str());
+        }
+    }
+    let scene = state.scene_location.as_str();
+    let here = by_place.remove(scene).unwrap_or_default();
+    let mut others: Vec<(&str, Vec<&str>)> = by_place.into_iter().collect();
+    others.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+    let mut places = Vec::with_capacity(PLACES_SHOWN);
+    if scenario.location(scene).is_some() {
+        places.push((scene, here));
+    }
+    let room = PLACES_SHOWN.saturating_sub(places.len());
+    let hidden = others.split_off(room.min(others.len()));
+    places.extend(others);
+    Shown {
+        places,
+        other_places: hidden.len(),
+        other_people: hidden.iter().map(|(_, people)| people.len()).sum(),
+    }
+}
+
+/// Up to [`NAMES_SHOWN`] names of `people`, and how many more.
+fn some_names(scenario: &Scenario, people: &[&str]) -> String {
+    if people.is_empty() {
+        return "nobody".to_owned();
+    }
+    let names: Vec<&str> = people
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|id| scenario.character(id).map_or(*id, |c| c.name.as_str()))
+        .collect();
+    match people.len().saturating_sub(NAMES_SHOWN) {
+        0 => names.join(", "),
+        more => format!("{} and {more} more", names.join(", ")),
+    }
 }
 
 /// What the narrator decided that no event records yet. Kept in the log beside the
@@ -246,5 +317,94 @@ impl World {
             .filter(|e| e.scene_id == state.scene_id)
             .collect();
         judge(model.as_ref(), &self.scenario, open, state, &scene).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An open story of `districts` copies of four places with two people each.
+    fn crowd(districts: usize) -> Scenario {
+        let mut text = String::from(
+            "version = 1\nname = \"crowd\"\ntitle = \"Crowd\"\n[world]\ndescription = \"A town.\"\n\
+             [open]\npremise = \"Everyone wants the ledger.\"\nopening = \"Fog.\"\n\
+             opening_location = \"p0-0\"\nrounds = 3\n",
+        );
+        for d in 0..districts {
+            for p in 0..4 {
+                let _ = write!(
+                    text,
+                    "[[locations]]\nid = \"p{d}-{p}\"\nname = \"Place {d} {p}\"\ndescription = \"A place.\"\n"
+                );
+                if p > 0 {
+                    let _ = write!(
+                        text,
+                        "[[paths]]\nfrom = \"p{d}-{}\"\nto = \"p{d}-{p}\"\ndistance = 1\n",
+                        p - 1
+                    );
+                }
+                for k in 0..2 {
+                    let _ = write!(
+                        text,
+                        "[[characters]]\nid = \"c{d}-{p}-{k}\"\nname = \"Person {d} {p} {k}\"\n\
+                         profile = \"Someone.\"\nlocation = \"p{d}-{p}\"\n"
+                    );
+                }
+            }
+            if d > 0 {
+                let _ = write!(
+                    text,
+                    "[[paths]]\nfrom = \"p{}-0\"\nto = \"p{d}-0\"\ndistance = 1\n",
+                    d - 1
+                );
+            }
+        }
+        Scenario::parse(&text, std::path::Path::new("crowd.toml")).expect("valid")
+    }
+
+    fn prompt_and_places(scenario: &Scenario) -> (String, Vec<String>) {
+        let open = scenario.open.as_ref().expect("open");
+        let state = WorldState::initial(scenario);
+        let request = request(scenario, open, &state, &[]);
+        let schema = &request.schema.as_ref().expect("schema").schema;
+        let places = schema["properties"]["event"]["properties"]["location"]["enum"]
+            .as_array()
+            .expect("enum")
+            .iter()
+            .map(|v| v.as_str().expect("id").to_owned())
+            .collect();
+        (request.prompt_text(), places)
+    }
+
+    #[test]
+    fn a_small_world_is_shown_whole() {
+        let (prompt, places) = prompt_and_places(&crowd(2));
+        assert_eq!(places.len(), 8, "{places:?}");
+        assert_eq!(places[0], "p0-0", "the scene's place first");
+        for d in 0..2 {
+            for p in 0..4 {
+                assert!(prompt.contains(&format!("Person {d} {p} 1")), "{prompt}");
+            }
+        }
+        assert!(!prompt.contains("other places"));
+    }
+
+    #[test]
+    fn a_thousand_people_make_a_prompt_no_longer_than_a_hundred() {
+        let (small, _) = prompt_and_places(&crowd(13));
+        let (large, places) = prompt_and_places(&crowd(125));
+        assert_eq!(places.len(), PLACES_SHOWN);
+        assert_eq!(places[0], "p0-0");
+        assert!(
+            large.contains("and 976 more people in 488 other places"),
+            "{large}"
+        );
+        assert!(
+            large.len() <= small.len() + 16,
+            "{} bytes for 1,000 people, {} for 104",
+            large.len(),
+            small.len()
+        );
     }
 }
