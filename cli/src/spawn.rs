@@ -437,6 +437,7 @@ impl AgentDirectory for SpawnedAgents {
             return;
         }
         let agents = self.lock().remove(world_id).unwrap_or_default();
+        dramatis_runtime::lock(&self.starting).remove(world_id);
         for mut agent in agents {
             let _ = agent.spawned.child.kill().await;
         }

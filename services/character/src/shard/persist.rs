@@ -96,20 +96,32 @@ fn decode<T: serde::de::DeserializeOwned>(
         .map_err(|e| AgentError::Storage(format!("{}: {what}: {e}", path.display())))
 }
 
-/// Rows `from..` of a layer, each item with its vector.
+/// The rows at `positions` of a layer, each item with its vector.
 fn rows<T: Serialize>(
     items: &[T],
-    from: usize,
+    positions: impl IntoIterator<Item = usize>,
     vector: impl Fn(usize) -> Option<Vec<u8>>,
     what: &str,
 ) -> Result<Vec<(u64, store::Row)>, AgentError> {
-    (from..items.len())
+    positions
+        .into_iter()
         .map(|i| {
             Ok((
                 i as u64,
                 (json(&items[i], what)?, vector(i).unwrap_or_default()),
             ))
         })
+        .collect()
+}
+
+/// The rows `from..` of a list without vectors.
+fn plain_rows<T: Serialize>(
+    items: &[T],
+    from: usize,
+    what: &str,
+) -> Result<Vec<(u64, Vec<u8>)>, AgentError> {
+    (from..items.len())
+        .map(|i| Ok((i as u64, json(&items[i], what)?)))
         .collect()
 }
 
@@ -139,15 +151,13 @@ impl Shard {
         }
     }
 
-    /// What changed since the last save, marked as saved.
-    pub(super) fn delta(&mut self) -> Result<Delta, AgentError> {
+    /// The two rows saved whole: the small state and the memory modules.
+    fn whole_rows(&self) -> Result<(Vec<u8>, Vec<u8>), AgentError> {
         let state = &self.state;
-        let layers = &state.memory;
-        let saved = &mut self.saved;
         let core = json(
             &CoreRef {
                 format: STORE_FORMAT,
-                character: &layers.character,
+                character: &state.memory.character,
                 unwritten: state.unwritten,
                 moments: &state.moments,
                 pending: &state.pending,
@@ -159,7 +169,15 @@ impl Shard {
             },
             "state",
         )?;
-        let modules = json(&state.modules, "modules")?;
+        Ok((core, json(&state.modules, "modules")?))
+    }
+
+    /// What changed since the last save, marked as saved.
+    pub(super) fn delta(&mut self) -> Result<Delta, AgentError> {
+        let (core, modules) = self.whole_rows()?;
+        let state = &self.state;
+        let layers = &state.memory;
+        let saved = &mut self.saved;
         let mut delta = Delta::default();
         let core_hash = hash(&core);
         if saved.state_hash != Some(core_hash) {
@@ -171,41 +189,34 @@ impl Shard {
             saved.modules_hash = Some(modules_hash);
             delta.modules = Some(modules);
         }
-        delta.perceived = (saved.perceived..state.perceived.len())
-            .map(|i| Ok((i as u64, json(&state.perceived[i], "perceived")?)))
-            .collect::<Result<_, AgentError>>()?;
+        delta.perceived = plain_rows(&state.perceived, saved.perceived, "perceived")?;
         let episodic = layers.episodic.items();
-        let episode_vector = |i| layers.episodic.vector_at(i).map(vector_bytes);
-        delta.episodic = rows(episodic, saved.episodic, episode_vector, "episodic")?;
-        for &i in &saved.rewritten {
-            delta.episodic.push((
-                i as u64,
-                (
-                    json(&episodic[i], "episodic")?,
-                    episode_vector(i).unwrap_or_default(),
-                ),
-            ));
-        }
+        // New episodes, then those a model rewrite replaced in place.
+        let changed = (saved.episodic..episodic.len()).chain(saved.rewritten.iter().copied());
+        delta.episodic = rows(
+            episodic,
+            changed,
+            |i| layers.episodic.vector_at(i).map(vector_bytes),
+            "episodic",
+        )?;
         let semantic = layers.semantic.facts();
         delta.semantic = rows(
             semantic,
-            saved.semantic,
+            saved.semantic..semantic.len(),
             |i| layers.semantic.vector_at(i).map(vector_bytes),
             "semantic",
         )?;
         let personality = &layers.personality;
+        let patterns = personality.patterns();
         delta.patterns = rows(
-            personality.patterns(),
-            saved.patterns,
+            patterns,
+            saved.patterns..patterns.len(),
             |i| personality.pattern_vector_at(i).map(vector_bytes),
             "patterns",
         )?;
         let transitions = personality.transitions();
-        delta.transitions = (saved.transitions..transitions.len())
-            .map(|i| Ok((i as u64, json(&transitions[i], "transition")?)))
-            .collect::<Result<_, AgentError>>()?;
-        delta.audit = self
-            .state
+        delta.transitions = plain_rows(transitions, saved.transitions, "transition")?;
+        delta.audit = state
             .audit
             .iter()
             .zip(saved.audit_next..)
@@ -216,7 +227,7 @@ impl Shard {
         saved.episodic = episodic.len();
         saved.rewritten.clear();
         saved.semantic = semantic.len();
-        saved.patterns = personality.patterns().len();
+        saved.patterns = patterns.len();
         saved.transitions = transitions.len();
         self.state.audit.clear();
         Ok(delta)
@@ -308,15 +319,14 @@ impl Shard {
             vocabulary: std::sync::Arc::default(),
         };
         shard.rebuild_vocabulary();
-        shard.mark_saved(stored.audit_next);
-        // The hashes of what was read: an unchanged state is not written again.
-        let _ = shard.delta()?;
+        shard.mark_saved(stored.audit_next)?;
         Ok(Some(shard))
     }
 
     /// Marks everything in memory as held by the store, whose next audit number is
-    /// `audit_next`.
-    fn mark_saved(&mut self, audit_next: u64) {
+    /// `audit_next` (so an unchanged shard is not written again).
+    fn mark_saved(&mut self, audit_next: u64) -> Result<(), AgentError> {
+        let (core, modules) = self.whole_rows()?;
         let layers = &self.state.memory;
         self.saved = Saved {
             perceived: self.state.perceived.len(),
@@ -326,9 +336,10 @@ impl Shard {
             transitions: layers.personality.transitions().len(),
             rewritten: BTreeSet::new(),
             audit_next,
-            state_hash: None,
-            modules_hash: None,
+            state_hash: Some(hash(&core)),
+            modules_hash: Some(hash(&modules)),
         };
+        Ok(())
     }
 
     /// Reads a shard an earlier build saved as JSON (`path`, with its audit file beside

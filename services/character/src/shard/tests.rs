@@ -153,7 +153,13 @@ async fn stored(mut shard: Shard, path: &std::path::Path) -> Shard {
     shard
 }
 
-/// The shard the store at `path` holds, once the writer has let the file go.
+/// Writes `delta` (taken from `shard`) to the shard's store.
+async fn commit_delta(shard: &Shard, delta: store::Delta) {
+    let store = shard.store().expect("a store");
+    store.submit(delta).wait().await.expect("saved");
+}
+
+/// The shard the store at `path` holds, read back as an attach reads it.
 async fn reopened(profile: CharacterProfile, path: &std::path::Path) -> Shard {
     let db = store::open(path).expect("open again");
     let all = store::read_all(db.as_ref(), path).expect("read");
@@ -208,14 +214,7 @@ async fn a_store_gives_back_the_same_shard_after_appends_and_a_rewrite_in_place(
     assert_eq!(delta.episodic.len(), 1, "only the rewritten row");
     assert!(delta.perceived.is_empty() && delta.semantic.is_empty() && delta.audit.is_empty());
     assert!(delta.state.is_none(), "the small state did not change");
-    shard
-        .store
-        .as_ref()
-        .expect("store")
-        .submit(delta)
-        .wait()
-        .await
-        .expect("saved");
+    commit_delta(&shard, delta).await;
     let expected = shard.state.clone();
     let audit = shard.store().expect("store").audit().await.expect("audit");
     assert_eq!(audit.len(), 1);
@@ -250,14 +249,7 @@ async fn a_save_writes_only_what_is_new_however_long_the_story() {
         let delta = shard.delta().expect("delta");
         assert_eq!(delta.perceived.len(), 1, "line {seq}");
         assert_eq!(delta.perceived[0].0, seq - 1);
-        shard
-            .store
-            .as_ref()
-            .expect("store")
-            .submit(delta)
-            .wait()
-            .await
-            .expect("saved");
+        commit_delta(&shard, delta).await;
     }
     let profile = shard.profile.clone();
     let expected = shard.state.clone();
