@@ -148,8 +148,8 @@ pub struct AgentArgs {
     /// Address to listen on; port 0 picks a free one (printed on stdout).
     #[arg(long, env = "DRAMATIS_AGENT_LISTEN", default_value = "127.0.0.1:7071")]
     pub listen: SocketAddr,
-    /// Where character shards are saved (one JSON file per character per world) and read
-    /// back when a character is attached again after a restart.
+    /// Where character shards are saved (one store file per character per world) and
+    /// read back when a character is attached again after a restart.
     #[arg(
         long,
         env = "DRAMATIS_AGENT_DATA_DIR",

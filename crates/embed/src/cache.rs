@@ -62,6 +62,10 @@ impl Embedder for CachedEmbedder {
         self.inner.dimension()
     }
 
+    fn tokens(&self, text: &str) -> usize {
+        self.inner.tokens(text)
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut found: Vec<Option<Arc<[f32]>>> = {
             let mut cache = self.cache();

@@ -6,12 +6,14 @@
 //! It never touches the network: models come from files that set-up placed on disk.
 
 mod cache;
+mod compose;
 mod error;
 mod fake;
 mod onnx;
 
 use async_trait::async_trait;
 pub use cache::{CachedEmbedder, DEFAULT_CACHED_TEXTS};
+pub use compose::embed_composed;
 pub use error::EmbedError;
 pub use fake::FakeEmbedder;
 pub use onnx::{OnnxEmbedder, OnnxEmbedderConfig};
@@ -24,6 +26,13 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
 
     /// Embeds a batch; the result has one vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// How long `text` is in the model's input units (word pieces for a transformer;
+    /// words, at least one, unless an embedder knows better): the weight of a piece in
+    /// a composed text ([`embed_composed`]).
+    fn tokens(&self, text: &str) -> usize {
+        text.split_whitespace().count().max(1)
+    }
 }
 
 /// Scales a vector to unit length in place (a zero vector stays zero).

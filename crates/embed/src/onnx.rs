@@ -233,6 +233,14 @@ impl Embedder for OnnxEmbedder {
         self.inner.dimension
     }
 
+    /// Word pieces without the special tokens, as far as the model reads them.
+    fn tokens(&self, text: &str) -> usize {
+        self.inner
+            .tokenizer
+            .encode(text, false)
+            .map_or(1, |e| e.get_ids().len().max(1))
+    }
+
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();

@@ -15,7 +15,7 @@ use crate::boundary::{self, Asked, Guarded};
 use crate::host::{ActOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::recall::{Query, Recalled, recall};
-use crate::shard::{Annotation, PerceivedKind};
+use crate::shard::{Annotation, PerceivedKind, Phrase};
 use crate::stream_text::TextFieldStreamer;
 use crate::{ACTION_SCHEMA_NAME, AgentError};
 
@@ -35,10 +35,10 @@ impl CharacterAgents {
         let model = self.options.models.get(ModelRole::Character);
         let me = shard.id().to_owned();
         // The moment: the latest lines of the scene, and the last one someone else said.
-        let lines: Vec<String> = shard
+        let phrases: Vec<Phrase> = shard
             .current_scene()
             .iter()
-            .filter_map(|p| p.line(&me))
+            .filter_map(|p| p.phrase(&me))
             .collect();
         let last_other = shard
             .current_scene()
@@ -50,20 +50,33 @@ impl CharacterAgents {
         let questioned = last_other.is_some_and(|p| {
             p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
         });
-        let trigger = last_other
-            .and_then(|p| p.line(&me))
-            .unwrap_or_else(|| frame.direction.clone());
-        let mut moment = lines[lines.len().saturating_sub(3)..].join("\n");
+        let (trigger, trigger_pieces) = last_other.and_then(|p| p.phrase(&me)).map_or_else(
+            || (frame.direction.clone(), vec![frame.direction.clone()]),
+            |p| (p.text(), p.pieces()),
+        );
+        // The last three lines and the direction, each line in its pieces for recall.
+        let mut moment_lines: Vec<Vec<String>> = phrases[phrases.len().saturating_sub(3)..]
+            .iter()
+            .map(Phrase::pieces)
+            .collect();
+        let mut moment = phrases[phrases.len().saturating_sub(3)..]
+            .iter()
+            .map(Phrase::text)
+            .collect::<Vec<_>>()
+            .join("\n");
         if !frame.direction.trim().is_empty() {
             moment.push('\n');
             moment.push_str(frame.direction.trim());
+            moment_lines.push(vec![frame.direction.trim().to_owned()]);
         }
         let mut recalled = if shard.module_set().contains(ModuleKind::Reverie) {
             recall(
                 &mut shard,
                 &Query {
                     text: &moment,
+                    lines: &moment_lines,
                     trigger: &trigger,
+                    trigger_pieces: &trigger_pieces,
                     scene_id: &frame.scene_id,
                     rounds: if questioned {
                         self.options.recall.act_rounds
@@ -183,6 +196,7 @@ impl CharacterAgents {
                     intensity: p.intensity,
                     intent: p.intent.clone(),
                     trigger: trigger.clone(),
+                    trigger_pieces: trigger_pieces.clone(),
                 });
                 Action {
                     kind: match p.kind {
@@ -201,15 +215,12 @@ impl CharacterAgents {
             None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),
             None => deflected(format!("{name} pauses, weighing what to say.")),
         };
-        let saved = {
-            let _span = tracing::info_span!("act_save").entered();
-            shard.save()?
-        };
+        // Not saved here: the turn's audited prompts and feeling go to disk with the
+        // character's own event, which the world delivers as soon as it has logged the
+        // line (one durable write instead of two per line). A snapshot shows them
+        // meanwhile, and a detach saves them. `kill -9` in between loses them, never an
+        // acknowledged event.
         drop(shard);
-        saved
-            .wait()
-            .instrument(tracing::info_span!("act_save"))
-            .await?;
         Ok(ActOutcome { action })
     }
 }

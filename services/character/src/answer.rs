@@ -42,7 +42,9 @@ impl CharacterAgents {
                 shard,
                 &Query {
                     text: question,
+                    lines: &[],
                     trigger: question,
+                    trigger_pieces: &[],
                     scene_id: &scene_id,
                     rounds: self.options.recall.answer_rounds,
                 },

@@ -176,6 +176,7 @@ impl AgentApi for AgentGrpc {
         let (world, character) = character_ref(request.character.as_ref())?;
         self.agents
             .detach(&world, &character, request.keep_shard)
+            .await
             .map_err(Status::from)?;
         Ok(Response::new(pb::DetachResponse {}))
     }

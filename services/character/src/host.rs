@@ -257,14 +257,25 @@ impl CharacterAgents {
     }
 
     /// Unloads a character; deletes its saved shard (and the world's folder, once
-    /// empty) unless `keep_shard`.
-    pub fn detach(&self, world: &str, character: &str, keep_shard: bool) -> Result<(), AgentError> {
-        self.shards
+    /// empty) unless `keep_shard`, in which case what is not saved yet (a last turn's
+    /// prompts) is saved first.
+    pub async fn detach(
+        &self,
+        world: &str,
+        character: &str,
+        keep_shard: bool,
+    ) -> Result<(), AgentError> {
+        let (_, shard) = self
+            .shards
             .remove(&(world.to_owned(), character.to_owned()))
             .ok_or_else(|| AgentError::NotAttached {
                 world: world.to_owned(),
                 character: character.to_owned(),
             })?;
+        if keep_shard {
+            let saved = shard.lock().await.save()?;
+            saved.wait().await?;
+        }
         if let Some(json) = self.shard_path(world, character).filter(|_| !keep_shard) {
             Shard::remove_json(&json);
             let path = store_path(&json);
@@ -279,6 +290,22 @@ impl CharacterAgents {
             }
         }
         Ok(())
+    }
+
+    /// Saves every attached character's unsaved state (at shutdown). Failures are
+    /// logged: the rest are still saved.
+    pub async fn save_all(&self) {
+        let shards: Vec<(Key, Arc<Mutex<Shard>>)> = self
+            .shards
+            .iter()
+            .map(|e| (e.key().clone(), Arc::clone(e.value())))
+            .collect();
+        for ((world, character), shard) in shards {
+            let saved = shard.lock().await.save();
+            if let Err(error) = async { saved?.wait().await }.await {
+                tracing::error!(world, character, %error, "cannot save a shard at shutdown");
+            }
+        }
     }
 
     /// Whether the character is attached (without copying its shard).

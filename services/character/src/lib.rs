@@ -46,7 +46,8 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
 }
 
-/// Serves the agent service on `listener` until `shutdown` triggers. With TLS whose
+/// Serves the agent service on `listener` until `shutdown` triggers, then saves every
+/// attached character. With TLS whose
 /// client CA is the deployment's and [`Access::PeerCertificate`], only the world
 /// service can call it.
 ///
@@ -58,7 +59,8 @@ pub async fn run(
     shutdown: Shutdown,
 ) -> Result<(), ServeError> {
     let builder = dramatis_runtime::grpc::secured_builder(&security)?;
-    let routes = tonic::service::Routes::new(AgentServer::new(grpc::AgentGrpc::new(agents)));
+    let routes =
+        tonic::service::Routes::new(AgentServer::new(grpc::AgentGrpc::new(agents.clone())));
     let router =
         dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.Agent", routes).await?;
     tracing::info!(
@@ -70,5 +72,7 @@ pub async fn run(
     router
         .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;
+    // A last turn's state waits for its character's own event: save it on the way out.
+    agents.save_all().await;
     Ok(())
 }

@@ -171,7 +171,7 @@ async fn memory_state(agents: &CharacterAgents) -> String {
 /// the character is detached (keeping its shard) to close the file, read, and attached
 /// again.
 async fn on_disk(agents: &CharacterAgents, data_dir: &Path) -> (Stored, Vec<String>) {
-    agents.detach("w", "holmes", true).expect("detached");
+    agents.detach("w", "holmes", true).await.expect("detached");
     let path = data_dir.join("w").join("holmes.redb");
     let (stored, audit) = read_store_file(&path).expect("the store reads");
     agents

@@ -302,7 +302,7 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
     let after = ask(second.clone()).await;
     assert_eq!(after, before, "same answer from the same prompt");
 
-    second.detach("w", "holmes", false).expect("detach");
+    second.detach("w", "holmes", false).await.expect("detach");
     assert!(
         dir.path().join("w").read_dir().is_err(),
         "detaching removes the store file and its world's folder"

@@ -62,10 +62,15 @@ fn json_and_audit_file() -> OldShard {
     }
 }
 
+/// An agent service on `data_dir`, its client, and its task (which ends once the
+/// service has stopped and saved its characters).
 async fn agent_on(
     data_dir: &std::path::Path,
     shutdown: &Shutdown,
-) -> AgentClient<tonic::transport::Channel> {
+) -> (
+    AgentClient<tonic::transport::Channel>,
+    tokio::task::JoinHandle<Result<(), dramatis_character::ServeError>>,
+) {
     let mut options = AgentOptions::new(
         RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
         Arc::new(FakeEmbedder::new(8)),
@@ -76,15 +81,16 @@ async fn agent_on(
         .await
         .expect("bind");
     let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(dramatis_character::run(
+    let served = tokio::spawn(dramatis_character::run(
         listener,
         CharacterAgents::new(options),
         dramatis_runtime::grpc::Security::open(),
         shutdown.clone(),
     ));
-    AgentClient::connect(endpoint)
+    let client = AgentClient::connect(endpoint)
         .await
-        .expect("agent reachable")
+        .expect("agent reachable");
+    (client, served)
 }
 
 fn watson() -> CharacterRef {
@@ -130,7 +136,7 @@ async fn loads_whole_and_goes_on(old: OldShard) {
         std::fs::write(folder.join(name), text).expect("fixture copied");
     }
     let shutdown = Shutdown::new();
-    let mut agent = agent_on(data.path(), &shutdown).await;
+    let (mut agent, served) = agent_on(data.path(), &shutdown).await;
 
     let attached = agent
         .attach(AttachRequest {
@@ -227,8 +233,13 @@ async fn loads_whole_and_goes_on(old: OldShard) {
         .into_inner();
     while turn.message().await.expect("act stream").is_some() {}
     shutdown.trigger();
+    drop(agent);
+    served
+        .await
+        .expect("joined")
+        .expect("the agent stopped cleanly");
     let again = Shutdown::new();
-    let mut agent = agent_on(data.path(), &again).await;
+    let (mut agent, _) = agent_on(data.path(), &again).await;
     agent
         .attach(AttachRequest {
             character: Some(watson()),

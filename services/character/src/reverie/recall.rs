@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use dramatis_embed::{Embedder, normalise};
+use dramatis_embed::{Embedder, embed_composed, normalise};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
 use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
 use dramatis_proto::v1::Usage;
@@ -181,8 +181,15 @@ impl Recalled {
 pub struct Query<'a> {
     /// What the character must respond to (a question, or the scene's latest lines).
     pub text: &'a str,
+    /// The scene's latest lines in pieces ([`crate::shard::Phrase::pieces`]), when the
+    /// query is made of them: their vectors are then composed from pieces, most of
+    /// which this process has embedded already. Empty for a question, which is
+    /// embedded whole.
+    pub lines: &'a [Vec<String>],
     /// The line that triggers the character's response (for the emotion track).
     pub trigger: &'a str,
+    /// Its pieces, or empty to embed it whole.
+    pub trigger_pieces: &'a [String],
     pub scene_id: &'a str,
     /// Self-Probe rounds allowed.
     pub rounds: u32,
@@ -206,20 +213,34 @@ pub async fn recall(
     model: &dyn LanguageModel,
 ) -> Result<Recalled, AgentError> {
     let me = shard.id().to_owned();
-    // One embedding run: the query and, when it has several, its lines.
-    let mut texts = vec![query.text.to_owned()];
-    let lines: Vec<String> = query
-        .text
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.split_whitespace().count() >= 2)
+    // One embedding run: the query and, when it has several, its lines. Lines given in
+    // pieces are composed from them; the whole query is then the composition of all
+    // its lines' pieces.
+    let pieces = |line: &str| vec![line.to_owned()];
+    let given: Vec<Vec<String>> = if query.lines.is_empty() {
+        query.text.lines().map(str::trim).map(pieces).collect()
+    } else {
+        query.lines.to_vec()
+    };
+    let mut texts = if query.lines.is_empty() {
+        vec![pieces(query.text)]
+    } else {
+        vec![query.lines.concat()]
+    };
+    let lines: Vec<Vec<String>> = given
+        .into_iter()
+        .filter(|l| {
+            l.iter()
+                .map(|p| p.split_whitespace().count())
+                .sum::<usize>()
+                >= 2
+        })
         .take(6)
-        .map(str::to_owned)
         .collect();
     if lines.len() > 1 {
-        texts.extend(lines.iter().cloned());
+        texts.extend(lines);
     }
-    let vectors = embedder.embed(&texts).await?;
+    let vectors = embed_composed(embedder, &texts).await?;
     let query_vector = &vectors[0];
 
     // Anchor(q, c).
@@ -299,8 +320,12 @@ pub async fn recall(
         let trigger_vector = if query.trigger == query.text {
             query_vector.clone()
         } else {
-            embedder
-                .embed(&[query.trigger.to_owned()])
+            let trigger = if query.trigger_pieces.is_empty() {
+                pieces(query.trigger)
+            } else {
+                query.trigger_pieces.to_vec()
+            };
+            embed_composed(embedder, &[trigger])
                 .await?
                 .pop()
                 .unwrap_or_default()

@@ -14,14 +14,14 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use dramatis_embed::Embedder;
+use dramatis_embed::{Embedder, embed_composed};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
 use dramatis_memory::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::shard::{Perceived, PerceivedKind, Rewritten, SceneDraft, WrittenScene};
+use crate::shard::{Joint, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene};
 use dramatis_llm::parse_json;
 
 /// Name of the scene-memory schema.
@@ -64,7 +64,7 @@ pub async fn write_scene(
     embedder: &dyn Embedder,
 ) -> Result<WrittenScene, AgentError> {
     let facts = event_facts(writer, &draft.events);
-    let summary = digest(writer, draft);
+    let (summary, summary_pieces) = digest_in_pieces(writer, draft);
     let transitions: Vec<EmotionTransition> = draft
         .moments
         .iter()
@@ -77,10 +77,18 @@ pub async fn write_scene(
             trigger_vector: Vec::new(),
         })
         .collect();
-    let mut texts = vec![summary.clone()];
-    texts.extend(facts.iter().map(|f| f.text.clone()));
-    texts.extend(transitions.iter().map(|t| t.trigger.clone()));
-    let mut vectors = embedder.embed(&texts).await?.into_iter();
+    // Composed from pieces: a line's words are shared with everyone in this process who
+    // perceived it, so most of them are embedded already.
+    let mut texts = vec![summary_pieces];
+    texts.extend(facts.iter().map(|(_, phrase)| phrase.pieces()));
+    texts.extend(draft.moments.iter().map(|m| {
+        if m.trigger_pieces.is_empty() {
+            vec![m.trigger.clone()]
+        } else {
+            m.trigger_pieces.clone()
+        }
+    }));
+    let mut vectors = embed_composed(embedder, &texts).await?.into_iter();
     let episode = (
         EpisodicMemory {
             id: episode_id(&draft.scene_id),
@@ -91,7 +99,7 @@ pub async fn write_scene(
     );
     let facts = facts
         .into_iter()
-        .map(|f| (f, vectors.next().unwrap_or_default()))
+        .map(|(f, _)| (f, vectors.next().unwrap_or_default()))
         .collect();
     let transitions = transitions
         .into_iter()
@@ -171,27 +179,32 @@ fn route(writer: Author<'_>, event: &Perceived) -> VisibilityRoute {
 }
 
 /// One SPOCV fact per perceived speech, action or movement, visible to exactly the
-/// characters who perceived it.
-fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<Fact> {
+/// characters who perceived it, with the phrase its text and vector come from.
+fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<(Fact, Phrase)> {
     events
         .iter()
         .filter_map(|event| {
-            let (predicate, text) = match event.kind {
+            let (predicate, phrase) = match event.kind {
                 PerceivedKind::Speech if event.target.is_empty() => (
                     "said".to_owned(),
-                    format!("{} said: \"{}\"", event.speaker_name, event.text),
+                    Phrase::new(
+                        format!("{} said", event.speaker_name),
+                        Joint::Quoted,
+                        &event.text,
+                    ),
                 ),
                 PerceivedKind::Speech => (
                     format!("said to {}", event.target_name),
-                    format!(
-                        "{} said to {}: \"{}\"",
-                        event.speaker_name, event.target_name, event.text
+                    Phrase::new(
+                        format!("{} said to {}", event.speaker_name, event.target_name),
+                        Joint::Quoted,
+                        &event.text,
                     ),
                 ),
                 PerceivedKind::Action | PerceivedKind::Movement => {
                     ("did".to_owned(), deed(&event.speaker_name, &event.text))
                 }
-                PerceivedKind::Narration => ("saw".to_owned(), event.text.clone()),
+                PerceivedKind::Narration => ("saw".to_owned(), Phrase::alone(&event.text)),
                 PerceivedKind::SceneStart | PerceivedKind::SceneEnd => return None,
             };
             let subject = if event.kind == PerceivedKind::Narration {
@@ -199,7 +212,7 @@ fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<Fact> {
             } else {
                 event.speaker_name.clone()
             };
-            Some(Fact {
+            let fact = Fact {
                 id: format!("fact:e{}", event.seq),
                 subject,
                 predicate,
@@ -207,19 +220,20 @@ fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<Fact> {
                 cause: String::new(),
                 visibility: visibility(event),
                 route: route(writer, event),
-                text,
-            })
+                text: phrase.text(),
+            };
+            Some((fact, phrase))
         })
         .collect()
 }
 
 /// An action as a sentence: the world usually writes "Holmes goes to …"; a bare
 /// "pricks his finger" gets its doer in front.
-fn deed(doer: &str, text: &str) -> String {
+fn deed(doer: &str, text: &str) -> Phrase {
     if text.starts_with(doer) {
-        text.to_owned()
+        Phrase::alone(text)
     } else {
-        format!("{doer} {text}")
+        Phrase::new(doer, Joint::Space, text)
     }
 }
 
@@ -332,14 +346,28 @@ fn rewrite_request<'e>(
 /// order; and how it felt.
 #[must_use]
 pub fn digest(writer: Author<'_>, draft: &SceneDraft) -> String {
+    digest_in_pieces(writer, draft).0
+}
+
+/// The digest and the pieces its vector is composed of: each sentence on its own, and
+/// each line's words apart from who said them (shared with the other perceivers).
+fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<String>) {
     let me = writer.id;
     let mut text = String::new();
+    let mut pieces = Vec::new();
+    let mut sentence = |text: &mut String, words: String| {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(&words);
+        pieces.push(words);
+    };
     if let Some(start) = draft
         .events
         .iter()
         .find(|e| e.kind == PerceivedKind::SceneStart)
     {
-        let _ = write!(text, "{}.", start.text.trim_end_matches('.'));
+        sentence(&mut text, format!("{}.", start.text.trim_end_matches('.')));
     }
     let mut others: Vec<&str> = draft
         .events
@@ -355,30 +383,33 @@ pub fn digest(writer: Author<'_>, draft: &SceneDraft) -> String {
         .map(|id| draft.names.get(*id).map_or(*id, String::as_str))
         .collect();
     if !names.is_empty() {
-        let _ = write!(text, " I was with {}.", names.join(", "));
+        sentence(&mut text, format!("I was with {}.", names.join(", ")));
     }
-    let sentences: Vec<(u8, String)> = draft
+    let phrases: Vec<(u8, Phrase)> = draft
         .events
         .iter()
         .filter_map(|e| first_person(me, e))
         .collect();
     let mut budget = DIGEST_WORDS.saturating_sub(text.split_whitespace().count());
-    let mut keep = vec![false; sentences.len()];
+    let mut keep = vec![false; phrases.len()];
     for priority in [2, 1] {
-        for (i, (p, sentence)) in sentences.iter().enumerate() {
-            let words = sentence.split_whitespace().count();
+        for (i, (p, phrase)) in phrases.iter().enumerate() {
+            let words = phrase.text().split_whitespace().count();
             if *p == priority && words <= budget {
                 keep[i] = true;
                 budget -= words;
             }
         }
     }
-    for ((_, sentence), kept) in sentences.iter().zip(keep) {
+    for ((_, phrase), kept) in phrases.iter().zip(keep) {
         if kept {
-            let _ = write!(text, " {sentence}");
-            if !sentence.ends_with(['.', '!', '?', '"', '…']) {
-                text.push('.');
+            let mut line = phrase.text();
+            if !line.ends_with(['.', '!', '?', '"', '…']) {
+                line.push('.');
             }
+            text.push(' ');
+            text.push_str(&line);
+            pieces.extend(phrase.pieces());
         }
     }
     if let Some(feeling) = draft
@@ -386,22 +417,25 @@ pub fn digest(writer: Author<'_>, draft: &SceneDraft) -> String {
         .iter()
         .max_by(|a, b| a.intensity.total_cmp(&b.intensity))
     {
-        let _ = write!(text, " I felt {}", feeling.emotion);
+        let mut felt = format!("I felt {}", feeling.emotion);
         if !feeling.intent.is_empty() {
             let _ = write!(
-                text,
+                felt,
                 "; I wanted to {}",
                 feeling.intent.trim_end_matches('.')
             );
         }
-        text.push('.');
+        felt.push('.');
+        text.push(' ');
+        text.push_str(&felt);
+        pieces.push(felt);
     }
-    text.trim().to_owned()
+    (text.trim().to_owned(), pieces)
 }
 
 /// An event in the first person, with its priority (2: the character's own or aimed at
 /// it; 1: something it witnessed).
-fn first_person(me: &str, e: &Perceived) -> Option<(u8, String)> {
+fn first_person(me: &str, e: &Perceived) -> Option<(u8, Phrase)> {
     let mine = e.speaker == me;
     let to_me = e.target == me;
     let who = if mine { "I" } else { e.speaker_name.as_str() };
@@ -412,13 +446,13 @@ fn first_person(me: &str, e: &Perceived) -> Option<(u8, String)> {
     } else {
         format!(" to {}", e.target_name)
     };
-    let sentence = match e.kind {
-        PerceivedKind::Speech => format!("{who} said{to}: \"{}\"", e.text),
+    let phrase = match e.kind {
+        PerceivedKind::Speech => Phrase::new(format!("{who} said{to}"), Joint::Quoted, &e.text),
         PerceivedKind::Action | PerceivedKind::Movement => deed(who, &e.text),
-        PerceivedKind::Narration => e.text.clone(),
+        PerceivedKind::Narration => Phrase::alone(&e.text),
         PerceivedKind::SceneStart | PerceivedKind::SceneEnd => return None,
     };
-    Some((if mine || to_me { 2 } else { 1 }, sentence))
+    Some((if mine || to_me { 2 } else { 1 }, phrase))
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ mod scratch;
 mod store;
 mod vocabulary;
 mod wire;
-pub use perceived::{Perceived, PerceivedKind};
+pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use store::{PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
 pub(crate) use store::{open as open_store, read_all as read_store};
 pub use wire::module_of;
@@ -48,6 +48,10 @@ pub struct Moment {
     pub intent: String,
     /// The line it answered.
     pub trigger: String,
+    /// That line's pieces, as its vector is composed (empty in shards written before
+    /// lines were embedded in pieces: the whole line is embedded then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trigger_pieces: Vec<String>,
 }
 
 /// The annotation of the character's last action, until its own event arrives.
@@ -57,6 +61,8 @@ pub struct Annotation {
     pub intensity: f32,
     pub intent: String,
     pub trigger: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trigger_pieces: Vec<String>,
 }
 
 /// One prompt sent to a language model, with the memory items it contained.

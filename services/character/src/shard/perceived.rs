@@ -71,6 +71,13 @@ impl Perceived {
     /// The event as a line of the character's working memory ("You" for itself).
     #[must_use]
     pub fn line(&self, me: &str) -> Option<String> {
+        self.phrase(me).map(|p| p.text())
+    }
+
+    /// The line of [`Self::line`] in its parts: who, as the character knows them, and
+    /// the words everyone who perceived the event heard or saw alike.
+    #[must_use]
+    pub fn phrase(&self, me: &str) -> Option<Phrase> {
         let who = if self.speaker == me {
             "You"
         } else {
@@ -83,18 +90,20 @@ impl Perceived {
         } else {
             format!(" (to {})", self.target_name)
         };
-        let line = match self.kind {
-            PerceivedKind::Speech => format!("{who}{to}: \"{}\"", self.text),
-            PerceivedKind::Action | PerceivedKind::Movement => format!("{who}{to}: {}", self.text),
-            PerceivedKind::Narration => self.text.clone(),
-            PerceivedKind::SceneStart => format!("-- {} --", self.text),
+        let frame = format!("{who}{to}");
+        let mut phrase = match self.kind {
+            PerceivedKind::Speech => Phrase::new(frame, Joint::Quoted, &self.text),
+            PerceivedKind::Action | PerceivedKind::Movement => {
+                Phrase::new(frame, Joint::Colon, &self.text)
+            }
+            PerceivedKind::Narration => Phrase::alone(&self.text),
+            PerceivedKind::SceneStart => Phrase::alone(&format!("-- {} --", self.text)),
             PerceivedKind::SceneEnd => return None,
         };
         if self.speaker == me && !self.thought.is_empty() {
-            Some(format!("{line} (you thought: {})", self.thought))
-        } else {
-            Some(line)
+            phrase.after = format!("(you thought: {})", self.thought);
         }
+        Some(phrase)
     }
 
     /// Id of this event in the audit.
@@ -125,5 +134,80 @@ impl Perceived {
             text: self.text.clone(),
             location: String::new(),
         })
+    }
+}
+
+/// How a phrase's frame and words join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joint {
+    /// `frame: "words"`
+    Quoted,
+    /// `frame: words`
+    Colon,
+    /// `frame words`
+    Space,
+}
+
+/// A sentence about a perceived event in two parts: its `frame`, who acted as the
+/// reader knows them, which differs from character to character; and its `words`, what
+/// was said or done, the same for everyone who perceived it. Prompts read its
+/// [`text`](Self::text); memory embeds its [`pieces`](Self::pieces), so a line's words
+/// are embedded once per agent process however many of its characters perceived them
+/// (`dramatis_embed::embed_composed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Phrase {
+    /// Empty for words that stand alone (narration).
+    pub frame: String,
+    pub joint: Joint,
+    pub words: String,
+    /// A remark after the words (the character's own thought), or empty.
+    pub after: String,
+}
+
+impl Phrase {
+    #[must_use]
+    pub fn new(frame: impl Into<String>, joint: Joint, words: &str) -> Self {
+        Self {
+            frame: frame.into(),
+            joint,
+            words: words.to_owned(),
+            after: String::new(),
+        }
+    }
+
+    /// Words with no frame.
+    #[must_use]
+    pub fn alone(words: &str) -> Self {
+        Self::new(String::new(), Joint::Space, words)
+    }
+
+    /// The sentence as prompts and memories read it.
+    #[must_use]
+    pub fn text(&self) -> String {
+        let mut text = match (self.frame.is_empty(), self.joint) {
+            (true, _) => self.words.clone(),
+            (false, Joint::Quoted) => format!("{}: \"{}\"", self.frame, self.words),
+            (false, Joint::Colon) => format!("{}: {}", self.frame, self.words),
+            (false, Joint::Space) => format!("{} {}", self.frame, self.words),
+        };
+        if !self.after.is_empty() {
+            text.push(' ');
+            text.push_str(&self.after);
+        }
+        text
+    }
+
+    /// What is embedded: the frame (with its colon), the words, the remark, each on its
+    /// own; empty parts left out.
+    #[must_use]
+    pub fn pieces(&self) -> Vec<String> {
+        let frame = match self.joint {
+            Joint::Quoted | Joint::Colon if !self.frame.is_empty() => format!("{}:", self.frame),
+            _ => self.frame.clone(),
+        };
+        [frame, self.words.clone(), self.after.clone()]
+            .into_iter()
+            .filter(|p| !p.trim().is_empty())
+            .collect()
     }
 }

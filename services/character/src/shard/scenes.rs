@@ -78,6 +78,7 @@ impl Shard {
                 intensity: annotation.intensity,
                 intent: annotation.intent,
                 trigger: annotation.trigger,
+                trigger_pieces: annotation.trigger_pieces,
             });
         }
     }

@@ -89,6 +89,7 @@ async fn a_scene_closes_at_its_end_or_when_another_begins() {
         intensity: 0.66,
         intent: "learn more".into(),
         trigger: "line 1".into(),
+        trigger_pieces: Vec::new(),
     });
     let (_, ended) = shard
         .perceive(&[

@@ -61,6 +61,7 @@ fn draft() -> SceneDraft {
             intensity: 1.0,
             intent: "learn how".into(),
             trigger: "You have been in Afghanistan.".into(),
+            trigger_pieces: Vec::new(),
         }],
         names: BTreeMap::from([("holmes".to_owned(), "Holmes".to_owned())]),
     }

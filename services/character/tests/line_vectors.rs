@@ -1,0 +1,122 @@
+//! Characters hosted by one agent process share the embedding of every line they all
+//! perceived: a line's words are embedded once per process, however many of its
+//! characters write it to memory or recall with it, and each character's view of who
+//! spoke is embedded apart from them.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use dramatis_character::{AgentOptions, CharacterAgents};
+use dramatis_embed::{EmbedError, Embedder, FakeEmbedder};
+use dramatis_llm::{RoleModels, ScriptedModel};
+use dramatis_proto::v1::{CharacterProfile, Event, EventKind, PresentCharacter, SceneFrame};
+
+/// The fake embedder, keeping every text the model was asked to embed.
+#[derive(Debug)]
+struct RecordingEmbedder {
+    inner: FakeEmbedder,
+    texts: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Embedder for RecordingEmbedder {
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.texts
+            .lock()
+            .expect("texts")
+            .extend(texts.iter().cloned());
+        self.inner.embed(texts).await
+    }
+}
+
+const CAST: [(&str, &str); 3] = [
+    ("holmes", "Sherlock Holmes"),
+    ("watson", "John Watson"),
+    ("lestrade", "Inspector Lestrade"),
+];
+
+const LINES: [&str; 3] = [
+    "The ring was found in the gutter on Brixton Road",
+    "Somebody came back for it after the constable left",
+    "Then the cabman is the man we want",
+];
+
+fn event(seq: u64, scene: &str, kind: EventKind, speaker: usize, text: &str) -> Event {
+    Event {
+        world_id: "w".into(),
+        seq,
+        scene_id: scene.into(),
+        kind: kind as i32,
+        speaker: CAST[speaker].0.into(),
+        speaker_name: CAST[speaker].1.into(),
+        text: text.into(),
+        perceivers: CAST.iter().map(|(id, _)| (*id).to_owned()).collect(),
+        ..Event::default()
+    }
+}
+
+#[tokio::test]
+async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
+    let recording = Arc::new(RecordingEmbedder {
+        inner: FakeEmbedder::new(64),
+        texts: Mutex::new(Vec::new()),
+    });
+    let agents = CharacterAgents::new(AgentOptions::new(
+        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+        recording.clone(),
+    ));
+    for (id, name) in CAST {
+        let profile = CharacterProfile {
+            id: id.into(),
+            name: name.into(),
+            profile: format!("{name}, of London."),
+            ..CharacterProfile::default()
+        };
+        agents.attach("w", id, profile).await.expect("attached");
+    }
+    // A scene all three lived through, then a turn of each in the next one.
+    let mut events = vec![event(1, "s1", EventKind::SceneStart, 0, "Brixton Road")];
+    for (i, line) in LINES.iter().enumerate() {
+        events.push(event(i as u64 + 2, "s1", EventKind::Speech, i, line));
+    }
+    events.push(event(5, "s1", EventKind::SceneEnd, 0, ""));
+    events.push(event(6, "s2", EventKind::SceneStart, 0, "Baker Street"));
+    events.push(event(7, "s2", EventKind::Speech, 1, LINES[0]));
+    for (id, _) in CAST {
+        agents.perceive("w", id, &events).await.expect("perceived");
+    }
+    let frame = SceneFrame {
+        scene_id: "s2".into(),
+        location_name: "Baker Street".into(),
+        present: CAST
+            .iter()
+            .map(|(id, name)| PresentCharacter {
+                id: (*id).into(),
+                name: (*name).into(),
+            })
+            .collect(),
+        ..SceneFrame::default()
+    };
+    for (id, _) in CAST {
+        agents.act("w", id, &frame, None).await.expect("act");
+    }
+
+    let texts = recording.texts.lock().expect("texts").clone();
+    for line in LINES {
+        let asked: Vec<&String> = texts.iter().filter(|t| t.contains(line)).collect();
+        assert_eq!(asked, [line], "the words alone, once: {texts:#?}");
+    }
+    // Who said it, as each character knows them, is embedded apart: once per view.
+    let frames = texts.iter().filter(|t| t.ends_with(" said:")).count();
+    assert!(frames >= 2, "{texts:#?}");
+    let total = texts.len();
+    assert_eq!(
+        texts.iter().collect::<std::collections::HashSet<_>>().len(),
+        total,
+        "no text embedded twice: {texts:#?}"
+    );
+}
