@@ -151,30 +151,57 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     )
 }
 
-/// Prints the stage table (ms per line: each stage's time over the story's lines) and
-/// returns it by stage. Stages overlap: `act` holds the agent's `recall` … `act_save`;
+/// Prints the stage table (ms per line: each stage's time over the run's lines) and
+/// returns it by stage. Stages overlap: `act` holds the agent's `recall` … `guard`;
 /// `deliver` holds the perceivers' `perceive_store` … `perceive_save`, which run side
 /// by side, one per perceiver.
 pub fn print_stages(
     stages: &[(&'static str, dramatis_eval::bench::stages::StageTime)],
     lines: u64,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let mut out = serde_json::Map::new();
-    if stages.is_empty() {
+    print_stage_columns(&["this run"], &[stages.to_vec()], &[lines])
+        .pop()
+        .unwrap_or_default()
+}
+
+/// Prints a stage table with a column per part of a run (ms per line: each stage's time
+/// over that part's lines) and returns each column by stage.
+pub fn print_stage_columns(
+    titles: &[&str],
+    columns: &[Vec<(&'static str, dramatis_eval::bench::stages::StageTime)>],
+    lines: &[u64],
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let mut out = vec![serde_json::Map::new(); columns.len()];
+    let Some(names) = columns.first() else {
+        return out;
+    };
+    if names.is_empty() {
         return out;
     }
-    println!(
-        "{:<16} {:>12}  (time per line; nested stages indented)",
-        "stage", "ms per line"
-    );
-    for (name, time) in stages {
-        let ms = time.total_us / 1e3 / lines.max(1) as f64;
-        let indent = match *name {
-            "act" | "log_append" | "deliver" => "",
-            _ => "  ",
-        };
-        println!("{:<16} {ms:>12.3}", format!("{indent}{name}"));
-        out.insert((*name).to_owned(), ms.into());
+    let mut header = format!("{:<16}", "ms per line");
+    for title in titles {
+        header.push_str(&format!(" {title:>12}"));
+    }
+    println!("{header}  (nested stages indented)");
+    for (name, _) in names {
+        let mut row = format!("{:<16}", format!("{}{name}", stage_indent(name)));
+        for ((column, lines), map) in columns.iter().zip(lines).zip(&mut out) {
+            let time = column
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, t)| t.total_us);
+            let ms = time.unwrap_or(0.0) / 1e3 / (*lines).max(1) as f64;
+            row.push_str(&format!(" {ms:>12.3}"));
+            map.insert((*name).to_owned(), ms.into());
+        }
+        println!("{row}");
     }
     out
+}
+
+fn stage_indent(name: &str) -> &'static str {
+    match name {
+        "act" | "log_append" | "deliver" => "",
+        _ => "  ",
+    }
 }

@@ -54,7 +54,6 @@ pub async fn bench_story(args: &StoryBenchArgs) -> anyhow::Result<()> {
         "playing {} rounds of {} with {} characters (scripted model, real embedder, shards saved)…",
         args.rounds, args.sandbox, args.characters
     );
-    let _ = dramatis_eval::bench::stages::take();
     let report = story(
         &StorySetup {
             spec,
@@ -82,11 +81,23 @@ pub async fn bench_story(args: &StoryBenchArgs) -> anyhow::Result<()> {
         "shard bytes per character at the end: {} · peak memory {:.0} MB (this process: world, agent, embedder)",
         report.shard_bytes_per_character, report.peak_rss_mb
     );
-    let stages = dramatis_eval::bench::stages::take();
-    let per_line = super::bench::print_stages(&stages, report.lines as u64);
+    let columns = super::bench::print_stage_columns(
+        &["whole story", "first tenth", "last tenth"],
+        &report.stages,
+        &report.stage_lines,
+    );
     let mut figures = serde_json::to_value(&report)?;
     if let Some(object) = figures.as_object_mut() {
-        object.insert("stage_ms_per_line".into(), per_line.into());
+        for (key, column) in [
+            "stage_ms_per_line",
+            "stage_ms_per_line_first_tenth",
+            "stage_ms_per_line_last_tenth",
+        ]
+        .into_iter()
+        .zip(columns)
+        {
+            object.insert(key.into(), column.into());
+        }
     }
     print_json(&args.output, "story", &figures)
 }

@@ -149,6 +149,44 @@ impl VectorIndex {
         self.search_exact(query, k, admit)
     }
 
+    /// The `k` best positions for each of `queries` (best first, as [`Self::search`]
+    /// gives them). Below [`ANN_THRESHOLD`] it is one pass over the vectors: each is
+    /// admitted once and read once for every query while it is in cache, and each query
+    /// keeps only its `k` best, so the cost is one scan, not one per query.
+    pub fn search_many(
+        &self,
+        queries: &[Vec<f32>],
+        k: usize,
+        admit: impl Fn(usize) -> bool,
+    ) -> Vec<Vec<Hit>> {
+        if k == 0 || self.dimension == 0 {
+            return vec![Vec::new(); queries.len()];
+        }
+        if self.graph.is_some() {
+            return queries
+                .iter()
+                .map(|query| self.search(query, k, &admit))
+                .collect();
+        }
+        let mut best: Vec<Vec<Hit>> = vec![Vec::with_capacity(k + 1); queries.len()];
+        for (position, row) in self.data.chunks_exact(self.dimension).enumerate() {
+            if !admit(position) {
+                continue;
+            }
+            for (query, kept) in queries.iter().zip(&mut best) {
+                let score = dot(row, query);
+                // Positions come in order, so a tie never displaces an earlier hit.
+                if kept.len() == k && kept[k - 1].score.total_cmp(&score).is_ge() {
+                    continue;
+                }
+                let at = kept.partition_point(|h| h.score.total_cmp(&score).is_ge());
+                kept.insert(at, Hit { position, score });
+                kept.truncate(k);
+            }
+        }
+        best
+    }
+
     /// Exact search: every admitted vector is scored.
     pub fn search_exact(&self, query: &[f32], k: usize, admit: impl Fn(usize) -> bool) -> Vec<Hit> {
         if k == 0 || self.dimension == 0 {
@@ -269,6 +307,25 @@ impl<T> Indexed<T> {
         self.index.vector(position)
     }
 
+    /// The `k` items nearest each of `queries` among those `admit` accepts, best first,
+    /// in one pass ([`VectorIndex::search_many`]).
+    pub fn search_many(
+        &self,
+        queries: &[Vec<f32>],
+        k: usize,
+        admit: impl Fn(&T) -> bool,
+    ) -> Vec<Vec<(&T, f32)>> {
+        self.index
+            .search_many(queries, k, |position| admit(&self.items[position]))
+            .into_iter()
+            .map(|hits| {
+                hits.into_iter()
+                    .map(|hit| (&self.items[hit.position], hit.score))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The `k` items nearest `query` among those `admit` accepts, best first.
     pub fn search(&self, query: &[f32], k: usize, admit: impl Fn(&T) -> bool) -> Vec<(&T, f32)> {
         self.index
@@ -300,6 +357,37 @@ mod tests {
         );
         assert!(index.search(&[1.0, 0.0], 0, |_| true).is_empty());
         assert_eq!(index.len(), 4);
+    }
+
+    #[test]
+    fn one_pass_for_many_queries_finds_what_each_search_finds() {
+        let vectors = clustered(900, 24, 11);
+        let mut index = VectorIndex::new(24);
+        for v in &vectors {
+            index.push(v);
+        }
+        // Exact duplicates make ties, which must break by position as in `search`.
+        index.push(&vectors[5]);
+        index.push(&vectors[5]);
+        let queries: Vec<Vec<f32>> = [5, 17, 300, 899]
+            .iter()
+            .map(|&i| vectors[i].clone())
+            .collect();
+        let admit = |p: usize| p % 7 != 3;
+        for k in [1, 3, 10] {
+            let many = index.search_many(&queries, k, admit);
+            assert_eq!(many.len(), queries.len());
+            for (query, hits) in queries.iter().zip(&many) {
+                assert_eq!(hits, &index.search_exact(query, k, admit), "k = {k}");
+            }
+        }
+        assert!(
+            index
+                .search_many(&queries, 0, admit)
+                .iter()
+                .all(Vec::is_empty)
+        );
+        assert!(index.search_many(&[], 3, admit).is_empty());
     }
 
     /// Clustered unit vectors, like sentence embeddings: 64 topics, noise around each.

@@ -67,11 +67,11 @@ impl SemanticLayer {
         k: usize,
     ) -> Vec<(&Fact, f32)> {
         let mut merged: Vec<(&Fact, f32)> = Vec::new();
-        for probe in probes {
-            for (fact, score) in self
-                .facts
-                .search(probe, k, |f| f.visibility.contains(character))
-            {
+        let found = self
+            .facts
+            .search_many(probes, k, |f| f.visibility.contains(character));
+        for hits in found {
+            for (fact, score) in hits {
                 match merged
                     .iter_mut()
                     .find(|(seen, _)| std::ptr::eq(*seen, fact))

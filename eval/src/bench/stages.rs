@@ -1,9 +1,10 @@
 //! Where a line's time goes: a tracing layer that times the stage spans of a turn. The
 //! benchmarks run the world and agent services in this process, so one layer sees both
 //! sides: the world's `act` call and its `log_append` and `deliver` (the perception
-//! fan-out), and inside the agent `recall`, `grounding` (memory modules), `model`,
-//! `guard`, `act_save`, and on the perceiving side `perceive_store`, `scene_write` and
-//! `perceive_save`.
+//! fan-out), and inside the agent `recall`, `grounding` (memory modules), `model` and
+//! `guard`, and on the perceiving side `perceive_store`, `scene_write` and
+//! `perceive_save` (a turn saves nothing itself: its state goes to disk with its
+//! character's own event).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -14,13 +15,12 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 /// The spans timed, in the order a turn runs them.
-pub const STAGES: [&str; 10] = [
+pub const STAGES: [&str; 9] = [
     "act",
     "recall",
     "grounding",
     "model",
     "guard",
-    "act_save",
     "log_append",
     "deliver",
     "perceive_store",
@@ -97,6 +97,29 @@ pub fn take() -> Vec<(&'static str, StageTime)> {
                 )
             })
         })
+        .collect()
+}
+
+/// Stage times added up, in turn order.
+#[must_use]
+pub fn sum<'a>(
+    parts: impl IntoIterator<Item = &'a [(&'static str, StageTime)]>,
+) -> Vec<(&'static str, StageTime)> {
+    let mut totals: BTreeMap<&'static str, StageTime> = BTreeMap::new();
+    for part in parts {
+        for (name, time) in part {
+            let total = totals.entry(name).or_insert(StageTime {
+                count: 0,
+                total_us: 0.0,
+            });
+            total.count += time.count;
+            total.total_us += time.total_us;
+        }
+    }
+    STAGES
+        .iter()
+        .chain(&ALSO)
+        .filter_map(|name| totals.get(name).map(|time| (*name, *time)))
         .collect()
 }
 

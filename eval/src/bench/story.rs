@@ -15,6 +15,7 @@ use dramatis_proto::v1::{
 use dramatis_runtime::client::describe;
 use dramatis_world::scenario::Scenario;
 
+use super::stages::{self, StageTime};
 use super::{Cluster, ClusterSetup};
 
 /// What to play.
@@ -43,7 +44,17 @@ pub struct StoryReport {
     /// This process's peak resident memory (world, agent and embedder), in MB.
     pub peak_rss_mb: f64,
     pub wall_seconds: f64,
+    /// Stage times over the whole story, its first tenth of lines and its last (from
+    /// the stage layer, when one is installed; see [`super::stages`]).
+    #[serde(skip)]
+    pub stages: [Vec<(&'static str, StageTime)>; 3],
+    /// The lines each of `stages` covers.
+    #[serde(skip)]
+    pub stage_lines: [u64; 3],
 }
+
+/// Lines between two readings of the stage times.
+const STAGE_WINDOW: usize = 10;
 
 /// The open story `base` grown to `characters` people and `rounds` rounds. Beyond the
 /// base's own cast, the base's map and people are copied as further districts
@@ -141,18 +152,24 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         .create_and_watch(create_world_request::Source::Sandbox(setup.spec.clone()))
         .await?;
     let mut client = cluster.client.clone();
-    // The watcher notes when each line arrives, and counts every event.
+    // The watcher notes when each line arrives, counts every event, and reads the stage
+    // times every few lines (so the first and last tenths can be told apart).
+    let _ = stages::take();
     let watcher = tokio::spawn(async move {
-        let (mut lines, mut events) = (Vec::new(), 0usize);
+        let (mut lines, mut events, mut windows) = (Vec::new(), 0usize, Vec::new());
         while let Ok(Some(message)) = watching.message().await {
             if let Some(watch_response::Item::Event(event)) = message.item {
                 events += 1;
                 if event.turn > 0 {
                     lines.push(Instant::now());
+                    if lines.len() % STAGE_WINDOW == 0 {
+                        windows.push(stages::take());
+                    }
                 }
             }
         }
-        (lines, events)
+        windows.push(stages::take());
+        (lines, events, windows)
     });
     let started = Instant::now();
     client
@@ -165,8 +182,24 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
     let wall_seconds = started.elapsed().as_secs_f64();
     let shard_bytes = cluster.shard_bytes();
     drop(cluster);
-    let (lines, events) = watcher.await.context("the watcher failed")?;
+    let (lines, events, windows) = watcher.await.context("the watcher failed")?;
     anyhow::ensure!(lines.len() >= 10, "the story spoke {} lines", lines.len());
+    // Window w holds lines [w * STAGE_WINDOW, (w + 1) * STAGE_WINDOW).
+    let tenth = lines.len() / 10;
+    let first_windows = (tenth / STAGE_WINDOW).max(1);
+    let first = windows.iter().take(first_windows);
+    let last_from = (lines.len() - tenth).div_ceil(STAGE_WINDOW);
+    let stage_lines = [
+        lines.len() as u64,
+        (first_windows * STAGE_WINDOW).min(lines.len()) as u64,
+        lines.len().saturating_sub(last_from * STAGE_WINDOW) as u64,
+    ];
+    let last = windows.iter().skip(last_from);
+    let stages = [
+        stages::sum(windows.iter().map(Vec::as_slice)),
+        stages::sum(first.map(Vec::as_slice)),
+        stages::sum(last.map(Vec::as_slice)),
+    ];
     let ms_per_line_by_tenth = by_tenth(started, &lines);
     let characters = setup.spec.characters.len();
     Ok(StoryReport {
@@ -179,6 +212,8 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         shard_bytes_per_character: shard_bytes / characters.max(1) as u64,
         peak_rss_mb: dramatis_runtime::memory_use::peak_rss_mb(),
         wall_seconds,
+        stages,
+        stage_lines,
     })
 }
 

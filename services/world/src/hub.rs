@@ -108,6 +108,24 @@ impl TranscriptHub {
             .unwrap_or_default()
     }
 
+    /// The events of scene `scene_id` (a copy), found from the end of the log back to
+    /// the scene's start: the cost is the scene's, not the story's.
+    #[must_use]
+    pub fn scene_events(&self, scene_id: &str) -> Vec<Event> {
+        let events = read(&self.inner.events);
+        let mut scene: Vec<Event> = Vec::new();
+        for event in events.iter().rev() {
+            if event.scene_id == scene_id {
+                scene.push(event.clone());
+                if event.kind() == dramatis_proto::v1::EventKind::SceneStart {
+                    break;
+                }
+            }
+        }
+        scene.reverse();
+        scene
+    }
+
     /// Starts a watcher. Items go to `out` until the watcher goes away, the hub is
     /// dropped or closed (the story is over), or (with `follow == false`) the replay
     /// is done.
@@ -226,6 +244,30 @@ mod tests {
             }
         }
         seqs
+    }
+
+    #[test]
+    fn a_scene_is_read_from_its_start_and_only_its_own_events() {
+        let in_scene = |seq: u64, scene: &str, kind: dramatis_proto::v1::EventKind| Event {
+            scene_id: scene.into(),
+            kind: kind as i32,
+            ..event(seq)
+        };
+        use dramatis_proto::v1::EventKind::{Movement, SceneEnd, SceneStart, Speech};
+        let hub = TranscriptHub::new(vec![
+            in_scene(1, "s1", SceneStart),
+            in_scene(2, "s1", Speech),
+            in_scene(3, "s1", SceneEnd),
+            in_scene(4, "s2", SceneStart),
+            in_scene(5, "s2", Speech),
+            in_scene(6, "", Movement),
+            in_scene(7, "s2", Speech),
+        ]);
+        let seqs =
+            |scene: &str| -> Vec<u64> { hub.scene_events(scene).iter().map(|e| e.seq).collect() };
+        assert_eq!(seqs("s2"), [4, 5, 7]);
+        assert_eq!(seqs("s1"), [1, 2, 3]);
+        assert!(seqs("s9").is_empty());
     }
 
     #[tokio::test]

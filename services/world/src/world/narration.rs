@@ -310,12 +310,7 @@ impl World {
         let Some(open) = &self.scenario.open else {
             return Judgement::default();
         };
-        let scene: Vec<Event> = self
-            .hub
-            .events_from(1)
-            .into_iter()
-            .filter(|e| e.scene_id == state.scene_id)
-            .collect();
+        let scene = self.hub.scene_events(&state.scene_id);
         judge(model.as_ref(), &self.scenario, open, state, &scene).await
     }
 }
