@@ -1,10 +1,13 @@
 //! The read path on a real `CharacterAgents` with the scripted model and the fake
 //! embedder (words hash into buckets, so shared words mean similarity): Sufficient's
 //! early exit, skipping Self-Probe when covered, refusal on an empty pool, Emo-Gate's
-//! inertia, and a shard that survives a restart of the agent.
+//! inertia, a shard that survives a restart of the agent, and a turn saved with its
+//! character's own event (one durable write per line), or by a detach that keeps the
+//! shard.
 
 use std::sync::Arc;
 
+use dramatis_character::shard::read_store_file;
 use dramatis_character::{ABSTAIN_INSTRUCTION, AgentOptions, CharacterAgents};
 use dramatis_embed::FakeEmbedder;
 use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
@@ -360,4 +363,67 @@ async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
         Ok("episodic,personality".to_owned())
     );
     assert!(Layers::parse("episodic,dreams").is_err());
+}
+
+/// How many turn prompts the store file holds, and how many events.
+fn on_disk(path: &std::path::Path) -> (usize, usize) {
+    let (stored, audit) = read_store_file(path).expect("the store reads");
+    let turns = audit.iter().filter(|e| e.purpose == "act").count();
+    (turns, stored.perceived.len())
+}
+
+#[tokio::test]
+async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = AgentOptions::new(
+        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+        Arc::new(FakeEmbedder::new(64)),
+    );
+    options.data_dir = Some(dir.path().to_path_buf());
+    let agents = CharacterAgents::new(options);
+    agents
+        .attach("w", "holmes", holmes())
+        .await
+        .expect("attached");
+    let path = dir.path().join("w").join("holmes.redb");
+    agents
+        .perceive("w", "holmes", &[speech(1, "You have been in Afghanistan?")])
+        .await
+        .expect("perceived");
+    assert_eq!(on_disk(&path), (0, 1));
+
+    let first = agents
+        .act("w", "holmes", &frame(), None)
+        .await
+        .expect("act");
+    let own = Event {
+        speaker: "holmes".into(),
+        speaker_name: "Holmes".into(),
+        target: "watson".into(),
+        target_name: "Watson".into(),
+        ..speech(2, &first.action.text)
+    };
+    agents
+        .perceive("w", "holmes", &[own])
+        .await
+        .expect("own event");
+    assert_eq!(
+        on_disk(&path),
+        (1, 2),
+        "the turn's prompt came with its event"
+    );
+
+    agents
+        .act("w", "holmes", &frame(), None)
+        .await
+        .expect("act");
+    let shown = agents.snapshot("w", "holmes").await.expect("snapshot");
+    let audited = shown
+        .prompts()
+        .iter()
+        .filter(|p| p.purpose == "act")
+        .count();
+    assert_eq!(audited, 2, "a snapshot shows the turn not saved yet");
+    agents.detach("w", "holmes", true).await.expect("detached");
+    assert_eq!(on_disk(&path), (2, 2), "the detach saved the last turn");
 }
