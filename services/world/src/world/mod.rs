@@ -351,13 +351,18 @@ impl World {
 
     /// Stops the world and detaches its characters (best effort).
     pub(crate) async fn shut(&self) {
+        // No sleep starts from here on, and one under way (its characters leaving their
+        // agents, each saving first) ends before the check below: caught in between,
+        // they would be neither attached, to have their shards deleted, nor asleep, to
+        // be woken for it. Calls under way end too; the next sees the world deleted.
+        self.deleted.store(true, Ordering::Relaxed);
+        drop(self.activity.write().await);
         // A sleeping world's shards are deleted by its agents, so wake it first.
         if self.is_asleep()
             && let Err(error) = self.wake().await
         {
             tracing::warn!(world_id = %self.id, %error, "cannot wake the world to delete its shards");
         }
-        self.deleted.store(true, Ordering::Relaxed);
         // Seats end with the world (their turn channels close).
         self.close_seats();
         self.detach_all(false).await;
