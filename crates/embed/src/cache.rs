@@ -216,7 +216,7 @@ impl Embedder for CachedEmbedder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FakeEmbedder;
+    use crate::{FakeEmbedder, RecordingEmbedder};
 
     fn texts(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_owned()).collect()
@@ -243,35 +243,9 @@ mod tests {
         assert!(cached.embed(&[]).await.expect("empty").is_empty());
     }
 
-    /// The fake embedder behind a pause, counting what it is asked to embed.
-    #[derive(Debug)]
-    struct Slow {
-        fake: FakeEmbedder,
-        asked: std::sync::Mutex<Vec<String>>,
-    }
-
-    #[async_trait]
-    impl Embedder for Slow {
-        fn dimension(&self) -> usize {
-            self.fake.dimension()
-        }
-
-        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            self.asked
-                .lock()
-                .expect("asked")
-                .extend(texts.iter().cloned());
-            tokio::task::yield_now().await;
-            self.fake.embed(texts).await
-        }
-    }
-
     #[tokio::test]
     async fn callers_asking_at_once_share_one_run_and_a_dropped_run_leaves_no_waiter() {
-        let slow = Arc::new(Slow {
-            fake: FakeEmbedder::new(8),
-            asked: std::sync::Mutex::new(Vec::new()),
-        });
+        let slow = Arc::new(RecordingEmbedder::new(8));
         let cached = CachedEmbedder::new(slow.clone(), 16);
         let line = texts(&["the ring was in the gutter"]);
         let both = texts(&["the ring was in the gutter", "a cab waited"]);
@@ -279,7 +253,7 @@ mod tests {
         let (first, second) = (first.expect("first"), second.expect("second"));
         assert_eq!(first[0], second[0]);
         assert_eq!(
-            *slow.asked.lock().expect("asked"),
+            slow.asked(),
             texts(&["the ring was in the gutter", "a cab waited"]),
             "the shared text once"
         );
@@ -301,7 +275,7 @@ mod tests {
             FakeEmbedder::new(8).embed(&fresh).await.expect("fake")
         );
         cached.embed(&fresh).await.expect("cached now");
-        let asked = slow.asked.lock().expect("asked").clone();
+        let asked = slow.asked();
         assert_eq!(
             asked.iter().filter(|t| **t == fresh[0]).count(),
             2,

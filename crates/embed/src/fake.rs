@@ -67,6 +67,50 @@ impl Embedder for FakeEmbedder {
     }
 }
 
+/// The fake embedder that records every text it is asked to embed and pauses once
+/// (yields to the runtime) before answering, so callers that ask together overlap. For
+/// tests that count model runs.
+#[derive(Debug)]
+pub struct RecordingEmbedder {
+    fake: FakeEmbedder,
+    asked: std::sync::Mutex<Vec<String>>,
+}
+
+impl RecordingEmbedder {
+    #[must_use]
+    pub fn new(dimension: usize) -> Self {
+        Self {
+            fake: FakeEmbedder::new(dimension),
+            asked: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every text embedded so far, in order.
+    #[must_use]
+    pub fn asked(&self) -> Vec<String> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl Embedder for RecordingEmbedder {
+    fn dimension(&self) -> usize {
+        self.fake.dimension()
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(texts.iter().cloned());
+        tokio::task::yield_now().await;
+        self.fake.embed(texts).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 pub use cache::{CachedEmbedder, DEFAULT_CACHED_TEXTS};
 pub use compose::embed_composed;
 pub use error::EmbedError;
-pub use fake::FakeEmbedder;
+pub use fake::{FakeEmbedder, RecordingEmbedder};
 pub use onnx::{OnnxEmbedder, OnnxEmbedderConfig};
 
 /// Turns texts into L2-normalised vectors of a fixed dimension.

@@ -54,12 +54,10 @@ impl CharacterAgents {
             || (frame.direction.clone(), vec![frame.direction.clone()]),
             |p| (p.text(), p.pieces()),
         );
-        // The last three lines and the direction, each line in its pieces for recall.
-        let mut moment_lines: Vec<Vec<String>> = phrases[phrases.len().saturating_sub(3)..]
-            .iter()
-            .map(Phrase::pieces)
-            .collect();
-        let mut moment = phrases[phrases.len().saturating_sub(3)..]
+        // The last three lines and the direction; recall gets each line in its pieces.
+        let recent = &phrases[phrases.len().saturating_sub(3)..];
+        let mut moment_lines: Vec<Vec<String>> = recent.iter().map(Phrase::pieces).collect();
+        let mut moment = recent
             .iter()
             .map(Phrase::text)
             .collect::<Vec<_>>()

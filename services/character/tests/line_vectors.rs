@@ -3,35 +3,12 @@
 //! characters write it to memory or recall with it, and each character's view of who
 //! spoke is embedded apart from them.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
 use dramatis_character::{AgentOptions, CharacterAgents};
-use dramatis_embed::{EmbedError, Embedder, FakeEmbedder};
+use dramatis_embed::RecordingEmbedder;
 use dramatis_llm::{RoleModels, ScriptedModel};
 use dramatis_proto::v1::{CharacterProfile, Event, EventKind, PresentCharacter, SceneFrame};
-
-/// The fake embedder, keeping every text the model was asked to embed.
-#[derive(Debug)]
-struct RecordingEmbedder {
-    inner: FakeEmbedder,
-    texts: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Embedder for RecordingEmbedder {
-    fn dimension(&self) -> usize {
-        self.inner.dimension()
-    }
-
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.texts
-            .lock()
-            .expect("texts")
-            .extend(texts.iter().cloned());
-        self.inner.embed(texts).await
-    }
-}
 
 const CAST: [(&str, &str); 3] = [
     ("holmes", "Sherlock Holmes"),
@@ -61,10 +38,7 @@ fn event(seq: u64, scene: &str, kind: EventKind, speaker: usize, text: &str) -> 
 
 #[tokio::test]
 async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
-    let recording = Arc::new(RecordingEmbedder {
-        inner: FakeEmbedder::new(64),
-        texts: Mutex::new(Vec::new()),
-    });
+    let recording = Arc::new(RecordingEmbedder::new(64));
     let agents = CharacterAgents::new(AgentOptions::new(
         RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
         recording.clone(),
@@ -105,7 +79,7 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
         agents.act("w", id, &frame, None).await.expect("act");
     }
 
-    let texts = recording.texts.lock().expect("texts").clone();
+    let texts = recording.asked();
     for line in LINES {
         let asked: Vec<&String> = texts.iter().filter(|t| t.contains(line)).collect();
         assert_eq!(asked, [line], "the words alone, once: {texts:#?}");

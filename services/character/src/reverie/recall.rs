@@ -217,16 +217,13 @@ pub async fn recall(
     // pieces are composed from them; the whole query is then the composition of all
     // its lines' pieces.
     let pieces = |line: &str| vec![line.to_owned()];
-    let given: Vec<Vec<String>> = if query.lines.is_empty() {
-        query.text.lines().map(str::trim).map(pieces).collect()
+    let (whole, given): (Vec<String>, Vec<Vec<String>>) = if query.lines.is_empty() {
+        let lines = query.text.lines().map(str::trim).map(pieces).collect();
+        (pieces(query.text), lines)
     } else {
-        query.lines.to_vec()
+        (query.lines.concat(), query.lines.to_vec())
     };
-    let mut texts = if query.lines.is_empty() {
-        vec![pieces(query.text)]
-    } else {
-        vec![query.lines.concat()]
-    };
+    let mut texts = vec![whole];
     let lines: Vec<Vec<String>> = given
         .into_iter()
         .filter(|l| {
