@@ -12,12 +12,14 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: scripts/setup.sh [--browser] [--dry-run]
+usage: scripts/setup.sh [--browser] [--nats] [--dry-run]
 
 Installs what Dramatis needs on a Debian machine, then fetches and verifies the model
 files and the web viewer's npm packages.
 
   --browser   also install Debian's chromium (the web viewer's browser test)
+  --nats      also install Debian's nats-server (the JetStream log's tests start a
+              three-node cluster of it on loopback ports)
   --dry-run   check the system prerequisites only; print what would be installed
               ("would install: PKG ..." or "would install: nothing") and change nothing
 
@@ -37,13 +39,15 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 browser=false
+nats=false
 dry_run=false
 for arg in "$@"; do
   case "$arg" in
     --browser) browser=true ;;
+    --nats) nats=true ;;
     --dry-run) dry_run=true ;;
     -h|--help) usage; exit 0 ;;
-    *) die "unknown option $arg (known: --browser, --dry-run, --help)" ;;
+    *) die "unknown option $arg (known: --browser, --nats, --dry-run, --help)" ;;
   esac
 done
 
@@ -123,7 +127,11 @@ checks=(
   "node|nodejs|the program node, which runs the browser test|find_program node"
   "npm|npm|the program npm, which installs the viewer's packages|find_program npm"
 )
+$nats && checks+=("nats-server|nats-server|the program nats-server (Debian puts it in /usr/sbin), which the JetStream tests start|find_nats_server")
 $browser && checks+=("chromium|chromium|the file /usr/bin/chromium, which the browser test launches|find_exact /usr/bin/chromium")
+
+# As the test harness finds it: on $PATH, else where Debian's package puts it.
+find_nats_server() { find_program nats-server || find_exact /usr/sbin/nats-server; }
 
 find_exact() { if [ -f "$fs$1" ] && [ -x "$fs$1" ]; then printf '%s\n' "$fs$1"; else return 1; fi; }
 

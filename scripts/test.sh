@@ -6,7 +6,7 @@
 # proto/, and finally load the web viewer in headless Chromium (playwright-core).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/setup.sh --browser
+bash scripts/setup.sh --browser --nats
 cargo fmt --all -- --check
 cargo test --release --workspace
 # The fuzz targets (scenario parser, inline sandbox specs), briefly, from their corpus.

@@ -80,6 +80,7 @@ impl LocalStack {
             scenarios_dir: scenarios_dir.unwrap_or_else(dramatis_runtime::models::scenarios_dir),
             scenario_roots,
             log_path: data_dir.join("events.redb"),
+            shared_log: None,
             agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
             narrator: Some(Arc::clone(
                 crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),

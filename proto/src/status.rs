@@ -25,6 +25,9 @@ pub enum ErrorKind {
     PermissionDenied,
     /// A limit of the service is reached (worlds, seats).
     ResourceExhausted,
+    /// Another writer changed the target first (a world's log was appended by another
+    /// owner); the caller's view is stale.
+    Aborted,
     /// A bug or an unexpected failure.
     Internal,
 }
@@ -42,6 +45,7 @@ impl ErrorKind {
             Self::DeadlineExceeded => Code::DeadlineExceeded,
             Self::PermissionDenied => Code::PermissionDenied,
             Self::ResourceExhausted => Code::ResourceExhausted,
+            Self::Aborted => Code::Aborted,
             Self::Internal => Code::Internal,
         }
     }
@@ -53,7 +57,8 @@ impl ErrorKind {
             Code::InvalidArgument | Code::OutOfRange => Self::InvalidArgument,
             Code::NotFound => Self::NotFound,
             Code::AlreadyExists => Self::AlreadyExists,
-            Code::FailedPrecondition | Code::Aborted => Self::FailedPrecondition,
+            Code::FailedPrecondition => Self::FailedPrecondition,
+            Code::Aborted => Self::Aborted,
             Code::Unavailable => Self::Unavailable,
             Code::ResourceExhausted => Self::ResourceExhausted,
             Code::DeadlineExceeded | Code::Cancelled => Self::DeadlineExceeded,
@@ -105,6 +110,9 @@ mod tests {
             ErrorKind::FailedPrecondition,
             ErrorKind::Unavailable,
             ErrorKind::DeadlineExceeded,
+            ErrorKind::PermissionDenied,
+            ErrorKind::ResourceExhausted,
+            ErrorKind::Aborted,
             ErrorKind::Internal,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), kind);

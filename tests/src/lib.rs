@@ -2,6 +2,8 @@
 //! agent per character, each with its own scripted model so tests can read exactly
 //! what each character's agent sent to its language model.
 
+pub mod nats;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -295,6 +297,7 @@ impl Cluster {
             // The tests create worlds from files anywhere in the repository.
             scenario_roots: vec![repo_root()],
             log_path: self.data.path().join("events.redb"),
+            shared_log: None,
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),
             viewer_dir: Some(repo_root().join("web")),

@@ -179,3 +179,24 @@ fn libclang_path_is_the_only_place_searched_when_set() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn nats_server_is_installed_for_the_jetstream_tests_and_found_where_debian_puts_it() {
+    let root = tempfile::tempdir().expect("tempdir");
+    fresh_machine(root.path());
+    program(root.path(), "/usr/bin/cmake");
+    libclang_library(root.path());
+    clang_headers(root.path());
+    assert_eq!(would_install(root.path(), &["--nats"]), ["nats-server"]);
+    // A file of that name that cannot run is not the server.
+    file(root.path(), "/usr/sbin/nats-server");
+    assert_eq!(would_install(root.path(), &["--nats"]), ["nats-server"]);
+    // Debian's package installs it in /usr/sbin, which is not on every user's PATH.
+    std::fs::remove_file(root.path().join("usr/sbin/nats-server")).expect("rm");
+    program(root.path(), "/usr/sbin/nats-server");
+    assert_eq!(
+        would_install(root.path(), &["--nats"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(would_install(root.path(), &[]), Vec::<String>::new());
+}

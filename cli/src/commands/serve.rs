@@ -37,6 +37,8 @@ pub struct ServeArgs {
     /// Where the event log (and process logs) live.
     #[arg(long, env = "DRAMATIS_DATA_DIR", default_value = "dramatis-data")]
     pub data_dir: PathBuf,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// Directory of shipped scenarios.
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
@@ -59,6 +61,57 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub security: ServeSecurityArgs,
+}
+
+/// Where the event log is: the embedded file under --data-dir, or a NATS JetStream
+/// cluster shared by several world-service replicas.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Event log")]
+pub struct LogArgs {
+    /// `redb` (default): one embedded file, events.redb under --data-dir, for one
+    /// service. `nats://HOST:PORT[,nats://HOST:PORT…]`: a replicated JetStream stream
+    /// (one subject per world) and key-value buckets on that cluster, which several
+    /// `serve` replicas share; put credentials in the address
+    /// (`nats://user:password@host:4222`) when the cluster asks for them.
+    #[arg(
+        long = "log",
+        env = "DRAMATIS_LOG_URL",
+        default_value = "redb",
+        value_name = "redb|nats://…"
+    )]
+    pub url: String,
+    /// Copies of each event the JetStream stream keeps (at most the cluster's size).
+    #[arg(long, env = "DRAMATIS_LOG_REPLICAS", default_value_t = 3)]
+    pub log_replicas: usize,
+    /// Prefix of the JetStream stream, subjects and buckets, so several deployments
+    /// can share one cluster.
+    #[arg(long, env = "DRAMATIS_LOG_PREFIX", default_value = "dramatis")]
+    pub log_prefix: String,
+}
+
+impl LogArgs {
+    /// The shared log to open, or `None` for the embedded file.
+    pub async fn open(&self) -> anyhow::Result<Option<dramatis_world::log::SharedLog>> {
+        if self.url == "redb" {
+            return Ok(None);
+        }
+        if !self.url.starts_with("nats://") && !self.url.starts_with("tls://") {
+            anyhow::bail!(
+                "--log {:?}: give `redb` or a NATS address (nats://host:4222)",
+                self.url.chars().take(80).collect::<String>()
+            );
+        }
+        anyhow::ensure!(
+            (1..=5).contains(&self.log_replicas),
+            "--log-replicas {}: JetStream keeps 1 to 5 copies",
+            self.log_replicas
+        );
+        let mut options = dramatis_world::log::JetStreamOptions::new(&self.url);
+        options.replicas = self.log_replicas;
+        options.prefix.clone_from(&self.log_prefix);
+        let log = dramatis_world::log::JetStreamLog::connect(options).await?;
+        Ok(Some(Arc::new(log)))
+    }
 }
 
 /// Who may call the world service, and how its agents are reached.
@@ -224,6 +277,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         scenario_roots: args.scenario_roots.clone(),
         log_path: args.data_dir.join("events.redb"),
+        shared_log: args.log.open().await?,
         agents,
         narrator: Some(Arc::clone(
             role_models(&args.model)?.get(ModelRole::Narrator),

@@ -139,6 +139,7 @@ impl Cluster {
             scenarios_dir: setup.scenarios_dir.clone(),
             scenario_roots: setup.scenario_roots.clone(),
             log_path: data.path().join("events.redb"),
+            shared_log: None,
             agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
             narrator: Some(Arc::new(scripted.clone())),
             viewer_dir: None,

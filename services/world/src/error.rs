@@ -30,6 +30,10 @@ pub enum WorldError {
     },
     #[error("event log: {0}")]
     Log(String),
+    /// The log refused an append: another writer (another owner of the world) appended
+    /// first. This writer's view of the world is stale and must not go on.
+    #[error("event log refused the append to world {}: {detail}", quote(world))]
+    Fenced { world: String, detail: String },
     #[error("world {0:?} was deleted")]
     Deleted(String),
     #[error("{0} is already played by someone")]
@@ -69,6 +73,7 @@ impl DomainError for WorldError {
                 other => *other,
             },
             Self::Log(_) => ErrorKind::Internal,
+            Self::Fenced { .. } => ErrorKind::Aborted,
             Self::Deleted(_) => ErrorKind::FailedPrecondition,
             Self::Full(_) => ErrorKind::ResourceExhausted,
             Self::Interrupted { source, .. } => source.kind(),

@@ -11,7 +11,7 @@ use dramatis_proto::v1 as pb;
 use crate::Limits;
 use crate::WorldError;
 use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
-use crate::log::{EventLog, WorldRecord};
+use crate::log::{SharedLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::world::{Shared, World};
 
@@ -24,8 +24,11 @@ pub struct WorldServiceOptions {
     /// shipped directory always counts). A path outside all of them is refused
     /// without being looked at.
     pub scenario_roots: Vec<PathBuf>,
-    /// The event-log file.
+    /// The event-log file (the embedded backend), and the directory beside which inline
+    /// sandbox specs are kept.
     pub log_path: PathBuf,
+    /// A shared log to use instead of the file (`serve --log nats://…`).
+    pub shared_log: Option<SharedLog>,
     /// Where character agents are.
     pub agents: Arc<dyn AgentDirectory>,
     /// The narrator of open stories; without one, open scenes end at their turn limit
@@ -65,7 +68,7 @@ pub struct Worlds {
 struct Inner {
     worlds: DashMap<String, Arc<World>>,
     catalog: ScenarioCatalog,
-    log: EventLog,
+    log: SharedLog,
     agents: Arc<dyn AgentDirectory>,
     pool: AgentPool,
     narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
@@ -91,7 +94,10 @@ impl Worlds {
             inner: Arc::new(Inner {
                 worlds: DashMap::new(),
                 catalog: ScenarioCatalog::new(&options.scenarios_dir),
-                log: EventLog::open(&options.log_path)?,
+                log: match &options.shared_log {
+                    Some(log) => Arc::clone(log),
+                    None => Arc::new(crate::log::RedbLog::open(&options.log_path)?),
+                },
                 agents: Arc::clone(&options.agents),
                 pool: AgentPool::new(options.agent_tls.clone()),
                 narrator: options.narrator.clone(),
@@ -198,7 +204,7 @@ impl Worlds {
             pool: self.inner.pool.clone(),
         };
         let shared = Shared {
-            log: self.inner.log.clone(),
+            log: Arc::clone(&self.inner.log),
             links,
             narrator: self.inner.narrator.clone(),
             limits: Arc::clone(&self.inner.limits),

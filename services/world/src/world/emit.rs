@@ -51,7 +51,7 @@ impl World {
             },
         );
         self.log
-            .append(vec![event.clone()])
+            .append(&self.id, event.seq - 1, vec![event.clone()])
             .instrument(tracing::info_span!("log_append"))
             .await?;
         state.apply(&self.scenario, &event);

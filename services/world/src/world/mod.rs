@@ -22,7 +22,7 @@ use tracing::{Instrument, info_span};
 use crate::agent_clients::AgentLinks;
 use crate::convert::{attach_request, world_info};
 use crate::hub::TranscriptHub;
-use crate::log::EventLog;
+use crate::log::SharedLog;
 use crate::scenario::Scenario;
 use crate::story::drafts::{self, Draft};
 use crate::story::scheduler::{Step, next_step};
@@ -50,7 +50,7 @@ struct Slot {
 pub struct World {
     id: String,
     scenario: Arc<Scenario>,
-    log: EventLog,
+    log: SharedLog,
     hub: TranscriptHub,
     /// Held for the length of an `advance`: one story step at a time.
     state: tokio::sync::Mutex<WorldState>,
@@ -99,7 +99,7 @@ struct Run {
 /// What every world of a service shares: the log, the way to its agents, the
 /// narrator and the limits.
 pub(crate) struct Shared {
-    pub log: EventLog,
+    pub log: SharedLog,
     pub links: AgentLinks,
     pub narrator: Option<Arc<dyn LanguageModel>>,
     pub limits: Arc<Limits>,

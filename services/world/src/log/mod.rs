@@ -1,0 +1,99 @@
+//! The durable event log: every world's events in order, the record each world was
+//! created from, and the narrator's latest notes. An event is committed here before
+//! anyone sees it.
+//!
+//! Two backends sit behind [`EventLog`]: [`RedbLog`], one embedded file (the default:
+//! one machine, no server), and [`JetStreamLog`], a replicated NATS JetStream stream
+//! with one subject per world (`serve --log nats://…`), which several world-service
+//! replicas can share.
+//!
+//! Appends name the sequence they expect to follow. A writer whose view is stale (a
+//! second owner of the same world) is refused by the log itself with
+//! [`WorldError::Fenced`], so a world's history never forks.
+
+mod jetstream;
+mod redb;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dramatis_proto::v1::Event;
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+use crate::WorldError;
+pub use jetstream::{JetStreamLog, JetStreamOptions};
+pub use redb::RedbLog;
+
+/// What a world was created from, so it can be rebuilt after a restart (or by another
+/// replica).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorldRecord {
+    pub world_id: String,
+    pub scenario_path: String,
+    pub created_ms: i64,
+}
+
+/// A world's events as they are logged, from a starting sequence, without end.
+pub type EventFeed = Pin<Box<dyn Stream<Item = Result<Event, WorldError>> + Send>>;
+
+/// A world service's event log. Every method is safe to call from many tasks; one
+/// world has one writer at a time, and the log refuses a second.
+#[async_trait]
+pub trait EventLog: Send + Sync + std::fmt::Debug + 'static {
+    /// Records a new world (replacing a record of the same id).
+    async fn put_world(&self, record: WorldRecord) -> Result<(), WorldError>;
+
+    /// The record of one world, if there is one.
+    async fn world(&self, world_id: &str) -> Result<Option<WorldRecord>, WorldError>;
+
+    /// Every recorded world.
+    async fn worlds(&self) -> Result<Vec<WorldRecord>, WorldError>;
+
+    /// Appends `events` (consecutive sequence numbers, `after + 1` on) to a world whose
+    /// last logged event is `after` (0: none). Durable when it returns. Refused with
+    /// [`WorldError::Fenced`] when the log's last event of the world is not `after`.
+    async fn append(
+        &self,
+        world_id: &str,
+        after: u64,
+        events: Vec<Event>,
+    ) -> Result<(), WorldError>;
+
+    /// The world's events from `from_seq` on, in order, up to the last one logged.
+    async fn read(&self, world_id: &str, from_seq: u64) -> Result<Vec<Event>, WorldError>;
+
+    /// The world's events from `from_seq` on, in order, then each new one as it is
+    /// logged (by this process or, for a shared log, any other).
+    async fn follow(&self, world_id: &str, from_seq: u64) -> Result<EventFeed, WorldError>;
+
+    /// Keeps the narrator's notes of a world (replacing the previous ones).
+    async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError>;
+
+    /// The narrator's notes of a world, if any were kept.
+    async fn notes(&self, world_id: &str) -> Result<Option<Vec<u8>>, WorldError>;
+
+    /// Removes a world, its events and its notes.
+    async fn delete_world(&self, world_id: &str) -> Result<(), WorldError>;
+
+    /// Where the log is, for the service's start-up line.
+    fn describe(&self) -> String;
+}
+
+/// A log shared by the worlds of a service.
+pub type SharedLog = Arc<dyn EventLog>;
+
+/// Checks that `events` continue a world whose last event is `after` with consecutive
+/// numbers; both backends refuse anything else before touching their store.
+pub(crate) fn check_run(world_id: &str, after: u64, events: &[Event]) -> Result<(), WorldError> {
+    for (offset, event) in (1..).zip(events) {
+        if event.world_id != world_id || event.seq != after + offset {
+            return Err(WorldError::Log(format!(
+                "append to world {world_id:?} after {after} got event {} of world {:?}",
+                event.seq, event.world_id
+            )));
+        }
+    }
+    Ok(())
+}
