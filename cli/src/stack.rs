@@ -81,6 +81,7 @@ impl LocalStack {
             scenario_roots,
             log_path: data_dir.join("events.redb"),
             shared_log: None,
+            cluster: None,
             agents: Arc::clone(&agents) as Arc<dyn AgentDirectory>,
             narrator: Some(Arc::clone(
                 crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),

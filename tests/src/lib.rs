@@ -298,6 +298,7 @@ impl Cluster {
             scenario_roots: vec![repo_root()],
             log_path: self.data.path().join("events.redb"),
             shared_log: None,
+            cluster: None,
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),
             viewer_dir: Some(repo_root().join("web")),

@@ -26,7 +26,7 @@ fn texts(events: &[Event]) -> Vec<(u64, String)> {
     events.iter().map(|e| (e.seq, e.text.clone())).collect()
 }
 
-fn is_fenced<T: std::fmt::Debug>(result: Result<T, WorldError>) -> bool {
+fn is_fenced<T: std::fmt::Debug>(result: &Result<T, WorldError>) -> bool {
     matches!(result, Err(WorldError::Fenced { .. }))
 }
 
@@ -78,17 +78,17 @@ async fn contract(log: Arc<dyn EventLog>, other: Arc<dyn EventLog>) {
 
     // A run that does not continue the log is refused, and nothing of it is logged.
     assert!(is_fenced(
-        log.append("a", 2, vec![event("a", 3, "fork")]).await
+        &log.append("a", 2, vec![event("a", 3, "fork")]).await
     ));
     assert!(is_fenced(
-        log.append("a", 5, vec![event("a", 6, "gap")]).await
+        &log.append("a", 5, vec![event("a", 6, "gap")]).await
     ));
     assert!(matches!(
         log.append("a", 3, vec![event("a", 5, "skips")]).await,
         Err(WorldError::Log(_))
     ));
     assert!(is_fenced(
-        log.append("b", 0, vec![event("b", 1, "again")]).await
+        &log.append("b", 0, vec![event("b", 1, "again")]).await
     ));
     // A second writer continues the log; the first, whose view ends at 3, is refused
     // and the log holds one history.
@@ -97,7 +97,7 @@ async fn contract(log: Arc<dyn EventLog>, other: Arc<dyn EventLog>) {
         .await
         .expect("the other appends 4");
     assert!(is_fenced(
-        log.append("a", 3, vec![event("a", 4, "stale four")]).await
+        &log.append("a", 3, vec![event("a", 4, "stale four")]).await
     ));
     log.append("a", 4, vec![event("a", 5, "five")])
         .await
@@ -136,6 +136,7 @@ async fn contract(log: Arc<dyn EventLog>, other: Arc<dyn EventLog>) {
         world_id: id.into(),
         scenario_path: format!("/scenarios/{id}.toml"),
         created_ms: 7,
+        sandbox_toml: (id == "b").then(|| "name = \"b\"\n".to_owned()),
     };
     log.put_world(record("a")).await.expect("record a");
     log.put_world(record("b")).await.expect("record b");
@@ -201,7 +202,7 @@ async fn two_writers_racing_for_a_new_world_leave_one_history() {
             a.is_ok() != b.is_ok(),
             "exactly one first event is accepted: {a:?} / {b:?}"
         );
-        assert!(is_fenced(a) || is_fenced(b), "the loser is fenced");
+        assert!(is_fenced(&a) || is_fenced(&b), "the loser is fenced");
         assert_eq!(one.read(&world, 1).await.expect("read").len(), 1);
     }
 }

@@ -10,6 +10,7 @@ use dramatis_runtime::auth::{Access, Tokens};
 use dramatis_runtime::grpc::Security;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::{AgentDirectory, StaticAgents};
+use dramatis_world::cluster::{Cluster, Peers, Replica};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -22,7 +23,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "DRAMATIS_LISTEN", default_value = "127.0.0.1:7070")]
     pub listen: SocketAddr,
-    /// Agent service endpoints (http://host:port) to place characters on, in turn.
+    /// Agent service endpoints (http://host:port) to place characters on: each
+    /// character goes to the endpoint that ranks first for it by rendezvous hashing,
+    /// so every replica places it alike.
     /// When none is given, agent processes are started as worlds need them.
     #[arg(
         long = "agent-endpoint",
@@ -87,11 +90,30 @@ pub struct LogArgs {
     /// can share one cluster.
     #[arg(long, env = "DRAMATIS_LOG_PREFIX", default_value = "dramatis")]
     pub log_prefix: String,
+    /// With a JetStream log: this replica's name among the replicas sharing it (the
+    /// pod's name; default: the host name and a random suffix).
+    #[arg(long, env = "DRAMATIS_REPLICA_ID")]
+    pub replica_id: Option<String>,
+    /// With a JetStream log: where the other replicas reach this one to forward calls
+    /// for the worlds it owns (http://host:port; default: http://<the address
+    /// listened on> when --listen names a specific address).
+    #[arg(long, env = "DRAMATIS_ADVERTISE", value_name = "URL")]
+    pub advertise: Option<String>,
+    /// With a JetStream log: how long a replica's ownership of a world lasts without
+    /// renewal (renewed every third of it). A dead owner's worlds are taken over after
+    /// at most this long.
+    #[arg(long, env = "DRAMATIS_LEASE_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(300..=600_000))]
+    pub lease_ms: u64,
 }
 
 impl LogArgs {
-    /// The shared log to open, or `None` for the embedded file.
-    pub async fn open(&self) -> anyhow::Result<Option<dramatis_world::log::SharedLog>> {
+    /// The shared log to open and this replica's part in the cluster over it, or
+    /// `None` for the embedded file.
+    pub async fn open(
+        &self,
+        listen: SocketAddr,
+    ) -> anyhow::Result<Option<(dramatis_world::log::SharedLog, Arc<Cluster>)>> {
         if self.url == "redb" {
             return Ok(None);
         }
@@ -110,7 +132,28 @@ impl LogArgs {
         options.replicas = self.log_replicas;
         options.prefix.clone_from(&self.log_prefix);
         let log = dramatis_world::log::JetStreamLog::connect(options).await?;
-        Ok(Some(Arc::new(log)))
+        let endpoint = match &self.advertise {
+            Some(url) => url.clone(),
+            None if !listen.ip().is_unspecified() => {
+                format!("http://{listen}")
+            }
+            None => anyhow::bail!(
+                "--listen {listen} does not say where other replicas reach this one: give \
+                 --advertise http://HOST:PORT (in Kubernetes, the pod's address)"
+            ),
+        };
+        let id = self.replica_id.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into());
+            format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
+        });
+        let leases = log
+            .leases(
+                Replica { id, endpoint },
+                std::time::Duration::from_millis(self.lease_ms),
+            )
+            .await?;
+        let cluster = Cluster::new(leases, Peers::new(None));
+        Ok(Some((Arc::new(log), cluster)))
     }
 }
 
@@ -271,13 +314,20 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
     };
+    // Bound first, so a replica advertises the port it got (with --listen …:0).
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let shared = args.log.open(addr).await?;
     let options = WorldServiceOptions {
         scenarios_dir: args
             .scenarios_dir
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         scenario_roots: args.scenario_roots.clone(),
         log_path: args.data_dir.join("events.redb"),
-        shared_log: args.log.open().await?,
+        shared_log: shared.as_ref().map(|(log, _)| Arc::clone(log)),
+        cluster: shared.map(|(_, cluster)| cluster),
         agents,
         narrator: Some(Arc::clone(
             role_models(&args.model)?.get(ModelRole::Narrator),
@@ -292,10 +342,6 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         tokens,
         agent_tls,
     };
-    let listener = tokio::net::TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let addr = listener.local_addr()?;
     if let Some(dir) = &options.viewer_dir {
         eprintln!(
             "web viewer: http://{addr}/viewer/  (files from {})",

@@ -140,6 +140,7 @@ impl Cluster {
             scenario_roots: setup.scenario_roots.clone(),
             log_path: data.path().join("events.redb"),
             shared_log: None,
+            cluster: None,
             agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
             narrator: Some(Arc::new(scripted.clone())),
             viewer_dir: None,

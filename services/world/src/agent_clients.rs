@@ -3,7 +3,6 @@
 //! endpoint. The world knows agents only through `agent.proto`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -52,11 +51,14 @@ pub trait AgentDirectory: Send + Sync + std::fmt::Debug {
 /// How long the world waits before calling an agent started elsewhere again.
 pub const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
-/// A fixed set of agent endpoints, characters spread over them in turn.
+/// A fixed set of agent endpoints. Each character goes to the endpoint that ranks
+/// first for it by rendezvous hashing (the highest hash of world, character and
+/// endpoint), so every world-service replica, and the same replica after a restart,
+/// places it on the same agent, and a change to the set moves only the characters of
+/// the endpoints added or removed.
 #[derive(Debug)]
 pub struct StaticAgents {
     endpoints: Vec<String>,
-    next: AtomicUsize,
 }
 
 impl StaticAgents {
@@ -66,18 +68,44 @@ impl StaticAgents {
                 "at least one agent endpoint is needed".into(),
             ));
         }
-        Ok(Self {
-            endpoints,
-            next: AtomicUsize::new(0),
-        })
+        Ok(Self { endpoints })
     }
+
+    /// The endpoints in rendezvous order for `character` of `world`: best first.
+    #[must_use]
+    pub fn ranked(&self, world: &str, character: &str) -> Vec<&str> {
+        let mut ranked: Vec<(u64, &str)> = self
+            .endpoints
+            .iter()
+            .map(|endpoint| {
+                (
+                    rendezvous_weight(world, character, endpoint),
+                    endpoint.as_str(),
+                )
+            })
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        ranked.into_iter().map(|(_, endpoint)| endpoint).collect()
+    }
+}
+
+/// A stable 64-bit weight of (world, character, endpoint): the same in every process
+/// and release (FNV-1a over the three, each ended by a zero byte).
+#[must_use]
+pub fn rendezvous_weight(world: &str, character: &str, endpoint: &str) -> u64 {
+    use std::hash::Hasher as _;
+    let mut hasher = fnv::FnvHasher::default();
+    for part in [world, character, endpoint] {
+        hasher.write(part.as_bytes());
+        hasher.write_u8(0);
+    }
+    hasher.finish()
 }
 
 #[async_trait]
 impl AgentDirectory for StaticAgents {
-    async fn endpoint_for(&self, _world: &str, _character: &str) -> Result<String, WorldError> {
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.endpoints.len();
-        Ok(self.endpoints[i].clone())
+    async fn endpoint_for(&self, world: &str, character: &str) -> Result<String, WorldError> {
+        Ok(self.ranked(world, character)[0].to_owned())
     }
 }
 
@@ -146,4 +174,51 @@ impl AgentPool {
 pub struct AgentLinks {
     pub directory: Arc<dyn AgentDirectory>,
     pub pool: AgentPool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendezvous_places_alike_everywhere_spreads_and_moves_only_the_lost() {
+        let endpoints: Vec<String> = (0..4).map(|i| format!("http://agent-{i}:7071")).collect();
+        let all = StaticAgents::new(endpoints.clone()).expect("agents");
+        // Listed in another order (another replica's configuration), same placement.
+        let mut reversed = endpoints.clone();
+        reversed.reverse();
+        let other = StaticAgents::new(reversed).expect("agents");
+        let mut per_endpoint = std::collections::BTreeMap::<&str, usize>::new();
+        let characters: Vec<String> = (0..400).map(|i| format!("c{i}")).collect();
+        for c in &characters {
+            let first = all.ranked("w", c)[0];
+            assert_eq!(first, other.ranked("w", c)[0]);
+            *per_endpoint.entry(first).or_default() += 1;
+        }
+        assert_eq!(per_endpoint.len(), 4, "every agent gets characters");
+        assert!(
+            per_endpoint.values().all(|&n| (60..=140).contains(&n)),
+            "{per_endpoint:?}"
+        );
+        // Without agent-3, only agent-3's characters move, each to its second choice.
+        let fewer = StaticAgents::new(endpoints[..3].to_vec()).expect("agents");
+        for c in &characters {
+            let before = all.ranked("w", c);
+            let after = fewer.ranked("w", c)[0];
+            if before[0] == endpoints[3] {
+                assert_eq!(after, before[1]);
+            } else {
+                assert_eq!(after, before[0]);
+            }
+        }
+        // The weight is fixed across releases: a change would move every character.
+        assert_eq!(
+            rendezvous_weight("w", "c", "e"),
+            rendezvous_weight("w", "c", "e")
+        );
+        assert_ne!(
+            rendezvous_weight("w", "c", "e"),
+            rendezvous_weight("w", "ce", "")
+        );
+    }
 }

@@ -36,6 +36,9 @@ pub enum WorldError {
     Fenced { world: String, detail: String },
     #[error("world {0:?} was deleted")]
     Deleted(String),
+    /// Another replica owns the world now; the call may be sent again (to any replica).
+    #[error("world {} moved to another replica; try again", quote(.0))]
+    Moved(String),
     #[error("{0} is already played by someone")]
     SeatTaken(String),
     /// A limit of the service is reached.
@@ -75,6 +78,7 @@ impl DomainError for WorldError {
             Self::Log(_) => ErrorKind::Internal,
             Self::Fenced { .. } => ErrorKind::Aborted,
             Self::Deleted(_) => ErrorKind::FailedPrecondition,
+            Self::Moved(_) => ErrorKind::Unavailable,
             Self::Full(_) => ErrorKind::ResourceExhausted,
             Self::Interrupted { source, .. } => source.kind(),
         }

@@ -10,8 +10,12 @@ use dramatis_runtime::auth::Role;
 use futures::Stream;
 use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
+use crate::WorldError;
+use crate::cluster::Place;
+use crate::cluster::peers::{forwarded, was_forwarded};
 use crate::limits::quote;
 use crate::registry::{ScenarioSource, Worlds};
 use crate::world::{OpenSeat, PlayInput, Until};
@@ -57,16 +61,90 @@ impl WorldGrpc {
         }
     }
 
-    /// The world a request names: `world_id` must be given and must exist.
-    fn world(&self, world_id: &str) -> Result<std::sync::Arc<crate::world::World>, Status> {
+    /// Where the world a request names is served: `world_id` must be given and the
+    /// world must exist (here, or at its owner in a cluster).
+    async fn place(&self, world_id: &str, metadata: &MetadataMap) -> Result<Place, Status> {
         required(world_id, "world_id")?;
-        self.worlds.get(world_id).map_err(Status::from)
+        self.worlds
+            .place(world_id, was_forwarded(metadata))
+            .await
+            .map_err(Status::from)
+    }
+}
+
+/// Serves a call for one world: `$local` (with `$world` bound) where this replica owns
+/// it, else the same call forwarded to its owner. An owner that does not answer is
+/// waited out (its lease runs out) and the call placed again, once.
+macro_rules! routed {
+    ($self:ident, $metadata:expr, $world_id:expr, $message:expr, $method:ident,
+     |$world:ident| $local:expr) => {{
+        let mut waited = false;
+        loop {
+            match $self.place($world_id, &$metadata).await? {
+                Place::Here($world) => break $local,
+                Place::Owner(endpoint) => {
+                    let mut owner = $self.peers()?.client(&endpoint)?;
+                    match owner.$method(forwarded(&$metadata, $message.clone())).await {
+                        Err(status) if status.code() == tonic::Code::Unavailable && !waited => {
+                            waited = true;
+                            $self.worlds.wait_out_owner($world_id, &endpoint).await;
+                        }
+                        answer => break answer,
+                    }
+                }
+            }
+        }
+    }};
+}
+
+impl WorldGrpc {
+    /// A watcher of a world this replica does not own, served from the shared log.
+    async fn watch_from_log(
+        &self,
+        request: pb::WatchRequest,
+    ) -> Result<Response<WatchStream>, Status> {
+        if self.worlds.cluster().is_none() {
+            return Err(WorldError::WorldNotFound(request.world_id).into());
+        }
+        let scenario = self.worlds.scenario_of(&request.world_id).await?;
+        let pov = if request.pov.trim().is_empty() {
+            None
+        } else {
+            let found = scenario.find_character(&request.pov).map(|c| c.id.clone());
+            Some(found.ok_or_else(|| WorldError::CharacterNotFound {
+                world: request.world_id.clone(),
+                character: request.pov.clone(),
+            })?)
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        crate::cluster::mirror::watch(
+            std::sync::Arc::clone(self.worlds.log()),
+            scenario,
+            crate::cluster::mirror::MirrorWatch {
+                world_id: request.world_id,
+                from_seq: request.from_seq,
+                follow: !request.no_follow,
+                pov,
+            },
+            tx,
+        );
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    /// Claims the character a person asked for (`Play`, `ClaimSeat`).
-    fn open_seat(&self, claim: &pb::PlayClaim) -> Result<OpenSeat, Status> {
+    fn peers(&self) -> Result<&crate::cluster::Peers, Status> {
+        self.worlds.cluster().map(|c| &c.peers).ok_or_else(|| {
+            Status::internal("a world has an owner elsewhere but no cluster is configured")
+        })
+    }
+
+    /// Claims the character a person asked for (`Play`, `ClaimSeat`) in a world this
+    /// replica owns.
+    fn open_seat(
+        world: std::sync::Arc<crate::world::World>,
+        claim: &pb::PlayClaim,
+    ) -> Result<OpenSeat, Status> {
         required(&claim.character, "claim.character")?;
-        Ok(OpenSeat::open(self.world(&claim.world_id)?, claim)?)
+        Ok(OpenSeat::open(world, claim)?)
     }
 }
 
@@ -158,16 +236,57 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::GetWorldRequest>,
     ) -> Result<Response<pb::WorldInfo>, Status> {
-        let request = request.into_inner();
-        let world = self.world(&request.world_id)?;
-        Ok(Response::new(world.info()))
+        let (metadata, _, request) = request.into_parts();
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            get_world,
+            |world| Ok(Response::new(world.info()))
+        )
     }
 
     async fn list_worlds(
         &self,
         _request: Request<pb::ListWorldsRequest>,
     ) -> Result<Response<pb::ListWorldsResponse>, Status> {
-        let worlds = self.worlds.list().iter().map(|w| w.info()).collect();
+        let (metadata, _, _) = _request.into_parts();
+        if self.worlds.cluster().is_none() || was_forwarded(&metadata) {
+            let worlds = self.worlds.list().iter().map(|w| w.info()).collect();
+            return Ok(Response::new(pb::ListWorldsResponse { worlds }));
+        }
+        // Every world of the shared log, each as its owner (or, for an unowned one,
+        // this replica once it has taken it over) reports it.
+        let records = self.worlds.log().worlds().await.map_err(Status::from)?;
+        let infos = futures::StreamExt::map(futures::stream::iter(records), |record| {
+            let metadata = &metadata;
+            async move {
+                let request = pb::GetWorldRequest {
+                    world_id: record.world_id.clone(),
+                };
+                let answer: Result<Response<pb::WorldInfo>, Status> = routed!(
+                    self,
+                    metadata,
+                    &request.world_id,
+                    request,
+                    get_world,
+                    |world| Ok(Response::new(world.info()))
+                );
+                answer.map(Response::into_inner)
+            }
+        });
+        let infos: Vec<_> =
+            futures::StreamExt::collect(futures::StreamExt::buffered(infos, 16)).await;
+        let mut worlds = Vec::with_capacity(infos.len());
+        for info in infos {
+            match info {
+                Ok(info) => worlds.push(info),
+                // Deleted meanwhile.
+                Err(status) if status.code() == tonic::Code::NotFound => {}
+                Err(status) => return Err(status),
+            }
+        }
         Ok(Response::new(pb::ListWorldsResponse { worlds }))
     }
 
@@ -175,20 +294,25 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::DeleteWorldRequest>,
     ) -> Result<Response<pb::DeleteWorldResponse>, Status> {
-        let request = request.into_inner();
-        required(&request.world_id, "world_id")?;
-        self.worlds
-            .delete(&request.world_id)
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(pb::DeleteWorldResponse {}))
+        let (metadata, _, request) = request.into_parts();
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            delete_world,
+            |world| {
+                self.worlds.delete(world.id()).await.map_err(Status::from)?;
+                Ok(Response::new(pb::DeleteWorldResponse {}))
+            }
+        )
     }
 
     async fn advance(
         &self,
         request: Request<pb::AdvanceRequest>,
     ) -> Result<Response<pb::AdvanceResponse>, Status> {
-        let request = request.into_inner();
+        let (metadata, _, request) = request.into_parts();
         required(&request.world_id, "world_id")?;
         let until = match request.until {
             Some(advance_request::Until::Turns(0)) => {
@@ -207,12 +331,20 @@ impl WorldApi for WorldGrpc {
                 ));
             }
         };
-        let world = self.world(&request.world_id)?;
-        let events = world.advance(until).await.map_err(Status::from)?;
-        Ok(Response::new(pb::AdvanceResponse {
-            events,
-            world: Some(world.info()),
-        }))
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            advance,
+            |world| {
+                let events = world.advance(until).await.map_err(Status::from)?;
+                Ok(Response::new(pb::AdvanceResponse {
+                    events,
+                    world: Some(world.info()),
+                }))
+            }
+        )
     }
 
     type WatchStream = WatchStream;
@@ -222,7 +354,11 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         let request = request.into_inner();
-        let world = self.world(&request.world_id)?;
+        required(&request.world_id, "world_id")?;
+        let Ok(world) = self.worlds.get(&request.world_id) else {
+            // Owned elsewhere (or by nobody now): from the shared log, here.
+            return self.watch_from_log(request).await;
+        };
         let pov = if request.pov.trim().is_empty() {
             None
         } else {
@@ -249,29 +385,38 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::AskRequest>,
     ) -> Result<Response<pb::AskResponse>, Status> {
-        let request = request.into_inner();
+        let (metadata, _, request) = request.into_parts();
         required(&request.world_id, "world_id")?;
         required(&request.character, "character")?;
         required(&request.question, "question")?;
-        let world = self.world(&request.world_id)?;
-        let answer = world
-            .ask(&request.character, &request.question, request.recall_only)
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(answer))
+        routed!(self, metadata, &request.world_id, request, ask, |world| {
+            let answer = world
+                .ask(&request.character, &request.question, request.recall_only)
+                .await
+                .map_err(Status::from)?;
+            Ok(Response::new(answer))
+        })
     }
 
     async fn get_audit(
         &self,
         request: Request<pb::GetAuditRequest>,
     ) -> Result<Response<pb::GetAuditResponse>, Status> {
-        let request = request.into_inner();
-        let world = self.world(&request.world_id)?;
-        let audits = world
-            .audit(Some(request.character.as_str()))
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(pb::GetAuditResponse { audits }))
+        let (metadata, _, request) = request.into_parts();
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            get_audit,
+            |world| {
+                let audits = world
+                    .audit(Some(request.character.as_str()))
+                    .await
+                    .map_err(Status::from)?;
+                Ok(Response::new(pb::GetAuditResponse { audits }))
+            }
+        )
     }
 
     type PlayStream = PlayStream;
@@ -280,7 +425,7 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<tonic::Streaming<pb::PlayRequest>>,
     ) -> Result<Response<PlayStream>, Status> {
-        let mut inbound = request.into_inner();
+        let (metadata, _, mut inbound) = request.into_parts();
         let Some(pb::PlayRequest {
             item: Some(pb::play_request::Item::Claim(claim)),
         }) = inbound.message().await?
@@ -289,7 +434,24 @@ impl WorldApi for WorldGrpc {
                 "the first message must be a claim (world_id, character)",
             ));
         };
-        let seat = self.open_seat(&claim)?;
+        let world = match self.place(&claim.world_id, &metadata).await? {
+            Place::Here(world) => world,
+            Place::Owner(endpoint) => {
+                // The seat lives at the owner: the person's stream goes there whole.
+                let first = pb::PlayRequest {
+                    item: Some(pb::play_request::Item::Claim(claim)),
+                };
+                let rest = inbound.map_while(Result::ok);
+                let outbound = tokio_stream::StreamExt::chain(tokio_stream::once(first), rest);
+                let answer = self
+                    .peers()?
+                    .client(&endpoint)?
+                    .play(forwarded(&metadata, outbound))
+                    .await?;
+                return Ok(Response::new(Box::pin(answer.into_inner())));
+            }
+        };
+        let seat = Self::open_seat(world, &claim)?;
         let inputs = inbound.map_while(|message| match message {
             Ok(pb::PlayRequest {
                 item: Some(pb::play_request::Item::Action(action)),
@@ -306,8 +468,19 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::PlayClaim>,
     ) -> Result<Response<PlayStream>, Status> {
-        let claim = request.into_inner();
-        let seat = self.open_seat(&claim)?;
+        let (metadata, _, claim) = request.into_parts();
+        let world = match self.place(&claim.world_id, &metadata).await? {
+            Place::Here(world) => world,
+            Place::Owner(endpoint) => {
+                let answer = self
+                    .peers()?
+                    .client(&endpoint)?
+                    .claim_seat(forwarded(&metadata, claim))
+                    .await?;
+                return Ok(Response::new(Box::pin(answer.into_inner())));
+            }
+        };
+        let seat = Self::open_seat(world, &claim)?;
         let token = uuid::Uuid::new_v4().to_string();
         let (inputs_tx, inputs_rx) = tokio::sync::mpsc::channel(8);
         self.seats
@@ -325,8 +498,18 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::PlayActRequest>,
     ) -> Result<Response<pb::PlayActResponse>, Status> {
-        let request = request.into_inner();
+        let (metadata, _, request) = request.into_parts();
         required(&request.seat, "seat")?;
+        if !self.seats.contains_key(&request.seat)
+            && let Place::Owner(endpoint) = self.place(&request.world_id, &metadata).await?
+        {
+            // Seats live with their world's owner.
+            return self
+                .peers()?
+                .client(&endpoint)?
+                .play_act(forwarded(&metadata, request))
+                .await;
+        }
         let Some(action) = request.action else {
             return Err(Status::invalid_argument("action is required"));
         };

@@ -7,6 +7,7 @@
 //! the world knows the truth, agents know what their characters perceived.
 
 pub mod agent_clients;
+pub mod cluster;
 pub mod convert;
 mod error;
 pub mod grpc;
@@ -67,6 +68,9 @@ pub async fn serve_worlds(
     if let Some(idle) = worlds.limits().idle_detach {
         worlds.watch_idle(idle, shutdown.clone());
     }
+    worlds.renew_leases(shutdown.clone());
+    let log = worlds.log().describe();
+    let replica = worlds.cluster().map(|c| c.leases.me().id.clone());
     let world = tower_layer::Layer::layer(
         &tonic_web::GrpcWebLayer::new(),
         WorldServer::new(grpc::WorldGrpc::new(worlds)).max_decoding_message_size(max_message),
@@ -82,7 +86,15 @@ pub async fn serve_worlds(
     let router =
         dramatis_runtime::grpc::standard_router_with(builder, "dramatis.v1.World", routes).await?;
     let addr = listener.local_addr().ok();
-    tracing::info!(?addr, restored, tls, access, "world service listening");
+    tracing::info!(
+        ?addr,
+        restored,
+        tls,
+        access,
+        log,
+        ?replica,
+        "world service listening"
+    );
     router
         .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
         .await?;

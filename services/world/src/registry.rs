@@ -11,6 +11,7 @@ use dramatis_proto::v1 as pb;
 use crate::Limits;
 use crate::WorldError;
 use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
+use crate::cluster::{Cluster, Holder, Place};
 use crate::log::{SharedLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::world::{Shared, World};
@@ -29,6 +30,9 @@ pub struct WorldServiceOptions {
     pub log_path: PathBuf,
     /// A shared log to use instead of the file (`serve --log nats://…`).
     pub shared_log: Option<SharedLog>,
+    /// This replica's part in a cluster of replicas over the shared log (leases and
+    /// the other replicas); `None`: the only world service of its log.
+    pub cluster: Option<Arc<Cluster>>,
     /// Where character agents are.
     pub agents: Arc<dyn AgentDirectory>,
     /// The narrator of open stories; without one, open scenes end at their turn limit
@@ -79,6 +83,7 @@ struct Inner {
     viewer_dir: Option<PathBuf>,
     limits: Arc<Limits>,
     security: dramatis_runtime::grpc::Security,
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Worlds {
@@ -117,6 +122,7 @@ impl Worlds {
                         },
                     ),
                 },
+                cluster: options.cluster.clone(),
                 roots: std::iter::once(&options.scenarios_dir)
                     .chain(&options.scenario_roots)
                     .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| lexical(d)))
@@ -167,25 +173,220 @@ impl Worlds {
     }
 
     /// Rebuilds every world recorded in the log: state from its events, and each
-    /// agent re-attached and sent again only what its character perceived.
+    /// agent re-attached and sent again only what its character perceived. In a
+    /// cluster nothing is rebuilt here: a world is taken over by the first replica a
+    /// call for it reaches once its owner's lease has run out.
     pub async fn restore(&self) -> Result<usize, WorldError> {
+        if self.inner.cluster.is_some() {
+            return Ok(0);
+        }
         let mut restored = 0;
         for record in self.inner.log.worlds().await? {
-            let scenario = match Scenario::load(&PathBuf::from(&record.scenario_path)) {
-                Ok(s) => Arc::new(s),
+            match self.revive(&record).await {
+                Ok(world) => {
+                    self.inner.worlds.insert(record.world_id, world);
+                    restored += 1;
+                }
                 Err(error) => {
                     tracing::warn!(world_id = %record.world_id, %error, "cannot restore world");
-                    continue;
                 }
-            };
-            let history = self.inner.log.read(&record.world_id, 1).await?;
-            let world = self
-                .start(record.world_id.clone(), scenario, history)
-                .await?;
-            self.inner.worlds.insert(record.world_id, Arc::new(world));
-            restored += 1;
+            }
         }
         Ok(restored)
+    }
+
+    /// A recorded world rebuilt from its log.
+    async fn revive(&self, record: &WorldRecord) -> Result<Arc<World>, WorldError> {
+        let scenario = self.recorded_scenario(record).await?;
+        let history = self.inner.log.read(&record.world_id, 1).await?;
+        let world = self
+            .start(record.world_id.clone(), scenario, history)
+            .await?;
+        Ok(Arc::new(world))
+    }
+
+    /// The scenario a recorded world was created from. An inline spec travels in the
+    /// record (any replica can rebuild it) and is kept as a file here too.
+    async fn recorded_scenario(&self, record: &WorldRecord) -> Result<Arc<Scenario>, WorldError> {
+        let path = match &record.sandbox_toml {
+            Some(text) => {
+                let file = self
+                    .inner
+                    .sandboxes
+                    .join(format!("{}.toml", record.world_id));
+                std::fs::create_dir_all(&self.inner.sandboxes)
+                    .and_then(|()| std::fs::write(&file, text))
+                    .map_err(|e| {
+                        WorldError::Log(format!("cannot keep sandbox {}: {e}", file.display()))
+                    })?;
+                file
+            }
+            None => PathBuf::from(&record.scenario_path),
+        };
+        Ok(Arc::new(
+            read_off_runtime(move || Ok(Scenario::load(&path)?)).await?,
+        ))
+    }
+
+    /// The scenario of a world recorded in the log, wherever it is served (for a
+    /// watcher served from the log).
+    pub async fn scenario_of(&self, world_id: &str) -> Result<Arc<Scenario>, WorldError> {
+        if let Some(world) = self.local(world_id) {
+            return Ok(world.scenario_arc());
+        }
+        let record = self
+            .inner
+            .log
+            .world(world_id)
+            .await?
+            .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))?;
+        self.recorded_scenario(&record).await
+    }
+
+    /// Where `world_id` is served: here, or at its owner. In a cluster, a world whose
+    /// owner's lease has run out (or that nobody holds) is taken over: its lease taken
+    /// and the world rebuilt from its log. A call another replica `forwarded` is never
+    /// sent on: if the world moved meanwhile, the caller is told to try again.
+    pub async fn place(&self, world_id: &str, forwarded: bool) -> Result<Place, WorldError> {
+        if let Some(world) = self.local(world_id) {
+            return Ok(Place::Here(world));
+        }
+        let Some(cluster) = &self.inner.cluster else {
+            return Err(WorldError::WorldNotFound(world_id.to_owned()));
+        };
+        let _taking = cluster.taking.lock().await;
+        if let Some(world) = self.local(world_id) {
+            return Ok(Place::Here(world));
+        }
+        loop {
+            let revision = match cluster.leases.holder(world_id).await? {
+                Holder::Other { endpoint, .. } if !forwarded => return Ok(Place::Owner(endpoint)),
+                Holder::Other { .. } => {
+                    return Err(WorldError::Moved(world_id.to_owned()));
+                }
+                Holder::Me { revision } => Some(revision),
+                Holder::Free { revision } => revision,
+            };
+            let Some(record) = self.inner.log.world(world_id).await? else {
+                return Err(WorldError::WorldNotFound(world_id.to_owned()));
+            };
+            let Some(revision) = cluster.leases.take(world_id, revision).await? else {
+                continue; // another replica took it first: ask again who
+            };
+            cluster.owned.insert(world_id.to_owned(), revision);
+            let started = std::time::Instant::now();
+            match self.revive(&record).await {
+                Ok(world) => {
+                    self.inner
+                        .worlds
+                        .insert(world_id.to_owned(), Arc::clone(&world));
+                    tracing::info!(
+                        world_id,
+                        ms = started.elapsed().as_millis(),
+                        "world taken over"
+                    );
+                    return Ok(Place::Here(world));
+                }
+                Err(error) => {
+                    cluster.owned.remove(world_id);
+                    let _ = cluster.leases.release(world_id).await;
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// The world if this replica serves it (and still owns it).
+    fn local(&self, world_id: &str) -> Option<Arc<World>> {
+        let world = self
+            .inner
+            .worlds
+            .get(world_id)
+            .map(|w| Arc::clone(w.value()))?;
+        if world.is_abandoned() {
+            self.inner.worlds.remove(world_id);
+            return None;
+        }
+        Some(world)
+    }
+
+    /// After the owner at `endpoint` did not answer: waits (at most one lease) for its
+    /// lease on `world_id` to run out, unless the owner is alive after all.
+    pub async fn wait_out_owner(&self, world_id: &str, endpoint: &str) {
+        let Some(cluster) = &self.inner.cluster else {
+            return;
+        };
+        if cluster.peers.alive(endpoint).await {
+            return;
+        }
+        cluster.peers.forget(endpoint);
+        let deadline = tokio::time::Instant::now() + cluster.leases.ttl();
+        while tokio::time::Instant::now() < deadline {
+            match cluster.leases.holder(world_id).await {
+                Ok(Holder::Other {
+                    endpoint: now,
+                    expires_ms,
+                }) if now == endpoint => {
+                    let left = u64::try_from(expires_ms - dramatis_runtime::now_ms()).unwrap_or(0);
+                    tokio::time::sleep(std::time::Duration::from_millis(left.clamp(10, 200))).await;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// The cluster this replica belongs to, if any.
+    #[must_use]
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.inner.cluster.as_ref()
+    }
+
+    /// The shared log.
+    #[must_use]
+    pub fn log(&self) -> &SharedLog {
+        &self.inner.log
+    }
+
+    /// Renews this replica's leases every third of a lease until `shutdown`; a world
+    /// whose lease another replica took (this one was paused or cut off) is given up.
+    pub fn renew_leases(&self, shutdown: dramatis_runtime::Shutdown) {
+        let Some(cluster) = self.inner.cluster.clone() else {
+            return;
+        };
+        let inner = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(cluster.renew_every());
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    () = shutdown.wait() => break,
+                }
+                let Some(inner) = inner.upgrade() else { break };
+                let owned: Vec<(String, u64)> = cluster
+                    .owned
+                    .iter()
+                    .map(|e| (e.key().clone(), *e.value()))
+                    .collect();
+                for (world_id, revision) in owned {
+                    match cluster.leases.take(&world_id, Some(revision)).await {
+                        Ok(Some(next)) => {
+                            cluster.owned.insert(world_id, next);
+                        }
+                        Ok(None) => {
+                            tracing::warn!(%world_id, "lease taken by another replica; giving the world up");
+                            cluster.owned.remove(&world_id);
+                            if let Some((_, world)) = inner.worlds.remove(&world_id) {
+                                world.abandon();
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(%world_id, %error, "cannot renew the lease");
+                        }
+                    }
+                }
+            }
+        });
     }
 
     async fn start(
@@ -261,7 +462,7 @@ impl Worlds {
             }
             None => uuid::Uuid::new_v4().to_string(),
         };
-        if self.inner.worlds.contains_key(&id) {
+        if self.inner.worlds.contains_key(&id) || self.inner.log.world(&id).await?.is_some() {
             return Err(WorldError::WorldExists(id));
         }
         if self.inner.worlds.len() >= limits.max_worlds {
@@ -284,10 +485,24 @@ impl Worlds {
         }
         let source_path =
             std::fs::canonicalize(&scenario.source).unwrap_or_else(|_| scenario.source.clone());
+        // In a cluster the new world's lease comes first: of two replicas creating the
+        // same id, one wins it.
+        if let Some(cluster) = &self.inner.cluster {
+            let revision = match cluster.leases.holder(&id).await? {
+                Holder::Other { .. } => None,
+                Holder::Me { revision } => cluster.leases.take(&id, Some(revision)).await?,
+                Holder::Free { revision } => cluster.leases.take(&id, revision).await?,
+            };
+            let Some(revision) = revision else {
+                return Err(WorldError::WorldExists(id));
+            };
+            cluster.owned.insert(id.clone(), revision);
+        }
         let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
             Ok(world) => Arc::new(world),
             Err(error) => {
                 self.inner.agents.release(&id).await;
+                self.give_up_lease(&id).await;
                 return Err(error);
             }
         };
@@ -303,6 +518,12 @@ impl Worlds {
                 world_id: id.clone(),
                 scenario_path: source_path.to_string_lossy().into_owned(),
                 created_ms: dramatis_runtime::now_ms(),
+                sandbox_toml: match &source {
+                    ScenarioSource::Sandbox(spec) => {
+                        Some(crate::scenario::sandbox::spec_to_toml(spec))
+                    }
+                    _ => None,
+                },
             })
             .await?;
         tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");
@@ -367,8 +588,21 @@ impl Worlds {
         world.shut().await;
         self.inner.agents.release(world_id).await;
         self.inner.log.delete_world(world_id).await?;
+        self.give_up_lease(world_id).await;
         tracing::info!(world_id, "world deleted");
         Ok(())
+    }
+}
+
+impl Worlds {
+    /// Releases this replica's lease on `world_id`, if it is in a cluster.
+    async fn give_up_lease(&self, world_id: &str) {
+        if let Some(cluster) = &self.inner.cluster {
+            cluster.owned.remove(world_id);
+            if let Err(error) = cluster.leases.release(world_id).await {
+                tracing::warn!(world_id, %error, "cannot release the lease");
+            }
+        }
     }
 }
 

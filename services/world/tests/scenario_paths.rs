@@ -17,6 +17,7 @@ fn worlds(root: &Path, data: &Path) -> Worlds {
         scenario_roots: vec![root.to_path_buf()],
         log_path: data.join("events.redb"),
         shared_log: None,
+        cluster: None,
         agents: Arc::new(
             StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address"),
         ),

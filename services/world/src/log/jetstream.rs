@@ -13,7 +13,9 @@ use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::consumer::pull::OrderedConfig;
 use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::stream::{self, DirectGetErrorKind, Stream as JsStream};
+use async_nats::jetstream::stream::{
+    self, DirectGetErrorKind, LastRawMessageErrorKind, Stream as JsStream,
+};
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -154,6 +156,17 @@ impl JetStreamLog {
         })
     }
 
+    /// The world-ownership leases of replicas sharing this log, in a bucket beside it.
+    pub async fn leases(
+        &self,
+        me: crate::cluster::Replica,
+        ttl: Duration,
+    ) -> Result<crate::cluster::Leases, WorldError> {
+        let name = format!("{}_leases", self.options.prefix);
+        let store = bucket(&self.context, &name, self.options.replicas).await?;
+        Ok(crate::cluster::Leases::new(store, me, ttl))
+    }
+
     fn subject(&self, world_id: &str) -> String {
         format!("{}{world_id}", self.subject_prefix)
     }
@@ -200,19 +213,19 @@ impl JetStreamLog {
         let subject = self.subject(world_id);
         let tail = self
             .patiently(|| async {
-                match self
-                    .stream
-                    .direct_get_last_for_subject(subject.as_str())
-                    .await
-                {
+                // Asked of the stream's leader (not a direct get, which any replica
+                // answers, perhaps behind): appends and restores need the true end.
+                match self.stream.get_last_raw_message_by_subject(&subject).await {
                     Ok(message) => Ok(Tail {
                         event: decode(&message.payload)?.seq,
                         stream: message.sequence,
                     }),
-                    Err(e) if matches!(e.kind(), DirectGetErrorKind::NotFound) => Ok(Tail {
-                        event: 0,
-                        stream: 0,
-                    }),
+                    Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => {
+                        Ok(Tail {
+                            event: 0,
+                            stream: 0,
+                        })
+                    }
                     Err(e) => Err(nats_err("read the last event", e)),
                 }
             })
@@ -221,33 +234,34 @@ impl JetStreamLog {
         Ok(tail)
     }
 
-    /// The stream sequence of `world_id`'s event `from_seq` (or of the first after
-    /// it), found by binary search over the stream (events of a world are numbered
-    /// without gaps, in stream order, interleaved with other worlds'); `None` when the
-    /// world has no event at or after `from_seq`.
-    async fn start_of(&self, world_id: &str, from_seq: u64) -> Result<Option<u64>, WorldError> {
+    /// A stream position to deliver `world_id`'s events from so that event `from_seq`
+    /// (when it is or will be logged) is not skipped: at or before it, and as close as
+    /// a binary search over the stream finds (a world's events are numbered without
+    /// gaps, in stream order, interleaved with other worlds'). Direct gets answer from
+    /// any replica, perhaps one behind; a probe that finds nothing counts as "not
+    /// before", so a lagging answer can only move the start earlier, and the caller
+    /// drops what comes before `from_seq`.
+    async fn start_of(&self, world_id: &str, from_seq: u64) -> Result<u64, WorldError> {
         let subject = self.subject(world_id);
         let Some((first, first_event)) = self.next_at(&subject, None).await? else {
-            return Ok(None);
+            return Ok(1);
         };
         if first_event.seq >= from_seq {
-            return Ok(Some(first));
+            return Ok(first);
         }
         let tail = self.fetch_tail(world_id).await?;
         if tail.event < from_seq {
-            return Ok(None);
+            return Ok(tail.stream + 1);
         }
-        // The smallest stream position whose next subject message is at or past
-        // `from_seq`: (first, tail.stream] holds it.
         let (mut lo, mut hi) = (first + 1, tail.stream);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             match self.next_at(&subject, Some(mid)).await? {
-                Some((_, event)) if event.seq >= from_seq => hi = mid,
-                _ => lo = mid + 1,
+                Some((_, event)) if event.seq < from_seq => lo = mid + 1,
+                _ => hi = mid,
             }
         }
-        Ok(self.next_at(&subject, Some(lo)).await?.map(|(at, _)| at))
+        Ok(lo)
     }
 
     /// Ordered delivery of `world_id`'s messages from stream sequence `start`.
@@ -504,17 +518,21 @@ impl EventLog for JetStreamLog {
     }
 
     async fn read(&self, world_id: &str, from_seq: u64) -> Result<Vec<Event>, WorldError> {
-        let Some(start) = self.start_of(world_id, from_seq.max(1)).await? else {
-            return Ok(Vec::new());
-        };
+        let from_seq = from_seq.max(1);
         let tail = self.fetch_tail(world_id).await?;
+        if tail.event < from_seq {
+            return Ok(Vec::new());
+        }
+        let start = self.start_of(world_id, from_seq).await?;
         let mut messages = self.deliver_from(world_id, start).await?;
         let mut out = Vec::new();
         while let Some(message) = messages.next().await {
             let message = message.map_err(|e| nats_err("read", e))?;
             let event = decode(&message.payload)?;
             let seq = event.seq;
-            out.push(event);
+            if seq >= from_seq {
+                out.push(event);
+            }
             if seq >= tail.event {
                 break;
             }
@@ -524,18 +542,7 @@ impl EventLog for JetStreamLog {
 
     async fn follow(&self, world_id: &str, from_seq: u64) -> Result<EventFeed, WorldError> {
         let from_seq = from_seq.max(1);
-        let start = match self.start_of(world_id, from_seq).await? {
-            Some(start) => start,
-            // Nothing logged at or past `from_seq` yet: from the stream's next message.
-            None => {
-                let mut stream = self.stream.clone();
-                let info = stream
-                    .info()
-                    .await
-                    .map_err(|e| nats_err("stream info", e))?;
-                info.state.last_sequence + 1
-            }
-        };
+        let start = self.start_of(world_id, from_seq).await?;
         let messages = self.deliver_from(world_id, start).await?;
         Ok(Box::pin(messages.filter_map(move |message| async move {
             match message {

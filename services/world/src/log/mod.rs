@@ -33,6 +33,10 @@ pub struct WorldRecord {
     pub world_id: String,
     pub scenario_path: String,
     pub created_ms: i64,
+    /// An inline sandbox spec, as scenario TOML: it lives in no shared file, so it
+    /// travels with the record to whichever replica rebuilds the world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_toml: Option<String>,
 }
 
 /// A world's events as they are logged, from a starting sequence, without end.

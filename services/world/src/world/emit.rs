@@ -50,10 +50,18 @@ impl World {
                 timestamp_ms: dramatis_runtime::now_ms(),
             },
         );
-        self.log
+        let appended = self
+            .log
             .append(&self.id, event.seq - 1, vec![event.clone()])
             .instrument(tracing::info_span!("log_append"))
-            .await?;
+            .await;
+        if let Err(error) = appended {
+            if matches!(error, WorldError::Fenced { .. }) {
+                // Another owner wrote this world's log: this replica's view is stale.
+                self.abandon();
+            }
+            return Err(error);
+        }
         state.apply(&self.scenario, &event);
         *dramatis_runtime::lock(&self.snapshot) = state.clone();
         self.hub.publish(event.clone());

@@ -73,6 +73,9 @@ pub struct World {
     activity: tokio::sync::RwLock<()>,
     advancing: AtomicBool,
     deleted: AtomicBool,
+    /// Another replica owns the world now (this one lost its lease, or the log refused
+    /// an append): nothing more is written from here.
+    abandoned: AtomicBool,
     /// The narrator of open stories (world-side: it sees the whole world, and what it
     /// says reaches characters only as events at a location).
     narrator: Option<Arc<dyn LanguageModel>>,
@@ -179,6 +182,7 @@ impl World {
             activity: tokio::sync::RwLock::new(()),
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
             narrator,
             notes: std::sync::Mutex::new(notes),
             seats: std::sync::Mutex::default(),
@@ -193,6 +197,12 @@ impl World {
     #[must_use]
     pub fn scenario(&self) -> &Scenario {
         &self.scenario
+    }
+
+    /// The scenario, shared.
+    #[must_use]
+    pub fn scenario_arc(&self) -> Arc<Scenario> {
+        Arc::clone(&self.scenario)
     }
 
     #[must_use]
@@ -258,6 +268,9 @@ impl World {
         loop {
             if self.deleted.load(Ordering::Relaxed) {
                 return Err(WorldError::Deleted(self.id.clone()));
+            }
+            if self.is_abandoned() {
+                return Err(WorldError::Moved(self.id.clone()));
             }
             let judged = self.notes().judged == Some(state.scene);
             let done = match next_step(state, &self.scenario, judged) {
@@ -347,6 +360,24 @@ impl World {
         run.produced.push(self.emit(state, draft).await?);
         run.turns += 1;
         Ok(run.until == Until::Turns(run.turns))
+    }
+
+    /// Gives the world up to the replica that owns it now: no more story steps from
+    /// here, and this replica's watchers and seats end (watchers go on elsewhere from
+    /// where they were). The characters stay attached: their new owner attaches them
+    /// again and their shards are theirs, not this replica's.
+    pub(crate) fn abandon(&self) {
+        if !self.abandoned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(world_id = %self.id, "world given up to another replica");
+            self.hub.close();
+            self.close_seats();
+        }
+    }
+
+    /// Whether the world was given up to another replica.
+    #[must_use]
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Relaxed)
     }
 
     /// Stops the world and detaches its characters (best effort).

@@ -1,0 +1,114 @@
+//! A watcher served from the log, by a replica that does not own the world: the events
+//! come from the shared stream (the log's ordered follow from the requested sequence);
+//! the world's state is rebuilt beside them from its scenario, so a point-of-view watch
+//! names people as that character knew them at the time, and the watch ends when the
+//! story does.
+
+use std::sync::Arc;
+
+use dramatis_proto::v1::{WatchResponse, watch_response};
+use futures::StreamExt as _;
+use tokio::sync::mpsc;
+
+use crate::WorldError;
+use crate::log::SharedLog;
+use crate::scenario::Scenario;
+use crate::story::names::Perspective;
+use crate::story::perception::PerceptionRouter;
+use crate::story::state::WorldState;
+
+/// What one mirrored watch asks for.
+#[derive(Debug, Clone)]
+pub struct MirrorWatch {
+    pub world_id: String,
+    pub from_seq: u64,
+    /// Keep following after the replay.
+    pub follow: bool,
+    /// One character's point of view (its id).
+    pub pov: Option<String>,
+}
+
+/// Starts a watcher of `request.world_id` from `log`; items go to `out` until the
+/// watcher goes away, the story ends, or (without `follow`) the logged events are sent.
+pub fn watch(
+    log: SharedLog,
+    scenario: Arc<Scenario>,
+    request: MirrorWatch,
+    out: mpsc::Sender<Result<WatchResponse, tonic::Status>>,
+) {
+    tokio::spawn(async move {
+        if let Err(error) = run(&log, &scenario, &request, &out).await {
+            let _ = out.send(Err(tonic::Status::from(error))).await;
+        }
+    });
+}
+
+async fn run(
+    log: &SharedLog,
+    scenario: &Scenario,
+    request: &MirrorWatch,
+    out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
+) -> Result<(), WorldError> {
+    let mut state = WorldState::initial(scenario);
+    let from = request.from_seq.max(1);
+    // Without a point of view, nothing before `from` matters; with one, the state
+    // before it says whom the character knows.
+    let start = if request.pov.is_some() { 1 } else { from };
+    if !request.follow {
+        for event in log.read(&request.world_id, start).await? {
+            if !send(scenario, &mut state, request, event, out).await {
+                return Ok(());
+            }
+        }
+        return Ok(());
+    }
+    if state.finished(scenario) {
+        return Ok(());
+    }
+    let mut feed = log.follow(&request.world_id, start).await?;
+    loop {
+        let next = tokio::select! {
+            () = out.closed() => return Ok(()),
+            next = feed.next() => next,
+        };
+        let Some(event) = next else { return Ok(()) };
+        if !send(scenario, &mut state, request, event?, out).await || state.finished(scenario) {
+            return Ok(());
+        }
+    }
+}
+
+/// Applies `event` to `state` and sends it (as the point of view sees it) when it is
+/// at or past the requested start; `false` once the watcher is gone.
+async fn send(
+    scenario: &Scenario,
+    state: &mut WorldState,
+    request: &MirrorWatch,
+    event: dramatis_proto::v1::Event,
+    out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
+) -> bool {
+    state.apply(scenario, &event);
+    if event.seq < request.from_seq.max(1) {
+        return true;
+    }
+    let item = watch_response::Item::Event(event);
+    let item = match &request.pov {
+        None => Some(item),
+        Some(me) => PerceptionRouter::item_for(
+            item,
+            &Perspective {
+                scenario,
+                world_id: &request.world_id,
+                known: &state.acquaintances,
+                me,
+            },
+        ),
+    };
+    match item {
+        Some(item) => out
+            .send(Ok(WatchResponse { item: Some(item) }))
+            .await
+            .is_ok(),
+        None => true,
+    }
+}
