@@ -322,6 +322,11 @@ pub enum BenchCommand {
     /// the agents' memory per character, peak and idle. Runs that would not fit in
     /// memory are skipped and say so.
     Cast(Box<crate::commands::bench_cast::CastBenchArgs>),
+    /// The JetStream log (three NATS nodes on loopback, installed by `scripts/setup.sh
+    /// --nats`) beside the redb log: ms per line and lines per second of one scenario,
+    /// alternated; then failover: the owner replica of a story killed mid-Advance and
+    /// the time to the next event at the other replica.
+    Cluster(crate::commands::bench_cluster::ClusterBenchArgs),
 }
 
 fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {
@@ -437,5 +442,28 @@ impl LayoutArgs {
                 |n| n as usize,
             )),
         }
+    }
+}
+
+/// Where a service serves its Prometheus metrics.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Metrics")]
+pub struct MetricsArgs {
+    /// Serve Prometheus metrics (GET /metrics, plain HTTP/1.1) on this address, e.g.
+    /// 0.0.0.0:9464 for a scraper in the cluster. They hold counts and latencies by
+    /// role, never a world id or a word of a story. Off by default.
+    #[arg(long, env = "DRAMATIS_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+impl MetricsArgs {
+    /// Starts the metrics endpoint when one is asked for.
+    pub async fn start(&self, shutdown: &dramatis_runtime::Shutdown) -> anyhow::Result<()> {
+        if let Some(addr) = self.metrics_listen {
+            dramatis_runtime::metrics::serve(addr, shutdown.clone())
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot serve metrics on {addr}: {e}"))?;
+        }
+        Ok(())
     }
 }

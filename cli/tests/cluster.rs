@@ -49,6 +49,8 @@ async fn agent(dir: &std::path::Path) -> (tokio::process::Child, String) {
 struct Replica {
     child: tokio::process::Child,
     url: String,
+    /// Where it serves its Prometheus metrics.
+    metrics: std::net::SocketAddr,
 }
 
 impl Replica {
@@ -56,6 +58,9 @@ impl Replica {
         let data = dir.join(name);
         std::fs::create_dir_all(&data).expect("data dir");
         let stderr = std::fs::File::create(data.join("serve.log")).expect("serve log");
+        let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
         let mut child = tokio::process::Command::new(EXE)
             .args([
                 "serve",
@@ -74,6 +79,7 @@ impl Replica {
                 "1500",
             ])
             .args(["--replica-id", name])
+            .arg(format!("--metrics-listen={metrics}"))
             .arg("--data-dir")
             .arg(&data)
             .current_dir(repo())
@@ -85,7 +91,21 @@ impl Replica {
         let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let ready = line_with(&mut out, "DRAMATIS_READY", &mut String::new()).await;
         let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
-        Self { child, url }
+        Self {
+            child,
+            url,
+            metrics,
+        }
+    }
+
+    /// The value of the Prometheus series `series` (name and labels as printed).
+    async fn metric(&self, series: &str) -> f64 {
+        let text = dramatis_runtime::metrics::scrape(self.metrics)
+            .await
+            .expect("metrics reachable");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in {text}"))
     }
 
     async fn client(&self) -> WorldClient<Channel> {
@@ -282,6 +302,19 @@ async fn twenty_worlds_created_advanced_and_watched_through_different_replicas()
             .expect("get")
             .into_inner();
         assert_eq!(info.next_seq, last + 1, "{id} as its owner reports it");
+    }
+    // Each replica owns the ten worlds it created and played their turns (five each,
+    // half of them forwarded to it); every lease was taken once.
+    for replica in &stack.replicas {
+        assert_eq!(replica.metric("dramatis_worlds").await, 10.0);
+        assert_eq!(replica.metric("dramatis_turns_total").await, 50.0);
+        assert_eq!(
+            replica
+                .metric("dramatis_lease_changes_total{change=\"taken\"}")
+                .await,
+            10.0
+        );
+        assert!(replica.metric("dramatis_log_append_seconds_count").await >= 50.0);
     }
 }
 

@@ -1,57 +1,17 @@
-//! A three-node NATS JetStream cluster on loopback ports, each node with its own store
-//! directory, started from Debian's `nats-server` (installed by `scripts/setup.sh
-//! --nats`). Nodes can be killed and started again to test what the log survives.
+//! The three-node NATS JetStream cluster of `dramatis bench cluster`
+//! (`dramatis_eval::bench::nats`), for tests: absent `nats-server`, a test is skipped
+//! with a note, except under CI, which installs it (`scripts/setup.sh --nats`).
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+pub use dramatis_eval::bench::nats::nats_server;
+use dramatis_world::log::JetStreamLog;
 
-use dramatis_world::log::{JetStreamLog, JetStreamOptions};
-
-/// The `nats-server` program: `DRAMATIS_NATS_SERVER`, else on `PATH`, else where
-/// Debian's package puts it.
-#[must_use]
-pub fn nats_server() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("DRAMATIS_NATS_SERVER") {
-        return Some(PathBuf::from(path));
-    }
-    let on_path = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("nats-server"))
-            .find(|p| p.is_file())
-    });
-    on_path.or_else(|| Some(PathBuf::from("/usr/sbin/nats-server")).filter(|p| p.is_file()))
-}
-
-/// A free loopback port (bound, then released for the server to take).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
-}
-
-/// One node: its ports, store and process.
+/// A running cluster; dropped, it kills its nodes.
 #[derive(Debug)]
-struct Node {
-    config: PathBuf,
-    client_port: u16,
-    child: Option<Child>,
-}
-
-/// A running three-node cluster; dropped, it kills its nodes.
-#[derive(Debug)]
-pub struct NatsCluster {
-    program: PathBuf,
-    nodes: Vec<Node>,
-    _dir: tempfile::TempDir,
-}
+pub struct NatsCluster(dramatis_eval::bench::nats::NatsCluster);
 
 impl NatsCluster {
-    /// Starts three clustered JetStream nodes and waits until the cluster can create
-    /// a replicated stream. `None` (with a note on stderr) when `nats-server` is not
-    /// installed, unless `CI` is set: CI installs it, so there its absence fails.
+    /// Starts three clustered JetStream nodes; `None` (with a note on stderr) when
+    /// `nats-server` is not installed, unless `CI` is set.
     pub async fn start() -> Option<Self> {
         let Some(program) = nats_server() else {
             assert!(
@@ -61,137 +21,36 @@ impl NatsCluster {
             eprintln!("SKIPPED: nats-server is absent; run `bash scripts/setup.sh --nats`");
             return None;
         };
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cluster_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let routes: Vec<String> = cluster_ports
-            .iter()
-            .map(|p| format!("\"nats-route://127.0.0.1:{p}\""))
-            .collect();
-        let mut nodes = Vec::new();
-        for (i, cluster_port) in cluster_ports.iter().enumerate() {
-            let client_port = free_port();
-            let store = dir.path().join(format!("n{i}"));
-            let config = dir.path().join(format!("n{i}.conf"));
-            std::fs::write(
-                &config,
-                format!(
-                    "server_name: n{i}\nlisten: \"127.0.0.1:{client_port}\"\n\
-                     jetstream {{ store_dir: {store:?} }}\n\
-                     cluster {{\n  name: dramatis-test\n  listen: \"127.0.0.1:{cluster_port}\"\n  \
-                     routes: [{}]\n}}\n",
-                    routes.join(", ")
-                ),
-            )
-            .expect("write node config");
-            nodes.push(Node {
-                config,
-                client_port,
-                child: None,
-            });
-        }
-        let mut cluster = Self {
-            program,
-            nodes,
-            _dir: dir,
-        };
-        for i in 0..3 {
-            cluster.start_node(i);
-        }
-        cluster.wait_ready().await;
-        Some(cluster)
+        let cluster = dramatis_eval::bench::nats::NatsCluster::start(&program)
+            .await
+            .expect("a three-node NATS cluster starts");
+        Some(Self(cluster))
     }
 
-    /// Starts node `i` (again), with its store as it was left.
-    pub fn start_node(&mut self, i: usize) {
-        let node = &mut self.nodes[i];
-        let log = node.config.with_extension("log");
-        let child = Command::new(&self.program)
-            .arg("-c")
-            .arg(&node.config)
-            .arg("-l")
-            .arg(&log)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server starts");
-        node.child = Some(child);
+    /// A log on this cluster under `prefix`.
+    pub async fn log(&self, prefix: &str) -> JetStreamLog {
+        self.0.log(prefix).await.expect("a JetStream log")
     }
 
-    /// Kills node `i` (SIGKILL) and waits for it to be gone.
+    /// Kills node `i` (SIGKILL).
     pub fn kill_node(&mut self, i: usize) {
-        if let Some(mut child) = self.nodes[i].child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.0.kill_node(i);
     }
 
-    /// Every node's client address, comma-separated, as `--log` takes them.
+    /// Starts node `i` again with its store.
+    pub fn start_node(&mut self, i: usize) {
+        self.0.start_node(i).expect("the node starts again");
+    }
+
+    /// Every node's client address, comma-separated.
     #[must_use]
     pub fn url(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| format!("nats://127.0.0.1:{}", n.client_port))
-            .collect::<Vec<_>>()
-            .join(",")
+        self.0.url()
     }
 
-    /// Options for a log on this cluster under `prefix` (three replicas).
-    #[must_use]
-    pub fn options(&self, prefix: &str) -> JetStreamOptions {
-        let mut options = JetStreamOptions::new(self.url());
-        options.prefix = prefix.to_owned();
-        options
-    }
-
-    /// A log on this cluster, retried while the cluster elects its leaders.
-    pub async fn log(&self, prefix: &str) -> JetStreamLog {
-        let mut last = None;
-        for _ in 0..60 {
-            match JetStreamLog::connect(self.options(prefix)).await {
-                Ok(log) => return log,
-                Err(error) => last = Some(error),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        panic!("the JetStream cluster never became ready: {last:?}");
-    }
-
-    /// Waits until the cluster can create a replicated stream.
-    async fn wait_ready(&self) {
-        let _ = self.log("ready").await;
-    }
-
-    /// The tail of every node's log file (for a failing test's message).
+    /// The tail of every node's log file.
     #[must_use]
     pub fn logs(&self) -> String {
-        let mut out = String::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let text =
-                std::fs::read_to_string(node.config.with_extension("log")).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            out.push_str(&format!("--- node {i}\n"));
-            for line in &lines[lines.len().saturating_sub(25)..] {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out
-    }
-
-    /// Node `i`'s store directory.
-    #[must_use]
-    pub fn store(&self, i: usize) -> PathBuf {
-        self.nodes[i]
-            .config
-            .parent()
-            .map_or_else(PathBuf::new, |d: &Path| d.join(format!("n{i}")))
-    }
-}
-
-impl Drop for NatsCluster {
-    fn drop(&mut self) {
-        for i in 0..self.nodes.len() {
-            self.kill_node(i);
-        }
+        self.0.logs()
     }
 }

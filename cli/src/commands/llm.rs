@@ -20,6 +20,8 @@ pub struct LlmServeArgs {
     /// CPU threads for decoding (default: all cores).
     #[arg(long)]
     pub threads: Option<i32>,
+    #[command(flatten)]
+    pub metrics: crate::args::MetricsArgs,
 }
 
 pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {
@@ -48,6 +50,7 @@ pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {
     crate::spawn::announce(addr);
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    args.metrics.start(&shutdown).await?;
     let name = model_file
         .file_stem()
         .map_or_else(|| "local".to_owned(), |s| s.to_string_lossy().into_owned());

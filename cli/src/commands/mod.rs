@@ -5,6 +5,7 @@ mod advance;
 mod ask;
 pub(crate) mod bench;
 pub(crate) mod bench_cast;
+pub(crate) mod bench_cluster;
 mod bench_embed;
 mod bench_ingest;
 mod bench_retrieval;
@@ -69,5 +70,6 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench(BenchCommand::Story(args)) => bench_story::bench_story(&args).await,
         Command::Bench(BenchCommand::Cast(args)) => bench_cast::bench_cast(*args).await,
+        Command::Bench(BenchCommand::Cluster(args)) => bench_cluster::bench_cluster(&args).await,
     }
 }

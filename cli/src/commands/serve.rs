@@ -9,7 +9,7 @@ use dramatis_runtime::Shutdown;
 use dramatis_runtime::auth::{Access, Tokens};
 use dramatis_runtime::grpc::Security;
 use dramatis_world::WorldServiceOptions;
-use dramatis_world::agent_clients::{AgentDirectory, StaticAgents};
+use dramatis_world::agent_clients::{AgentDirectory, DnsAgents, StaticAgents};
 use dramatis_world::cluster::{Cluster, Peers, Replica};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -23,7 +23,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "DRAMATIS_LISTEN", default_value = "127.0.0.1:7070")]
     pub listen: SocketAddr,
-    /// Agent service endpoints (http://host:port) to place characters on: each
+    /// Agent service endpoints (http://host:port) to place characters on, or one
+    /// dns://HOST:PORT (dns+https:// for TLS) whose every address is an agent (a
+    /// Kubernetes headless service), looked up again as agents come and go. Each
     /// character goes to the endpoint that ranks first for it by rendezvous hashing,
     /// so every replica places it alike.
     /// When none is given, agent processes are started as worlds need them.
@@ -64,6 +66,8 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
     #[command(flatten)]
     pub security: ServeSecurityArgs,
+    #[command(flatten)]
+    pub metrics: crate::args::MetricsArgs,
 }
 
 /// Where the event log is: the embedded file under --data-dir, or a NATS JetStream
@@ -263,6 +267,13 @@ pub struct AgentArgs {
     pub no_tls: bool,
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub metrics: crate::args::MetricsArgs,
+    /// Also answer gRPC health checks, and nothing else, in plain HTTP/2 on this
+    /// address: for probes (a kubelet's) that cannot present the world service's
+    /// certificate, which the agent's own port demands.
+    #[arg(long, env = "DRAMATIS_HEALTH_LISTEN", value_name = "ADDR")]
+    pub health_listen: Option<SocketAddr>,
 }
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
@@ -280,7 +291,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     if let Some(plain) = args
         .agent_endpoints
         .iter()
-        .find(|e| e.starts_with("https://"))
+        .find(|e| e.starts_with("https://") || e.starts_with("dns+https://"))
         .filter(|_| agent_tls.is_none())
     {
         anyhow::bail!(
@@ -290,6 +301,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     }
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    args.metrics.start(&shutdown).await?;
     let logs = args.data_dir.join("logs");
     let mut _llm = None;
     let agents: Arc<dyn AgentDirectory> = if args.agent_endpoints.is_empty() {
@@ -311,6 +323,22 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .await?;
         agent_tls = Some(spawned.agent_tls());
         Arc::new(spawned)
+    } else if let Some(found) = args
+        .agent_endpoints
+        .iter()
+        .find_map(|e| DnsAgents::parse(e))
+    {
+        let dns = found?;
+        anyhow::ensure!(
+            args.agent_endpoints.len() == 1,
+            "a dns:// agent endpoint finds every agent itself: give it alone"
+        );
+        if dns.host().parse::<std::net::IpAddr>().is_err() {
+            // Agents are reached at their pods' addresses; their certificate names
+            // the service.
+            agent_tls = agent_tls.map(|tls| tls.domain_name(dns.host()));
+        }
+        Arc::new(dns)
     } else {
         Arc::new(StaticAgents::new(args.agent_endpoints.clone())?)
     };
@@ -356,6 +384,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
+    args.metrics.start(&shutdown).await?;
     let security = match (&args.tls, args.no_tls) {
         (Some(dir), _) => Security {
             tls: Some(dramatis_runtime::pki::agent_server_tls(dir)?),
@@ -373,6 +402,11 @@ pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
              of a machine whose users are all trusted"
         ),
     };
+    if let Some(addr) = args.health_listen {
+        dramatis_runtime::grpc::serve_health(addr, "dramatis.v1.Agent", shutdown.clone())
+            .await
+            .with_context(|| format!("cannot serve health checks on {addr}"))?;
+    }
     // Held while this process runs: a restarted service finds it by this lock.
     let _lock = crate::spawn::hold_agent_lock(&args.data_dir)?;
     let agents = CharacterAgents::new(agent_options(&args.model, Some(args.data_dir.clone()))?);

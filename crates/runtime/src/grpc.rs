@@ -85,3 +85,85 @@ pub async fn standard_router_with<L: Clone>(
     let mut builder = builder.trace_fn(crate::telemetry::server_span);
     Ok(builder.add_routes(routes))
 }
+
+/// Serves only the gRPC health service (`service_name` and the server as a whole,
+/// both serving) on `addr`, plain HTTP/2, until `shutdown`; returns the bound address.
+/// For probes (a kubelet's) that cannot present the client certificate a service's
+/// own port demands; it answers nothing else.
+pub async fn serve_health(
+    addr: std::net::SocketAddr,
+    service_name: &str,
+    shutdown: crate::Shutdown,
+) -> std::io::Result<std::net::SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let (reporter, health) = tonic_health::server::health_reporter();
+    for name in [service_name, ""] {
+        reporter
+            .set_service_status(name, tonic_health::ServingStatus::Serving)
+            .await;
+    }
+    tokio::spawn(async move {
+        let served = Server::builder()
+            .add_service(health)
+            .serve_with_incoming_shutdown(incoming(listener), shutdown.wait())
+            .await;
+        if let Err(error) = served {
+            tracing::warn!(%error, "the health endpoint stopped");
+        }
+    });
+    Ok(bound)
+}
+
+#[cfg(test)]
+mod tests {
+    #[tokio::test]
+    async fn the_health_port_answers_serving_for_the_service_and_nothing_else() {
+        let shutdown = crate::Shutdown::new();
+        let addr = super::serve_health(
+            "127.0.0.1:0".parse().expect("addr"),
+            "dramatis.v1.Agent",
+            shutdown.clone(),
+        )
+        .await
+        .expect("bound");
+        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
+            .expect("uri")
+            .connect()
+            .await
+            .expect("reachable");
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+        for service in ["dramatis.v1.Agent", ""] {
+            let answer = health
+                .check(tonic_health::pb::HealthCheckRequest {
+                    service: service.into(),
+                })
+                .await
+                .expect("answered")
+                .into_inner();
+            assert_eq!(
+                answer.status,
+                tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+            );
+        }
+        let unknown = health
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: "dramatis.v1.World".into(),
+            })
+            .await;
+        assert_eq!(
+            unknown.expect_err("not served").code(),
+            tonic::Code::NotFound
+        );
+        // No other service lives on this port.
+        let mut agent = dramatis_proto::v1::agent_client::AgentClient::new(channel);
+        let call = agent
+            .snapshot(dramatis_proto::v1::SnapshotRequest::default())
+            .await;
+        assert_eq!(
+            call.expect_err("no agent here").code(),
+            tonic::Code::Unimplemented
+        );
+        shutdown.trigger();
+    }
+}

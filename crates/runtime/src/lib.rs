@@ -6,6 +6,7 @@ pub mod auth;
 pub mod client;
 pub mod grpc;
 pub mod memory_use;
+pub mod metrics;
 pub mod models;
 pub mod pki;
 pub mod shutdown;

@@ -28,11 +28,15 @@ use dramatis_runtime::grpc::Security;
 use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldServiceOptions;
 use dramatis_world::agent_clients::StaticAgents;
+use dramatis_world::log::SharedLog;
 
+mod cluster;
+pub mod nats;
 pub mod stages;
 mod story;
 mod turns;
 
+pub use cluster::{LogBenchReport, LogBenchSetup, log_backends};
 pub use story::{StoryReport, StorySetup, story, story_spec};
 pub use turns::{TurnsReport, TurnsSetup, turns};
 
@@ -86,6 +90,9 @@ struct ClusterSetup {
     plain_agents: bool,
     /// Whether the agent saves its shards (to the cluster's temporary directory).
     save_shards: bool,
+    /// A shared log (and this service's part in a cluster over it) instead of the
+    /// embedded redb file.
+    shared: Option<(SharedLog, Arc<dramatis_world::cluster::Cluster>)>,
 }
 
 /// A world service and an agent service running in this process.
@@ -139,8 +146,11 @@ impl Cluster {
             scenarios_dir: setup.scenarios_dir.clone(),
             scenario_roots: setup.scenario_roots.clone(),
             log_path: data.path().join("events.redb"),
-            shared_log: None,
-            cluster: None,
+            shared_log: setup.shared.as_ref().map(|(log, _)| Arc::clone(log)),
+            cluster: setup
+                .shared
+                .as_ref()
+                .map(|(_, cluster)| Arc::clone(cluster)),
             agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
             narrator: Some(Arc::new(scripted.clone())),
             viewer_dir: None,
@@ -193,6 +203,30 @@ impl Cluster {
             .map_err(|s| anyhow!("watch: {}", describe(&s)))?
             .into_inner();
         Ok((world, watching))
+    }
+
+    /// Plays `world_id` to its end, then deletes it: the advance's answer and how
+    /// long the advance took.
+    async fn play_to_end(
+        &self,
+        world_id: String,
+    ) -> anyhow::Result<(dramatis_proto::v1::AdvanceResponse, std::time::Duration)> {
+        let mut client = self.client.clone();
+        let started = Instant::now();
+        let advanced = client
+            .advance(dramatis_proto::v1::AdvanceRequest {
+                world_id: world_id.clone(),
+                until: Some(dramatis_proto::v1::advance_request::Until::ScriptEnd(true)),
+            })
+            .await
+            .map_err(|s| anyhow!("advance: {}", describe(&s)))?
+            .into_inner();
+        let elapsed = started.elapsed();
+        client
+            .delete_world(dramatis_proto::v1::DeleteWorldRequest { world_id })
+            .await
+            .map_err(|s| anyhow!("delete: {}", describe(&s)))?;
+        Ok((advanced, elapsed))
     }
 
     /// Bytes of every file under the agent's shard folder.

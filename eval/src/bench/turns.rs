@@ -5,13 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use dramatis_character::MemoryWrites;
 use dramatis_embed::Embedder;
-use dramatis_proto::v1::{
-    AdvanceRequest, DeleteWorldRequest, advance_request, create_world_request, watch_response,
-};
-use dramatis_runtime::client::describe;
+use dramatis_proto::v1::{create_world_request, watch_response};
 
 use super::{Cluster, ClusterSetup};
 
@@ -62,15 +59,12 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             memory_writes: setup.memory_writes,
             plain_agents: setup.plain_agents,
             save_shards: false,
+            shared: None,
         },
         embedder,
     )
     .await?;
-    let (mut client, model, scripted) = (
-        cluster.client.clone(),
-        cluster.model.clone(),
-        cluster.scripted.clone(),
-    );
+    let (model, scripted) = (cluster.model.clone(), cluster.scripted.clone());
     let source = if std::path::Path::new(&setup.scenario).is_file() {
         create_world_request::Source::ScenarioPath(setup.scenario.clone())
     } else {
@@ -94,16 +88,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             }
             first
         });
-        let started = Instant::now();
-        let advanced = client
-            .advance(AdvanceRequest {
-                world_id: world.world_id.clone(),
-                until: Some(advance_request::Until::ScriptEnd(true)),
-            })
-            .await
-            .map_err(|s| anyhow!("advance: {}", describe(&s)))?
-            .into_inner();
-        let elapsed = started.elapsed();
+        let (advanced, elapsed) = cluster.play_to_end(world.world_id).await?;
         let info = advanced.world.context("no world state")?;
         let usage = info.usage.unwrap_or_default();
         let run_turns = u64::from(info.total_turns.max(1));
@@ -112,12 +97,6 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         events += advanced.events.len() as u64;
         calls += u64::from(usage.llm_calls);
         prompt_tokens += u64::from(usage.prompt_tokens);
-        client
-            .delete_world(DeleteWorldRequest {
-                world_id: world.world_id,
-            })
-            .await
-            .map_err(|s| anyhow!("delete: {}", describe(&s)))?;
         let received = watcher.await.unwrap_or_default();
         let sent: Vec<Instant> = std::mem::take(&mut *dramatis_runtime::lock(&model.first_visible));
         token_latency_us.extend(

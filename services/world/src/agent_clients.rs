@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use dashmap::DashMap;
 use dramatis_proto::v1::agent_client::AgentClient;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig};
 
 use crate::WorldError;
+use crate::channels::Channels;
 
 /// A client of one agent service, carrying trace context on every call.
 pub type AgentRpc = AgentClient<
@@ -109,60 +109,170 @@ impl AgentDirectory for StaticAgents {
     }
 }
 
+/// Agents found by DNS: every address a name resolves to (a Kubernetes headless
+/// service lists its ready pods), looked up again at most every [`DNS_REFRESH`], each
+/// character on the address that ranks first for it by rendezvous hashing. When an
+/// agent dies and its address leaves the name, its characters go to their next choice.
+#[derive(Debug)]
+pub struct DnsAgents {
+    /// `http` or `https`.
+    scheme: &'static str,
+    host: String,
+    port: u16,
+    current: tokio::sync::Mutex<(std::time::Instant, Option<StaticAgents>)>,
+}
+
+/// How long a DNS answer is used before asking again.
+pub const DNS_REFRESH: Duration = Duration::from_secs(5);
+
+impl DnsAgents {
+    /// From `dns://HOST:PORT` (plain) or `dns+https://HOST:PORT` (mutual TLS, the
+    /// agents' certificate naming HOST); `None` for any other endpoint.
+    pub fn parse(endpoint: &str) -> Option<Result<Self, WorldError>> {
+        let (scheme, rest) = if let Some(rest) = endpoint.strip_prefix("dns://") {
+            ("http", rest)
+        } else if let Some(rest) = endpoint.strip_prefix("dns+https://") {
+            ("https", rest)
+        } else {
+            return None;
+        };
+        let bad = || {
+            WorldError::InvalidArgument(format!(
+                "agent endpoint {endpoint:?}: give dns://HOST:PORT or dns+https://HOST:PORT"
+            ))
+        };
+        let parsed = rest
+            .trim_end_matches('/')
+            .rsplit_once(':')
+            .and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)))
+            .filter(|(host, _)| !host.is_empty())
+            .ok_or_else(bad);
+        Some(parsed.map(|(host, port)| Self {
+            scheme,
+            host: host.to_owned(),
+            port,
+            current: tokio::sync::Mutex::new((std::time::Instant::now(), None)),
+        }))
+    }
+
+    /// The name the agents' certificate must carry (for `dns+https`).
+    #[must_use]
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The agents the name resolves to now (cached for [`DNS_REFRESH`]).
+    async fn agents<T>(
+        &self,
+        force: bool,
+        pick: impl FnOnce(&StaticAgents) -> T,
+    ) -> Result<T, WorldError> {
+        let mut current = self.current.lock().await;
+        let stale = current.0.elapsed() >= DNS_REFRESH;
+        if force || stale || current.1.is_none() {
+            let mut addresses: Vec<String> =
+                tokio::net::lookup_host((self.host.as_str(), self.port))
+                    .await
+                    .map_err(|e| WorldError::Agent {
+                        character: String::new(),
+                        kind: dramatis_proto::ErrorKind::Unavailable,
+                        message: format!("cannot resolve agents at {}: {e}", self.host),
+                    })?
+                    .map(|addr| format!("{}://{addr}", self.scheme))
+                    .collect();
+            addresses.sort();
+            addresses.dedup();
+            match StaticAgents::new(addresses) {
+                Ok(found) => *current = (std::time::Instant::now(), Some(found)),
+                // No agent now: keep the last answer, if there was one.
+                Err(_) if current.1.is_some() => {}
+                Err(_) => {
+                    return Err(WorldError::Agent {
+                        character: String::new(),
+                        kind: dramatis_proto::ErrorKind::Unavailable,
+                        message: format!("{} resolves to no agent", self.host),
+                    });
+                }
+            }
+        }
+        Ok(pick(current.1.as_ref().expect("set above")))
+    }
+}
+
+#[async_trait]
+impl AgentDirectory for DnsAgents {
+    async fn endpoint_for(&self, world: &str, character: &str) -> Result<String, WorldError> {
+        self.agents(false, |agents| {
+            agents.ranked(world, character)[0].to_owned()
+        })
+        .await
+    }
+
+    async fn recover(
+        &self,
+        world_id: &str,
+        character_id: &str,
+        endpoint: &str,
+    ) -> Result<Option<String>, WorldError> {
+        // A restarted pod comes back under a new address: give DNS a moment, then
+        // place the character again among the agents there are now.
+        tokio::time::sleep(RECONNECT_PAUSE).await;
+        let fresh = self
+            .agents(true, |agents| {
+                agents.ranked(world_id, character_id)[0].to_owned()
+            })
+            .await?;
+        if fresh != endpoint {
+            tracing::warn!(world_id, character = character_id, dead = endpoint, %fresh,
+                "agent gone from DNS; its character moves");
+        }
+        Ok(Some(fresh))
+    }
+}
+
 /// One channel per agent endpoint, shared by every character hosted there.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AgentPool {
-    channels: Arc<DashMap<String, Channel>>,
     /// For `https://` endpoints: the deployment's CA and the world's certificate.
-    tls: Option<ClientTlsConfig>,
+    channels: Arc<Channels>,
+}
+
+impl Default for AgentPool {
+    fn default() -> Self {
+        Self::new(None)
+    }
 }
 
 impl AgentPool {
     #[must_use]
     pub fn new(tls: Option<ClientTlsConfig>) -> Self {
         Self {
-            channels: Arc::default(),
-            tls,
+            channels: Arc::new(Channels::new(tls, Duration::from_secs(5))),
         }
     }
 
     /// Drops the channel to `endpoint` (its agent is gone).
     pub fn forget(&self, endpoint: &str) {
-        self.channels.remove(endpoint);
+        self.channels.forget(endpoint);
     }
 
     /// A client for `endpoint`, connecting lazily.
     pub fn client(&self, endpoint: &str, character: &str) -> Result<AgentRpc, WorldError> {
-        let channel = match self.channels.get(endpoint) {
-            Some(channel) => channel.clone(),
-            None => {
-                let bad = |message: String| WorldError::Agent {
-                    character: character.to_owned(),
-                    kind: dramatis_proto::ErrorKind::InvalidArgument,
-                    message,
-                };
-                let mut target = Endpoint::from_shared(endpoint.to_owned())
-                    .map_err(|e| bad(format!("bad agent endpoint {endpoint:?}: {e}")))?
-                    .connect_timeout(Duration::from_secs(5))
-                    .tcp_nodelay(true);
-                if endpoint.starts_with("https://") {
-                    let tls = self.tls.clone().ok_or_else(|| {
-                        bad(format!(
-                            "agent endpoint {endpoint:?} is https, but no agent certificates \
-                             are configured (serve --agent-tls DIR)"
-                        ))
-                    })?;
-                    target = target
-                        .tls_config(tls)
-                        .map_err(|e| bad(format!("agent TLS for {endpoint:?}: {e}")))?;
-                }
-                let channel = target.connect_lazy();
-                self.channels
-                    .entry(endpoint.to_owned())
-                    .or_insert(channel)
-                    .clone()
-            }
-        };
+        let channel = self
+            .channels
+            .get(endpoint)
+            .map_err(|problem| WorldError::Agent {
+                character: character.to_owned(),
+                kind: dramatis_proto::ErrorKind::InvalidArgument,
+                message: format!(
+                    "agent {problem}{}",
+                    if problem.contains("no TLS") {
+                        " (serve --agent-tls DIR)"
+                    } else {
+                        ""
+                    }
+                ),
+            })?;
         let interceptor: fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> =
             dramatis_runtime::telemetry::inject_trace_context;
         Ok(AgentClient::with_interceptor(channel, interceptor))
@@ -212,6 +322,7 @@ mod tests {
             }
         }
         // The weight is fixed across releases: a change would move every character.
+        assert_eq!(rendezvous_weight("w", "c", "e"), 0xfc73_60f0_6c92_98ec);
         assert_eq!(
             rendezvous_weight("w", "c", "e"),
             rendezvous_weight("w", "c", "e")
@@ -220,5 +331,37 @@ mod tests {
             rendezvous_weight("w", "c", "e"),
             rendezvous_weight("w", "ce", "")
         );
+    }
+}
+
+#[cfg(test)]
+mod dns_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn dns_endpoints_resolve_to_every_address_and_place_characters_alike() {
+        let agents = DnsAgents::parse("dns://localhost:7071")
+            .expect("a dns endpoint")
+            .expect("valid");
+        let endpoint = agents.endpoint_for("w", "holmes").await.expect("placed");
+        assert!(
+            endpoint == "http://127.0.0.1:7071" || endpoint == "http://[::1]:7071",
+            "{endpoint}"
+        );
+        assert_eq!(
+            agents.endpoint_for("w", "holmes").await.expect("placed"),
+            endpoint
+        );
+        let tls = DnsAgents::parse("dns+https://agents.svc:7071")
+            .expect("a dns endpoint")
+            .expect("valid");
+        assert_eq!((tls.scheme, tls.host()), ("https", "agents.svc"));
+        for bad in ["dns://agents", "dns://:7071", "dns+https://agents:port"] {
+            assert!(matches!(
+                DnsAgents::parse(bad),
+                Some(Err(WorldError::InvalidArgument(_)))
+            ));
+        }
+        assert!(DnsAgents::parse("http://127.0.0.1:7071").is_none());
     }
 }

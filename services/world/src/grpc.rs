@@ -128,7 +128,7 @@ impl WorldGrpc {
             },
             tx,
         );
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(counted_watch(ReceiverStream::new(rx))))
     }
 
     fn peers(&self) -> Result<&crate::cluster::Peers, Status> {
@@ -167,7 +167,35 @@ fn run_seat(
     closed: impl FnOnce() + Send + 'static,
 ) -> PlayStream {
     let rx = seat.start(inputs, closed);
-    Box::pin(futures::StreamExt::map(ReceiverStream::new(rx), Ok))
+    crate::metrics::SEATS.inc();
+    let seated = Seated;
+    Box::pin(futures::StreamExt::map(
+        ReceiverStream::new(rx),
+        move |item| {
+            let _counted = &seated;
+            Ok(item)
+        },
+    ))
+}
+
+/// Held by an open seat's stream: counted in `dramatis_seats` until it ends.
+struct Seated;
+
+impl Drop for Seated {
+    fn drop(&mut self) {
+        crate::metrics::SEATS.dec();
+    }
+}
+
+/// `stream`, counted in `dramatis_watchers` while it is open.
+fn counted_watch(
+    stream: impl Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static,
+) -> WatchStream {
+    let watching = crate::metrics::watcher();
+    Box::pin(futures::StreamExt::map(stream, move |item| {
+        let _counted = &watching;
+        item
+    }))
 }
 
 #[tonic::async_trait]
@@ -368,7 +396,7 @@ impl WorldApi for WorldGrpc {
         let Some(pov) = pov else {
             world.hub().watch(request.from_seq, !request.no_follow, tx);
             let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
-            return Ok(Response::new(Box::pin(stream)));
+            return Ok(Response::new(counted_watch(stream)));
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
         // (The follower ends by itself when the watcher goes away; it is not joined.)
@@ -378,7 +406,7 @@ impl WorldApi for WorldGrpc {
             }),
         );
         let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
-        Ok(Response::new(Box::pin(stream)))
+        Ok(Response::new(counted_watch(stream)))
     }
 
     async fn ask(

@@ -7,6 +7,7 @@
 //! the world knows the truth, agents know what their characters perceived.
 
 pub mod agent_clients;
+mod channels;
 pub mod cluster;
 pub mod convert;
 mod error;
@@ -14,6 +15,7 @@ pub mod grpc;
 pub mod hub;
 pub mod limits;
 pub mod log;
+pub mod metrics;
 pub mod registry;
 pub mod scenario;
 pub mod story;

@@ -185,6 +185,7 @@ impl Worlds {
             match self.revive(&record).await {
                 Ok(world) => {
                     self.inner.worlds.insert(record.world_id, world);
+                    self.count_worlds();
                     restored += 1;
                 }
                 Err(error) => {
@@ -280,6 +281,10 @@ impl Worlds {
                     self.inner
                         .worlds
                         .insert(world_id.to_owned(), Arc::clone(&world));
+                    crate::metrics::LEASE_CHANGES
+                        .with_label_values(&["taken"])
+                        .inc();
+                    self.count_worlds();
                     tracing::info!(
                         world_id,
                         ms = started.elapsed().as_millis(),
@@ -305,6 +310,7 @@ impl Worlds {
             .map(|w| Arc::clone(w.value()))?;
         if world.is_abandoned() {
             self.inner.worlds.remove(world_id);
+            self.count_worlds();
             return None;
         }
         Some(world)
@@ -376,9 +382,14 @@ impl Worlds {
                         Ok(None) => {
                             tracing::warn!(%world_id, "lease taken by another replica; giving the world up");
                             cluster.owned.remove(&world_id);
+                            crate::metrics::LEASE_CHANGES
+                                .with_label_values(&["lost"])
+                                .inc();
                             if let Some((_, world)) = inner.worlds.remove(&world_id) {
                                 world.abandon();
                             }
+                            crate::metrics::WORLDS
+                                .set(i64::try_from(inner.worlds.len()).unwrap_or(i64::MAX));
                         }
                         Err(error) => {
                             tracing::warn!(%world_id, %error, "cannot renew the lease");
@@ -497,6 +508,9 @@ impl Worlds {
                 return Err(WorldError::WorldExists(id));
             };
             cluster.owned.insert(id.clone(), revision);
+            crate::metrics::LEASE_CHANGES
+                .with_label_values(&["taken"])
+                .inc();
         }
         let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
             Ok(world) => Arc::new(world),
@@ -512,6 +526,7 @@ impl Worlds {
                 slot.insert(Arc::clone(&world));
             }
         }
+        self.count_worlds();
         self.inner
             .log
             .put_world(WorldRecord {
@@ -585,6 +600,7 @@ impl Worlds {
             .worlds
             .remove(world_id)
             .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))?;
+        self.count_worlds();
         world.shut().await;
         self.inner.agents.release(world_id).await;
         self.inner.log.delete_world(world_id).await?;
@@ -595,10 +611,18 @@ impl Worlds {
 }
 
 impl Worlds {
+    /// Publishes how many worlds this service holds.
+    fn count_worlds(&self) {
+        crate::metrics::WORLDS.set(i64::try_from(self.inner.worlds.len()).unwrap_or(i64::MAX));
+    }
+
     /// Releases this replica's lease on `world_id`, if it is in a cluster.
     async fn give_up_lease(&self, world_id: &str) {
         if let Some(cluster) = &self.inner.cluster {
             cluster.owned.remove(world_id);
+            crate::metrics::LEASE_CHANGES
+                .with_label_values(&["released"])
+                .inc();
             if let Err(error) = cluster.leases.release(world_id).await {
                 tracing::warn!(world_id, %error, "cannot release the lease");
             }

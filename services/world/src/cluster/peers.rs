@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use dashmap::DashMap;
 use dramatis_proto::v1::world_client::WorldClient;
 use tonic::metadata::MetadataMap;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig};
+
+use crate::channels::Channels;
 
 /// The header a forwarded call carries.
 pub const FORWARDED: &str = "dramatis-forwarded";
@@ -23,46 +24,36 @@ pub type PeerRpc = WorldClient<
 >;
 
 /// One lazily connected channel per replica endpoint.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Peers {
-    channels: DashMap<String, Channel>,
-    /// For `https://` replica endpoints: the CA their certificates chain to.
-    tls: Option<ClientTlsConfig>,
+    channels: Channels,
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Self::new(None)
+    }
 }
 
 impl Peers {
+    /// `tls`: for `https://` replica endpoints, the CA their certificates chain to
+    /// (the system's roots are trusted too).
     #[must_use]
     pub fn new(tls: Option<ClientTlsConfig>) -> Self {
         Self {
-            channels: DashMap::new(),
-            tls,
+            channels: Channels::new(
+                Some(tls.unwrap_or_default().with_native_roots()),
+                Duration::from_secs(2),
+            ),
         }
     }
 
     /// A client of the replica at `endpoint`.
     pub fn client(&self, endpoint: &str) -> Result<PeerRpc, tonic::Status> {
-        let channel = match self.channels.get(endpoint) {
-            Some(channel) => channel.clone(),
-            None => {
-                let bad = |e: &dyn std::fmt::Display| {
-                    tonic::Status::internal(format!("replica endpoint {endpoint:?}: {e}"))
-                };
-                let mut target = Endpoint::from_shared(endpoint.to_owned())
-                    .map_err(|e| bad(&e))?
-                    .connect_timeout(Duration::from_secs(2))
-                    .tcp_nodelay(true);
-                if endpoint.starts_with("https://") {
-                    target = target
-                        .tls_config(self.tls.clone().unwrap_or_default().with_native_roots())
-                        .map_err(|e| bad(&e))?;
-                }
-                let channel = target.connect_lazy();
-                self.channels
-                    .entry(endpoint.to_owned())
-                    .or_insert(channel)
-                    .clone()
-            }
-        };
+        let channel = self
+            .channels
+            .get(endpoint)
+            .map_err(|problem| tonic::Status::internal(format!("replica {problem}")))?;
         let interceptor: fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> =
             dramatis_runtime::telemetry::inject_trace_context;
         Ok(WorldClient::with_interceptor(channel, interceptor)
@@ -71,12 +62,12 @@ impl Peers {
 
     /// Forgets the channel to a replica that did not answer.
     pub fn forget(&self, endpoint: &str) {
-        self.channels.remove(endpoint);
+        self.channels.forget(endpoint);
     }
 
     /// Whether the replica at `endpoint` answers a health check within a second.
     pub async fn alive(&self, endpoint: &str) -> bool {
-        let Some(channel) = self.channels.get(endpoint).map(|c| c.clone()) else {
+        let Some(channel) = self.channels.existing(endpoint) else {
             return false;
         };
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel);

@@ -152,6 +152,7 @@ impl World {
                 }
             }
         };
+        crate::metrics::AGENT_RESTARTS.inc();
         if fresh != endpoint {
             self.links.pool.forget(endpoint);
             tracing::warn!(world_id = %self.id, dead = %endpoint, %fresh,

@@ -50,11 +50,13 @@ impl World {
                 timestamp_ms: dramatis_runtime::now_ms(),
             },
         );
+        let timer = crate::metrics::LOG_APPEND.start_timer();
         let appended = self
             .log
             .append(&self.id, event.seq - 1, vec![event.clone()])
             .instrument(tracing::info_span!("log_append"))
             .await;
+        timer.observe_duration();
         if let Err(error) = appended {
             if matches!(error, WorldError::Fenced { .. }) {
                 // Another owner wrote this world's log: this replica's view is stale.

@@ -358,6 +358,7 @@ impl World {
             turn = state.scene_turn + 1);
         let draft = self.run_turn(state, actor).instrument(span).await?;
         run.produced.push(self.emit(state, draft).await?);
+        crate::metrics::TURNS.inc();
         run.turns += 1;
         Ok(run.until == Until::Turns(run.turns))
     }

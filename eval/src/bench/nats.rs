@@ -1,0 +1,185 @@
+//! A three-node NATS JetStream cluster on loopback ports, each node with its own store
+//! directory, started from Debian's `nats-server` (installed by `scripts/setup.sh
+//! --nats`), for `bench cluster` and the tests. Nodes can be killed and started again
+//! to see what the log survives.
+
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use dramatis_world::log::{JetStreamLog, JetStreamOptions};
+
+/// The `nats-server` program: `DRAMATIS_NATS_SERVER`, else on `PATH`, else where
+/// Debian's package puts it.
+#[must_use]
+pub fn nats_server() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("DRAMATIS_NATS_SERVER") {
+        return Some(PathBuf::from(path));
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("nats-server"))
+            .find(|p| p.is_file())
+    });
+    on_path.or_else(|| Some(PathBuf::from("/usr/sbin/nats-server")).filter(|p| p.is_file()))
+}
+
+/// A free loopback port (bound, then released for the server to take).
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .context("a free loopback port")?
+        .port())
+}
+
+/// One node: its ports, store and process.
+#[derive(Debug)]
+struct Node {
+    config: PathBuf,
+    client_port: u16,
+    child: Option<Child>,
+}
+
+/// A running three-node cluster; dropped, it kills its nodes.
+#[derive(Debug)]
+pub struct NatsCluster {
+    program: PathBuf,
+    nodes: Vec<Node>,
+    _dir: tempfile::TempDir,
+}
+
+impl NatsCluster {
+    /// Starts three clustered JetStream nodes from `program` and waits until the
+    /// cluster can create a replicated stream.
+    pub async fn start(program: &Path) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("dramatis-nats-")
+            .tempdir()
+            .context("temporary directory")?;
+        let cluster_ports: Vec<u16> = (0..3).map(|_| free_port()).collect::<Result<_, _>>()?;
+        let routes: Vec<String> = cluster_ports
+            .iter()
+            .map(|p| format!("\"nats-route://127.0.0.1:{p}\""))
+            .collect();
+        let mut nodes = Vec::new();
+        for (i, cluster_port) in cluster_ports.iter().enumerate() {
+            let client_port = free_port()?;
+            let store = dir.path().join(format!("n{i}"));
+            let config = dir.path().join(format!("n{i}.conf"));
+            std::fs::write(
+                &config,
+                format!(
+                    "server_name: n{i}\nlisten: \"127.0.0.1:{client_port}\"\n\
+                     jetstream {{ store_dir: {store:?} }}\n\
+                     cluster {{\n  name: dramatis-local\n  listen: \"127.0.0.1:{cluster_port}\"\n  \
+                     routes: [{}]\n}}\n",
+                    routes.join(", ")
+                ),
+            )
+            .with_context(|| format!("write {}", config.display()))?;
+            nodes.push(Node {
+                config,
+                client_port,
+                child: None,
+            });
+        }
+        let mut cluster = Self {
+            program: program.to_path_buf(),
+            nodes,
+            _dir: dir,
+        };
+        for i in 0..3 {
+            cluster.start_node(i)?;
+        }
+        cluster.log("ready").await?;
+        Ok(cluster)
+    }
+
+    /// Starts node `i` (again), with its store as it was left.
+    pub fn start_node(&mut self, i: usize) -> anyhow::Result<()> {
+        let node = &mut self.nodes[i];
+        let log = node.config.with_extension("log");
+        let child = Command::new(&self.program)
+            .arg("-c")
+            .arg(&node.config)
+            .arg("-l")
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("start {}", self.program.display()))?;
+        node.child = Some(child);
+        Ok(())
+    }
+
+    /// Kills node `i` (SIGKILL) and waits for it to be gone.
+    pub fn kill_node(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Every node's client address, comma-separated, as `--log` takes them.
+    #[must_use]
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("nats://127.0.0.1:{}", n.client_port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Options for a log on this cluster under `prefix` (three replicas).
+    #[must_use]
+    pub fn options(&self, prefix: &str) -> JetStreamOptions {
+        let mut options = JetStreamOptions::new(self.url());
+        options.prefix = prefix.to_owned();
+        options
+    }
+
+    /// A log on this cluster, retried while the cluster elects its leaders.
+    pub async fn log(&self, prefix: &str) -> anyhow::Result<JetStreamLog> {
+        let mut last = None;
+        for _ in 0..60 {
+            match JetStreamLog::connect(self.options(prefix)).await {
+                Ok(log) => return Ok(log),
+                Err(error) => last = Some(error),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(anyhow!(
+            "the JetStream cluster never became ready: {}\n{}",
+            last.map_or_else(String::new, |e| e.to_string()),
+            self.logs()
+        ))
+    }
+
+    /// The tail of every node's log file (for a failing test's message).
+    #[must_use]
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let text =
+                std::fs::read_to_string(node.config.with_extension("log")).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let _ = writeln!(out, "--- node {i}");
+            for line in &lines[lines.len().saturating_sub(25)..] {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for i in 0..self.nodes.len() {
+            self.kill_node(i);
+        }
+    }
+}
