@@ -476,3 +476,64 @@ async fn a_paused_owner_is_fenced_by_the_log_and_the_history_does_not_fork() {
     .expect("forwarded to the new owner");
     assert_eq!(more.first().map(|e| e.seq), Some(last + 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_node_killed_mid_story_loses_nothing() {
+    let Some(mut stack) = stack().await else {
+        return;
+    };
+    let mut owner = stack.replicas[0].client().await;
+    let mut other = stack.replicas[1].client().await;
+    create(&mut owner, "steady", 30).await;
+    let running = tokio::spawn({
+        let mut owner = owner.clone();
+        async move {
+            advance(
+                &mut owner,
+                "steady",
+                advance_request::Until::ScriptEnd(true),
+            )
+            .await
+        }
+    });
+    // Once the story is under way, one of the three NATS nodes dies (the stream keeps
+    // a quorum of two), and comes back later.
+    let mut watch = other
+        .watch(WatchRequest {
+            world_id: "steady".into(),
+            from_seq: 1,
+            no_follow: false,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut seen = Vec::new();
+    while let Some(item) = tokio::time::timeout(Duration::from_secs(60), watch.message())
+        .await
+        .expect("in time")
+        .expect("item")
+    {
+        if let Some(watch_response::Item::Event(event)) = item.item {
+            seen.push(event.seq);
+            if seen.len() == 20 {
+                stack._nats.kill_node(0);
+            }
+            if seen.len() == 120 {
+                stack._nats.start_node(0);
+            }
+        }
+    }
+    let produced = running
+        .await
+        .expect("joined")
+        .expect("the story finished with a node down");
+    let last = produced.last().expect("events").seq;
+    assert!(seen.len() > 120, "the story ran on past the node's death");
+    assert_eq!(
+        seen,
+        (1..=last).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    assert_eq!(seqs(&replay(&mut owner, "steady").await), seen);
+}
