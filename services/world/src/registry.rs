@@ -255,6 +255,13 @@ impl Worlds {
         let Some(cluster) = &self.inner.cluster else {
             return Err(WorldError::WorldNotFound(world_id.to_owned()));
         };
+        // The common case, a world another replica owns, without waiting on a take-over
+        // under way here.
+        if !forwarded
+            && let Holder::Other { endpoint, .. } = cluster.leases.holder(world_id).await?
+        {
+            return Ok(Place::Owner(endpoint));
+        }
         let _taking = cluster.taking.lock().await;
         if let Some(world) = self.local(world_id) {
             return Ok(Place::Here(world));

@@ -543,16 +543,55 @@ impl EventLog for JetStreamLog {
     async fn follow(&self, world_id: &str, from_seq: u64) -> Result<EventFeed, WorldError> {
         let from_seq = from_seq.max(1);
         let start = self.start_of(world_id, from_seq).await?;
-        let messages = self.deliver_from(world_id, start).await?;
-        Ok(Box::pin(messages.filter_map(move |message| async move {
-            match message {
-                Ok(message) => match decode(&message.payload) {
-                    Ok(event) if event.seq < from_seq => None,
-                    other => Some(other),
-                },
-                Err(e) => Some(Err(nats_err("follow", e))),
+        let mut messages = self.deliver_from(world_id, start).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let (log, world) = (self.clone(), world_id.to_owned());
+        tokio::spawn(async move {
+            let mut next = from_seq;
+            loop {
+                let message = tokio::select! {
+                    () = tx.closed() => return,
+                    message = messages.next() => message,
+                };
+                match message.map(|m| m.map_err(|e| nats_err("follow", e))) {
+                    Some(Ok(message)) => match decode(&message.payload) {
+                        Ok(event) if event.seq < next => {}
+                        Ok(event) => {
+                            next = event.seq + 1;
+                            if tx.send(Ok(event)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(error) => {
+                            let _ = tx.send(Err(error)).await;
+                            return;
+                        }
+                    },
+                    // The consumer broke (its node died, the connection moved): start
+                    // again from the next event, as patiently as any read.
+                    broken => {
+                        let broke = match broken {
+                            Some(Err(error)) => error.to_string(),
+                            _ => "the consumer ended".to_owned(),
+                        };
+                        tracing::debug!(world_id = %world, next, %broke, "following again");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let again = async {
+                            let start = log.start_of(&world, next).await?;
+                            log.deliver_from(&world, start).await
+                        };
+                        match again.await {
+                            Ok(fresh) => messages = fresh,
+                            Err(error) => {
+                                let _ = tx.send(Err(error)).await;
+                                return;
+                            }
+                        }
+                    }
+                }
             }
-        })))
+        });
+        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
     async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {
