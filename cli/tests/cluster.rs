@@ -2,7 +2,9 @@
 //! cluster on loopback), each a real `dramatis serve` process on the scripted model,
 //! sharing two real agent processes: worlds created, advanced and watched through
 //! different replicas; an owner killed mid-story and taken over; a paused owner fenced
-//! by the log.
+//! by the log; a line's live words on a replica that does not own the world; an agent
+//! killed and its characters going on, whole, on another agent from their shards in
+//! JetStream.
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -10,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, Event, GetWorldRequest, ListWorldsRequest, WatchRequest,
-    advance_request, create_world_request, watch_response,
+    AdvanceRequest, CreateWorldRequest, Event, GetAuditRequest, GetWorldRequest, ListWorldsRequest,
+    WatchRequest, advance_request, create_world_request, watch_response,
 };
 use dramatis_tests::nats::NatsCluster;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -20,8 +22,9 @@ use tonic::transport::Channel;
 mod common;
 use common::{EXE, line_with, repo};
 
-/// A `dramatis agent` on the scripted model; its endpoint.
-async fn agent(dir: &std::path::Path) -> (tokio::process::Child, String) {
+/// A `dramatis agent` on the scripted model, keeping shards in JetStream at `shards`
+/// when given; its endpoint.
+async fn agent(dir: &std::path::Path, shards: Option<&str>) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(EXE)
         .args([
             "agent",
@@ -31,6 +34,7 @@ async fn agent(dir: &std::path::Path) -> (tokio::process::Child, String) {
             "--scripted",
             "builtin",
         ])
+        .args(shards.map(|url| format!("--shards={url}")))
         .arg("--data-dir")
         .arg(dir)
         .current_dir(repo())
@@ -122,24 +126,52 @@ impl Replica {
 /// Everything a test needs: NATS, two agents, two replicas.
 struct Stack {
     _nats: NatsCluster,
-    _agents: Vec<tokio::process::Child>,
+    agents: Agents,
     replicas: Vec<Replica>,
     _dir: tempfile::TempDir,
+    /// Held while the stack runs, and let go last: one at a time, since each is a
+    /// whole cluster (three NATS nodes, agents, replicas) on a machine of two cores.
+    _one: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Agents, each with a data directory of its own; their endpoints.
+struct Agents {
+    children: Vec<tokio::process::Child>,
+    endpoints: Vec<String>,
 }
 
 async fn stack() -> Option<Stack> {
+    stack_of(2, 2, false).await
+}
+
+/// NATS, `agents` agents (keeping shards in JetStream when `shards`) and `replicas`
+/// replicas over the JetStream log.
+async fn stack_of(agents: usize, replicas: usize, shards: bool) -> Option<Stack> {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let one = ONE_AT_A_TIME.lock().await;
     let nats = NatsCluster::start().await?;
     let dir = tempfile::tempdir().expect("tempdir");
-    let (a1, e1) = agent(&dir.path().join("agent1")).await;
-    let (a2, e2) = agent(&dir.path().join("agent2")).await;
-    let agents = format!("{e1},{e2}");
     let url = nats.url();
-    let r1 = Replica::start("r1", dir.path(), &agents, &url).await;
-    let r2 = Replica::start("r2", dir.path(), &agents, &url).await;
+    let mut started = Agents {
+        children: Vec::new(),
+        endpoints: Vec::new(),
+    };
+    for i in 1..=agents {
+        let data = dir.path().join(format!("agent{i}"));
+        let (child, endpoint) = agent(&data, shards.then_some(url.as_str())).await;
+        started.children.push(child);
+        started.endpoints.push(endpoint);
+    }
+    let list = started.endpoints.join(",");
+    let mut running = Vec::new();
+    for i in 1..=replicas {
+        running.push(Replica::start(&format!("r{i}"), dir.path(), &list, &url).await);
+    }
     Some(Stack {
+        _one: one,
         _nats: nats,
-        _agents: vec![a1, a2],
-        replicas: vec![r1, r2],
+        agents: started,
+        replicas: running,
         _dir: dir,
     })
 }
@@ -178,42 +210,24 @@ async fn advance(
         .map(|r| r.into_inner().events)
 }
 
-/// Every event of `id` as `client` replays it (no follow).
-async fn replay(client: &mut WorldClient<Channel>, id: &str) -> Vec<Event> {
+/// Watches `id` through `client` from event 1, live after the history when
+/// `follow`, handing each event to `each` until it returns false or the watch ends;
+/// the events seen.
+async fn watch_events(
+    client: &mut WorldClient<Channel>,
+    id: &str,
+    follow: bool,
+    mut each: impl FnMut(&Event) -> bool,
+) -> Vec<Event> {
     let mut stream = client
         .watch(WatchRequest {
             world_id: id.into(),
             from_seq: 1,
-            no_follow: true,
+            no_follow: !follow,
             pov: String::new(),
         })
         .await
         .unwrap_or_else(|s| panic!("watch {id}: {s}"))
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(item) = stream.message().await.expect("watch item") {
-        if let Some(watch_response::Item::Event(event)) = item.item {
-            events.push(event);
-        }
-    }
-    events
-}
-
-fn seqs(events: &[Event]) -> Vec<u64> {
-    events.iter().map(|e| e.seq).collect()
-}
-
-/// Follows `id` through `client` from the start until event `last`; the events.
-async fn follow_until(mut client: WorldClient<Channel>, id: String, last: u64) -> Vec<Event> {
-    let mut stream = client
-        .watch(WatchRequest {
-            world_id: id,
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .expect("watch")
         .into_inner();
     let mut events = Vec::new();
     while let Some(item) = tokio::time::timeout(Duration::from_secs(60), stream.message())
@@ -222,14 +236,28 @@ async fn follow_until(mut client: WorldClient<Channel>, id: String, last: u64) -
         .expect("watch item")
     {
         if let Some(watch_response::Item::Event(event)) = item.item {
-            let seq = event.seq;
+            let more = each(&event);
             events.push(event);
-            if seq >= last {
+            if !more {
                 break;
             }
         }
     }
     events
+}
+
+/// Every event of `id` as `client` replays it (no follow).
+async fn replay(client: &mut WorldClient<Channel>, id: &str) -> Vec<Event> {
+    watch_events(client, id, false, |_| true).await
+}
+
+fn seqs(events: &[Event]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+/// Follows `id` through `client` from the start until event `last`; the events.
+async fn follow_until(mut client: WorldClient<Channel>, id: String, last: u64) -> Vec<Event> {
+    watch_events(&mut client, &id, true, |event| event.seq < last).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -498,32 +526,18 @@ async fn a_nats_node_killed_mid_story_loses_nothing() {
     });
     // Once the story is under way, one of the three NATS nodes dies (the stream keeps
     // a quorum of two), and comes back later.
-    let mut watch = other
-        .watch(WatchRequest {
-            world_id: "steady".into(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
+    let nats = &mut stack._nats;
+    let seen = seqs(
+        &watch_events(&mut other, "steady", true, |event| {
+            match event.seq {
+                20 => nats.kill_node(0),
+                120 => nats.start_node(0),
+                _ => {}
+            }
+            true
         })
-        .await
-        .expect("watch")
-        .into_inner();
-    let mut seen = Vec::new();
-    while let Some(item) = tokio::time::timeout(Duration::from_secs(60), watch.message())
-        .await
-        .expect("in time")
-        .expect("item")
-    {
-        if let Some(watch_response::Item::Event(event)) = item.item {
-            seen.push(event.seq);
-            if seen.len() == 20 {
-                stack._nats.kill_node(0);
-            }
-            if seen.len() == 120 {
-                stack._nats.start_node(0);
-            }
-        }
-    }
+        .await,
+    );
     let produced = running
         .await
         .expect("joined")
@@ -536,4 +550,184 @@ async fn a_nats_node_killed_mid_story_loses_nothing() {
         "every event once, in order"
     );
     assert_eq!(seqs(&replay(&mut owner, "steady").await), seen);
+}
+
+/// The prompts `character`'s agent audited in `id`, as (purpose, time) in order.
+async fn audit_of(
+    client: &mut WorldClient<Channel>,
+    id: &str,
+    character: &str,
+) -> Vec<(String, i64)> {
+    let audits = client
+        .get_audit(GetAuditRequest {
+            world_id: id.into(),
+            character: character.into(),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("audit of {character}: {s}"))
+        .into_inner()
+        .audits;
+    assert_eq!(audits.len(), 1, "one character's audit");
+    audits[0]
+        .prompts
+        .iter()
+        .map(|p| (p.purpose.clone(), p.timestamp_ms))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_agent_s_characters_go_on_whole_on_another_agent() {
+    let Some(mut stack) = stack_of(2, 1, true).await else {
+        return;
+    };
+    let mut world = stack.replicas[0].client().await;
+    create(&mut world, "moving", 12).await;
+    let first = advance(&mut world, "moving", advance_request::Until::Turns(8))
+        .await
+        .expect("the first turns");
+    // The agent that hosts the first character to speak, and every character it
+    // hosts: placed as the world places them.
+    let placement =
+        dramatis_world::agent_clients::StaticAgents::new(stack.agents.endpoints.clone())
+            .expect("agents");
+    let host_of = |character: &str| placement.ranked("moving", character)[0].to_owned();
+    let speaker = first
+        .iter()
+        .find(|e| !e.speaker.is_empty())
+        .expect("a line")
+        .speaker
+        .clone();
+    let victim = host_of(&speaker);
+    let moved: Vec<String> = ledger(12)
+        .characters
+        .iter()
+        .map(|c| c.id.clone())
+        .filter(|c| host_of(c) == victim)
+        .collect();
+    let mut before = BTreeMap::new();
+    for character in &moved {
+        before.insert(
+            character.clone(),
+            audit_of(&mut world, "moving", character).await,
+        );
+    }
+    assert!(
+        !before[&speaker].is_empty(),
+        "{speaker} audited its turn before the kill"
+    );
+    // kill -9 the agent: the world finds it gone and moves its characters to the
+    // other agent, which reads their shards from JetStream.
+    let index = stack
+        .agents
+        .endpoints
+        .iter()
+        .position(|e| *e == victim)
+        .expect("the victim is listed");
+    stack.agents.children[index].start_kill().expect("kill");
+    let _ = stack.agents.children[index].wait().await;
+    let rest = advance(
+        &mut world,
+        "moving",
+        advance_request::Until::ScriptEnd(true),
+    )
+    .await
+    .expect("the story goes on after the agent died");
+    assert!(
+        rest.iter().any(|e| e.speaker == speaker),
+        "{speaker} speaks again after its agent died"
+    );
+    let all = replay(&mut world, "moving").await;
+    let last = all.last().expect("events").seq;
+    assert_eq!(seqs(&all), (1..=last).collect::<Vec<_>>());
+    for character in &moved {
+        // The audit lives only in the shard: the prompts audited by the dead agent
+        // are still there, in order, and the new agent's follow them.
+        let after = audit_of(&mut world, "moving", character).await;
+        let earlier = &before[character];
+        assert_eq!(
+            &after[..earlier.len()],
+            earlier.as_slice(),
+            "{character}'s audit from before the kill survived the move"
+        );
+        if *character == speaker {
+            assert!(
+                after.len() > earlier.len(),
+                "{character}'s new agent audits its later turns too"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_on_another_replica_sees_each_line_stream_before_it_settles() {
+    let Some(stack) = stack().await else {
+        return;
+    };
+    let mut owner = stack.replicas[0].client().await;
+    let mut other = stack.replicas[1].client().await;
+    create(&mut owner, "chunks", 4).await;
+    let mut stream = other
+        .watch(WatchRequest {
+            world_id: "chunks".into(),
+            from_seq: 1,
+            no_follow: false,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    // The watcher has caught up with the log (and subscribed to the chunks) before
+    // the first line is spoken.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let produced = advance(&mut owner, "chunks", advance_request::Until::Turns(4))
+        .await
+        .expect("advance");
+    let last = produced.last().expect("events").seq;
+    let mut streamed: BTreeMap<u64, String> = BTreeMap::new();
+    let mut events = Vec::new();
+    while events.last().is_none_or(|e: &Event| e.seq < last) {
+        let item = tokio::time::timeout(Duration::from_secs(30), stream.message())
+            .await
+            .expect("in time")
+            .expect("item")
+            .expect("the watch goes on");
+        match item.item {
+            Some(watch_response::Item::Token(token)) => {
+                assert!(
+                    events.last().is_none_or(|e: &Event| e.seq < token.seq),
+                    "chunks of event {} came after it settled",
+                    token.seq
+                );
+                streamed.entry(token.seq).or_default().push_str(&token.text);
+            }
+            Some(watch_response::Item::Event(event)) => events.push(event),
+            None => {}
+        }
+    }
+    assert_eq!(seqs(&events), (1..=last).collect::<Vec<_>>());
+    // Chunks are a preview on a subject of their own, not the log: one that comes
+    // after its line settled is dropped, so a line may show only its first words.
+    // What does come is the start of the line, and a line streams whole when nothing
+    // lags.
+    let lines: Vec<&Event> = produced.iter().filter(|e| e.turn > 0).collect();
+    assert_eq!(lines.len(), 4, "four turns");
+    let mut whole = 0;
+    for line in lines {
+        let Some(words) = streamed.get(&line.seq) else {
+            continue;
+        };
+        assert!(
+            line.text.starts_with(words.as_str()),
+            "the streamed words of event {} begin its line: {words:?} / {:?}",
+            line.seq,
+            line.text
+        );
+        if *words == line.text || format!("{words}.") == line.text {
+            whole += 1;
+        }
+    }
+    assert!(
+        whole > 0,
+        "a line streamed whole to the other replica: {streamed:?}"
+    );
 }

@@ -208,6 +208,56 @@ async fn two_writers_racing_for_a_new_world_leave_one_history() {
 }
 
 #[tokio::test]
+async fn a_stale_owner_cannot_overwrite_the_narrator_s_notes() {
+    let Some(cluster) = NatsCluster::start().await else {
+        return;
+    };
+    let old = cluster.log("notes").await;
+    let new = cluster.log("notes").await;
+    old.put_notes("w", b"one".to_vec())
+        .await
+        .expect("first notes");
+    // The new owner reads them as it takes the world over, then writes its own.
+    assert_eq!(
+        new.notes("w").await.expect("read").as_deref(),
+        Some(&b"one"[..])
+    );
+    new.put_notes("w", b"two".to_vec())
+        .await
+        .expect("the new owner's notes");
+    // The old owner, unaware, writes after what it last saw: refused.
+    let refused = old.put_notes("w", b"stale".to_vec()).await;
+    assert!(is_fenced(&refused), "{refused:?}");
+    assert_eq!(
+        old.notes("w").await.expect("read").as_deref(),
+        Some(&b"two"[..])
+    );
+    new.put_notes("w", b"three".to_vec())
+        .await
+        .expect("the owner goes on");
+    // A handle that never read them writes after what is there (none, here).
+    let fresh = cluster.log("notes").await;
+    fresh
+        .put_notes("x", b"first".to_vec())
+        .await
+        .expect("new notes");
+    assert_eq!(
+        new.notes("x").await.expect("read").as_deref(),
+        Some(&b"first"[..])
+    );
+    // Deleted and made again under the same name.
+    new.delete_world("w").await.expect("deleted");
+    assert!(new.notes("w").await.expect("read").is_none());
+    new.put_notes("w", b"again".to_vec())
+        .await
+        .expect("notes of the new world");
+    assert_eq!(
+        fresh.notes("w").await.expect("read").as_deref(),
+        Some(&b"again"[..])
+    );
+}
+
+#[tokio::test]
 async fn a_story_survives_one_nats_node_killed_mid_way() {
     let Some(mut cluster) = NatsCluster::start().await else {
         return;

@@ -274,6 +274,20 @@ pub struct AgentArgs {
     /// certificate, which the agent's own port demands.
     #[arg(long, env = "DRAMATIS_HEALTH_LISTEN", value_name = "ADDR")]
     pub health_listen: Option<SocketAddr>,
+    /// Keep shards in a replicated JetStream stream on this NATS cluster
+    /// (`nats://HOST:PORT[,nats://HOST:PORT…]`) instead of --data-dir, one subject per
+    /// character: when this agent dies, its characters go on, whole, on another
+    /// agent. Give the world service every agent's endpoint.
+    #[arg(long, env = "DRAMATIS_SHARDS_URL", value_name = "nats://…")]
+    pub shards: Option<String>,
+    /// Copies of each shard message the stream keeps (at most the cluster's size).
+    #[arg(long, env = "DRAMATIS_SHARDS_REPLICAS", default_value_t = 3,
+          value_parser = clap::value_parser!(u16).range(1..=5))]
+    pub shards_replicas: u16,
+    /// Prefix of the shard stream and its subjects (the world service's --log-prefix,
+    /// when they share a cluster).
+    #[arg(long, env = "DRAMATIS_SHARDS_PREFIX", default_value = "dramatis")]
+    pub shards_prefix: String,
 }
 
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
@@ -409,7 +423,21 @@ pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     }
     // Held while this process runs: a restarted service finds it by this lock.
     let _lock = crate::spawn::hold_agent_lock(&args.data_dir)?;
-    let agents = CharacterAgents::new(agent_options(&args.model, Some(args.data_dir.clone()))?);
+    let mut options = agent_options(&args.model, Some(args.data_dir.clone()))?;
+    if let Some(url) = &args.shards {
+        anyhow::ensure!(
+            url.starts_with("nats://") || url.starts_with("tls://"),
+            "--shards {:?}: give a NATS address (nats://host:4222)",
+            url.chars().take(80).collect::<String>()
+        );
+        let mut nats = dramatis_nats::NatsOptions::new(url);
+        nats.replicas = usize::from(args.shards_replicas);
+        nats.prefix.clone_from(&args.shards_prefix);
+        let stream = dramatis_character::shard::ShardStream::connect(&nats).await?;
+        tracing::info!(?stream, "shards are kept in JetStream");
+        options.shard_stream = Some(stream);
+    }
+    let agents = CharacterAgents::new(options);
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;

@@ -17,6 +17,10 @@ pub enum AgentError {
     Shard(#[from] dramatis_memory::ShardError),
     #[error("shard storage: {0}")]
     Storage(String),
+    /// The shard store refused a save: another agent has written this character
+    /// since this one read it (it was moved while this agent was thought dead).
+    #[error("shard storage refused a save: {0}")]
+    Fenced(String),
 }
 
 impl DomainError for AgentError {
@@ -25,6 +29,7 @@ impl DomainError for AgentError {
             Self::NotAttached { .. } => ErrorKind::NotFound,
             Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
+            Self::Fenced(_) => ErrorKind::Aborted,
             Self::Model(_) | Self::Embed(_) | Self::Shard(_) | Self::Storage(_) => {
                 ErrorKind::Internal
             }

@@ -55,9 +55,15 @@ impl AgentApi for AgentGrpc {
             .attach(&world, &character, profile)
             .await
             .map_err(Status::from)?;
+        let last_seq = self
+            .agents
+            .last_seq(&world, &character)
+            .await
+            .map_err(Status::from)?;
         Ok(Response::new(pb::AttachResponse {
             memory_items,
             resumed,
+            last_seq,
         }))
     }
 

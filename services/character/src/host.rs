@@ -42,8 +42,11 @@ pub struct AgentOptions {
     pub embedder: Arc<dyn Embedder>,
     pub recall: RecallSettings,
     pub memory_writes: MemoryWrites,
-    /// Where shards are saved; in memory only when `None`.
+    /// Where shards are saved; in memory only when `None` (and no `shard_stream`).
     pub data_dir: Option<PathBuf>,
+    /// Save shards to this JetStream stream instead of `data_dir`, so a character can
+    /// move to another agent whole.
+    pub shard_stream: Option<crate::shard::ShardStream>,
     /// Audited prompts each character's store keeps, newest first (all when `None`).
     pub audit_keep: Option<u64>,
     /// Tokens a turn may generate.
@@ -75,6 +78,7 @@ impl AgentOptions {
             recall: RecallSettings::default(),
             memory_writes: MemoryWrites::Digest,
             data_dir: None,
+            shard_stream: None,
             audit_keep: None,
             act_max_tokens: 160,
             answer_max_tokens: 80,
@@ -191,9 +195,13 @@ impl CharacterAgents {
             let items = existing.lock().await.memory().len();
             return Ok((dramatis_runtime::saturating_u32(items), true));
         }
-        let (mut shard, resumed) = match self.shard_path(world, character) {
-            Some(json) => self.open_saved(profile, json).await?,
-            None => (
+        let (mut shard, resumed) = match (
+            &self.options.shard_stream,
+            self.shard_path(world, character),
+        ) {
+            (Some(stream), _) => self.open_remote(stream, world, character, profile).await?,
+            (None, Some(json)) => self.open_saved(profile, json).await?,
+            (None, None) => (
                 Shard::new(profile, self.options.embedder.as_ref()).await?,
                 false,
             ),
@@ -235,7 +243,7 @@ impl CharacterAgents {
             .await
             .map_err(|e| AgentError::Storage(format!("{failed}: {e}")))??
         };
-        let store = ShardStore::start(db, path.clone(), self.options.audit_keep);
+        let store = ShardStore::start(db, path.clone(), self.options.audit_keep, None);
         let (mut shard, resumed, migrated) =
             match Shard::from_store(profile.clone(), &stored, &path)? {
                 Some(shard) => (shard, true, json.is_file()),
@@ -254,6 +262,49 @@ impl CharacterAgents {
             tracing::info!(from = %json.display(), to = %path.display(), "moved a JSON shard into its store");
         }
         Ok((shard, resumed))
+    }
+
+    /// The character's shard from its JetStream subject, read into a store in memory
+    /// that saves there; or new. Returns it and whether it was resumed.
+    async fn open_remote(
+        &self,
+        stream: &crate::shard::ShardStream,
+        world: &str,
+        character: &str,
+        profile: CharacterProfile,
+    ) -> Result<(Shard, bool), AgentError> {
+        let (remote, deltas) = stream.open(world, character).await?;
+        let path = PathBuf::from(format!("jetstream:{}", remote.subject()));
+        let keep = self.options.audit_keep;
+        let failed = format!("{}: the read task failed", path.display());
+        let (db, stored) = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || {
+                let db = crate::shard::open_in_memory()?;
+                if !deltas.is_empty() {
+                    crate::shard::apply_deltas(&db, &path, &deltas, keep)?;
+                }
+                let stored = crate::shard::read_store(db.as_ref(), &path)?;
+                Ok::<_, AgentError>((db, stored))
+            })
+            .await
+            .map_err(|e| AgentError::Storage(format!("{failed}: {e}")))??
+        };
+        let store = ShardStore::start(db, path.clone(), keep, Some(remote));
+        let (mut shard, resumed) = match Shard::from_store(profile.clone(), &stored, &path)? {
+            Some(shard) => (shard, true),
+            None => (
+                Shard::new(profile, self.options.embedder.as_ref()).await?,
+                false,
+            ),
+        };
+        shard.keep_store(store);
+        Ok((shard, resumed))
+    }
+
+    /// The highest event sequence `character`'s shard holds.
+    pub async fn last_seq(&self, world: &str, character: &str) -> Result<u64, AgentError> {
+        Ok(self.shard(world, character)?.lock().await.last_seq())
     }
 
     /// Unloads a character; deletes its saved shard (and the world's folder, once
@@ -275,6 +326,10 @@ impl CharacterAgents {
         if keep_shard {
             let saved = shard.lock().await.save()?;
             saved.wait().await?;
+        } else if let Some(stream) = &self.options.shard_stream {
+            // Its writer first, so nothing is published after the purge.
+            drop(shard);
+            stream.remove(world, character).await?;
         }
         if let Some(json) = self.shard_path(world, character).filter(|_| !keep_shard) {
             Shard::remove_json(&json);

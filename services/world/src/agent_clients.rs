@@ -107,6 +107,62 @@ impl AgentDirectory for StaticAgents {
     async fn endpoint_for(&self, world: &str, character: &str) -> Result<String, WorldError> {
         Ok(self.ranked(world, character)[0].to_owned())
     }
+
+    /// The same agent once it takes connections again (restarted where it ran), else
+    /// the next in the character's rendezvous order that takes them: its characters
+    /// move there (whole, when the agents keep shards in JetStream; otherwise the
+    /// world sends them their story again). The same one when none answers.
+    async fn recover(
+        &self,
+        world_id: &str,
+        character_id: &str,
+        endpoint: &str,
+    ) -> Result<Option<String>, WorldError> {
+        tokio::time::sleep(RECONNECT_PAUSE).await;
+        if accepts_connections(endpoint).await {
+            return Ok(Some(endpoint.to_owned()));
+        }
+        for candidate in self.ranked(world_id, character_id) {
+            if candidate != endpoint && accepts_connections(candidate).await {
+                tracing::warn!(
+                    world_id,
+                    character = character_id,
+                    dead = endpoint,
+                    fresh = candidate,
+                    "agent does not answer; its character moves"
+                );
+                return Ok(Some(candidate.to_owned()));
+            }
+        }
+        Ok(Some(endpoint.to_owned()))
+    }
+}
+
+/// Whether something listens at `endpoint`'s host and port (within a second): a
+/// killed agent's port refuses at once.
+async fn accepts_connections(endpoint: &str) -> bool {
+    let Ok(uri) = endpoint.parse::<tonic::codegen::http::Uri>() else {
+        return false;
+    };
+    let Some(host) = uri.host() else {
+        return false;
+    };
+    let port = uri
+        .port_u16()
+        .unwrap_or(if uri.scheme_str() == Some("https") {
+            443
+        } else {
+            80
+        });
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    matches!(
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            tokio::net::TcpStream::connect((host, port))
+        )
+        .await,
+        Ok(Ok(_))
+    )
 }
 
 /// Agents found by DNS: every address a name resolves to (a Kubernetes headless

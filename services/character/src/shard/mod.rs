@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::AgentError;
 use crate::reverie::emotion::Mood;
 
+mod jetstream;
 mod legacy;
 mod perceived;
 mod persist;
@@ -24,9 +25,12 @@ mod scratch;
 mod store;
 mod vocabulary;
 mod wire;
+pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
-pub use store::{PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
-pub(crate) use store::{open as open_store, read_all as read_store};
+pub use store::{Delta, PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
+pub(crate) use store::{
+    apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,
+};
 pub use wire::module_of;
 
 /// Format of a shard saved as one JSON file (earlier builds; read to migrate).

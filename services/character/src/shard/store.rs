@@ -26,6 +26,7 @@ use redb::{ConcurrencyMode, Database, ReadableDatabase, ReadableTable, TableDefi
 use tokio::sync::{mpsc, oneshot};
 
 use super::AuditEntry;
+use super::jetstream::RemoteShard;
 use crate::AgentError;
 
 const CORE: TableDefinition<&str, &[u8]> = TableDefinition::new("core");
@@ -156,6 +157,18 @@ pub fn open(path: &Path) -> Result<Arc<Database>, AgentError> {
     }
 }
 
+/// A store in memory, for a shard whose saves go elsewhere ([`super::jetstream`]): it
+/// holds what was read back and what is saved since, for reads.
+pub fn open_in_memory() -> Result<Arc<Database>, AgentError> {
+    // Exclusive (the default): nothing outside this process can see it anyway, and
+    // the modes that share a file need file locks, which memory has not.
+    Database::builder()
+        .set_cache_size(CACHE_BYTES)
+        .create_with_backend(redb::backends::InMemoryBackend::new())
+        .map(Arc::new)
+        .map_err(|e| AgentError::Storage(format!("a store in memory: {e}")))
+}
+
 /// How long [`open`] waits for a handle of this process to close, and how often it
 /// looks.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -163,9 +176,32 @@ const CLOSE_POLL: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// Reads everything `db` holds. Blocking.
 pub fn read_all(db: &impl ReadableDatabase, path: &Path) -> Result<Stored, AgentError> {
+    let (rows, audit_next) = read_rows(db, path, false)?;
+    let values = |rows: Vec<(u64, Vec<u8>)>| rows.into_iter().map(|(_, v)| v).collect();
+    let items = |rows: Vec<(u64, Row)>| rows.into_iter().map(|(_, r)| r).collect();
+    Ok(Stored {
+        state: rows.state,
+        modules: rows.modules,
+        perceived: values(rows.perceived),
+        episodic: items(rows.episodic),
+        semantic: items(rows.semantic),
+        patterns: items(rows.patterns),
+        transitions: values(rows.transitions),
+        audit_next,
+    })
+}
+
+/// Every row `db` holds, by table and key, as one delta that puts them all (the
+/// audit's rows only `with_audit`), and the number the next audited prompt gets.
+/// Blocking.
+pub fn read_rows(
+    db: &impl ReadableDatabase,
+    path: &Path,
+    with_audit: bool,
+) -> Result<(Delta, u64), AgentError> {
     let fail = |e: &dyn std::fmt::Display| storage(path, &e);
     let read = db.begin_read().map_err(|e| fail(&e))?;
-    let mut out = Stored::default();
+    let mut out = Delta::default();
     // A table never written is absent: it reads as empty.
     macro_rules! table {
         ($def:expr) => {
@@ -188,14 +224,18 @@ pub fn read_all(db: &impl ReadableDatabase, path: &Path) -> Result<Stored, Agent
             .map_err(|e| fail(&e))?
             .map(|v| v.value().to_vec());
     }
-    for (def, into) in [
+    let mut plain = vec![
         (PERCEIVED, &mut out.perceived),
         (TRANSITIONS, &mut out.transitions),
-    ] {
+    ];
+    if with_audit {
+        plain.push((AUDIT, &mut out.audit));
+    }
+    for (def, into) in plain {
         if let Some(table) = table!(def) {
             for row in table.iter().map_err(|e| fail(&e))? {
-                let (_, value) = row.map_err(|e| fail(&e))?;
-                into.push(value.value().to_vec());
+                let (key, value) = row.map_err(|e| fail(&e))?;
+                into.push((key.value(), value.value().to_vec()));
             }
         }
     }
@@ -206,19 +246,20 @@ pub fn read_all(db: &impl ReadableDatabase, path: &Path) -> Result<Stored, Agent
     ] {
         if let Some(table) = table!(def) {
             for row in table.iter().map_err(|e| fail(&e))? {
-                let (_, value) = row.map_err(|e| fail(&e))?;
+                let (key, value) = row.map_err(|e| fail(&e))?;
                 let (item, vector) = value.value();
-                into.push((item.to_vec(), vector.to_vec()));
+                into.push((key.value(), (item.to_vec(), vector.to_vec())));
             }
         }
     }
+    let mut audit_next = 0;
     if let Some(audit) = table!(AUDIT) {
-        out.audit_next = audit
+        audit_next = audit
             .last()
             .map_err(|e| fail(&e))?
             .map_or(0, |(key, _)| key.value() + 1);
     }
-    Ok(out)
+    Ok((out, audit_next))
 }
 
 /// Everything the store file at `path` holds, and its audit, as last committed: read
@@ -271,7 +312,7 @@ fn read_audit(db: &impl ReadableDatabase, path: &Path) -> Result<Vec<AuditEntry>
 
 /// Applies `deltas`, in order, in one durable transaction; then drops audit entries
 /// beyond the newest `audit_keep`. Blocking.
-fn apply(
+pub(crate) fn apply(
     db: &Database,
     path: &Path,
     deltas: &[Delta],
@@ -359,11 +400,23 @@ impl std::fmt::Debug for Job {
 
 impl ShardStore {
     /// Starts the writer task of the store `db` at `path` (on the current runtime),
-    /// keeping at most `audit_keep` audited prompts (all when `None`).
+    /// keeping at most `audit_keep` audited prompts (all when `None`). With `remote`,
+    /// a save counts once `remote` has it (and `db`, in memory, holds it for reads).
     #[must_use]
-    pub fn start(db: Arc<Database>, path: PathBuf, audit_keep: Option<u64>) -> Self {
+    pub fn start(
+        db: Arc<Database>,
+        path: PathBuf,
+        audit_keep: Option<u64>,
+        remote: Option<RemoteShard>,
+    ) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(db, path.clone(), audit_keep, queue));
+        let writer = Writer {
+            db,
+            path: path.clone(),
+            audit_keep,
+            remote,
+        };
+        tokio::spawn(writer.run(queue));
         Self { path, jobs }
     }
 
@@ -429,55 +482,80 @@ impl PendingSave {
     }
 }
 
-async fn write_loop(
+/// The task that applies one store's saves, in order.
+struct Writer {
     db: Arc<Database>,
     path: PathBuf,
     audit_keep: Option<u64>,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-) {
-    let mut next = queue.recv().await;
-    while let Some(job) = next.take() {
-        match job {
-            Job::ReadAudit(answer) => {
-                let (db, path) = (Arc::clone(&db), path.clone());
-                let read = tokio::task::spawn_blocking(move || read_audit(db.as_ref(), &path))
-                    .await
-                    .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))))
-                    .map_err(|e| e.to_string());
-                let _ = answer.send(read);
-            }
-            Job::Save(first, done) => {
-                // Every save already queued joins this transaction, up to a read.
-                let (mut deltas, mut answers) = (vec![first], vec![done]);
-                while let Ok(more) = queue.try_recv() {
-                    match more {
-                        Job::Save(delta, done) => {
-                            deltas.push(delta);
-                            answers.push(done);
-                        }
-                        read @ Job::ReadAudit(_) => {
-                            next = Some(read);
-                            break;
+    remote: Option<RemoteShard>,
+}
+
+impl Writer {
+    async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Job>) {
+        let mut next = queue.recv().await;
+        while let Some(job) = next.take() {
+            match job {
+                Job::ReadAudit(answer) => {
+                    let (db, path) = (Arc::clone(&self.db), self.path.clone());
+                    let read = tokio::task::spawn_blocking(move || read_audit(db.as_ref(), &path))
+                        .await
+                        .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))))
+                        .map_err(|e| e.to_string());
+                    let _ = answer.send(read);
+                }
+                Job::Save(first, done) => {
+                    // Every save already queued joins this transaction, up to a read.
+                    let (mut deltas, mut answers) = (vec![first], vec![done]);
+                    while let Ok(more) = queue.try_recv() {
+                        match more {
+                            Job::Save(delta, done) => {
+                                deltas.push(delta);
+                                answers.push(done);
+                            }
+                            read @ Job::ReadAudit(_) => {
+                                next = Some(read);
+                                break;
+                            }
                         }
                     }
-                }
-                let (db, path) = (Arc::clone(&db), path.clone());
-                let written =
-                    tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, audit_keep))
-                        .await
-                        .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))))
-                        .map_err(|e| e.to_string());
-                if let Err(e) = &written {
-                    tracing::error!(error = %e, "cannot save a shard");
-                }
-                for answer in answers {
-                    let _ = answer.send(written.clone());
+                    let written = self.save(deltas).await.map_err(|e| e.to_string());
+                    if let Err(e) = &written {
+                        tracing::error!(error = %e, "cannot save a shard");
+                    }
+                    for answer in answers {
+                        let _ = answer.send(written.clone());
+                    }
                 }
             }
+            if next.is_none() {
+                next = queue.recv().await;
+            }
         }
-        if next.is_none() {
-            next = queue.recv().await;
+    }
+
+    /// Saves `deltas`: to the remote store first, when there is one (a refused
+    /// publish leaves the store as it was), then to `db`; compacts the remote store
+    /// when it has grown.
+    async fn save(&mut self, deltas: Vec<Delta>) -> Result<(), AgentError> {
+        if let Some(remote) = &mut self.remote {
+            remote.put(&deltas).await?;
         }
+        let (db, path, keep) = (Arc::clone(&self.db), self.path.clone(), self.audit_keep);
+        tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))
+            .await
+            .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))))?;
+        if let Some(remote) = self.remote.as_mut().filter(|r| r.wants_compaction()) {
+            let (db, path) = (Arc::clone(&self.db), self.path.clone());
+            let whole = tokio::task::spawn_blocking(move || read_rows(db.as_ref(), &path, true))
+                .await
+                .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))));
+            // The saves are in; a compaction that fails is tried again after the
+            // next save.
+            if let Err(error) = async { remote.compact(&whole?.0).await }.await {
+                tracing::warn!(subject = remote.subject(), %error, "cannot compact a shard");
+            }
+        }
+        Ok(())
     }
 }
 
@@ -499,7 +577,7 @@ mod tests {
     async fn queued_saves_apply_in_order_and_a_read_sees_every_earlier_save() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("w").join("watson.redb");
-        let store = ShardStore::start(open(&path).expect("open"), path.clone(), None);
+        let store = ShardStore::start(open(&path).expect("open"), path.clone(), None, None);
         let pending: Vec<PendingSave> = (0..20u64)
             .map(|i| {
                 store.submit(Delta {
@@ -533,7 +611,7 @@ mod tests {
     async fn the_audit_keeps_only_the_newest_entries_when_capped() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("holmes.redb");
-        let store = ShardStore::start(open(&path).expect("open"), path.clone(), Some(3));
+        let store = ShardStore::start(open(&path).expect("open"), path.clone(), Some(3), None);
         for i in 0..5u64 {
             store
                 .submit(Delta {

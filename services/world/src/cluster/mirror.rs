@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use dramatis_proto::v1::{WatchResponse, watch_response};
+use dramatis_proto::v1::{TokenChunk, WatchResponse, watch_response};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 use crate::WorldError;
-use crate::log::SharedLog;
+use crate::log::{SharedLog, TokenFeed};
 use crate::scenario::Scenario;
 use crate::story::names::Perspective;
 use crate::story::perception::PerceptionRouter;
@@ -65,17 +65,72 @@ async fn run(
     if state.finished(scenario) {
         return Ok(());
     }
+    // Subscribed first, so no chunk published once the events are caught up is missed.
+    let mut tokens: TokenFeed = log
+        .tokens(&request.world_id)
+        .await?
+        .unwrap_or_else(|| Box::pin(futures::stream::pending()));
     let mut feed = log.follow(&request.world_id, start).await?;
+    let mut last = 0;
+    // Chunks of lines after the next one, held until the events before them arrive
+    // (the stream's delivery may lag the chunks' subject).
+    let mut early: std::collections::VecDeque<TokenChunk> = std::collections::VecDeque::new();
     loop {
-        let next = tokio::select! {
+        let event = tokio::select! {
             () = out.closed() => return Ok(()),
             next = feed.next() => next,
+            Some(token) = tokens.next() => {
+                if token.seq == last + 1 {
+                    if !send_token(scenario, &state, request, token, out).await {
+                        return Ok(());
+                    }
+                } else if token.seq > last + 1 {
+                    if early.len() == EARLY_CHUNKS {
+                        early.pop_front();
+                    }
+                    early.push_back(token);
+                }
+                continue;
+            }
         };
-        let Some(event) = next else { return Ok(()) };
-        if !send(scenario, &mut state, request, event?, out).await || state.finished(scenario) {
+        let Some(event) = event else { return Ok(()) };
+        let event = event?;
+        last = event.seq;
+        if !send(scenario, &mut state, request, event, out).await || state.finished(scenario) {
             return Ok(());
         }
+        // The next line's chunks that came early, in order; later lines' stay.
+        early.retain(|t| t.seq > last);
+        while let Some(at) = early.iter().position(|t| t.seq == last + 1) {
+            let token = early.remove(at).unwrap_or_default();
+            if !send_token(scenario, &state, request, token, out).await {
+                return Ok(());
+            }
+        }
     }
+}
+
+/// Chunks a mirrored watch holds for lines whose turn has not come yet.
+const EARLY_CHUNKS: usize = 1024;
+
+/// Sends a live chunk of the next line, as the point of view hears it, unless it
+/// precedes the watch's start.
+async fn send_token(
+    scenario: &Scenario,
+    state: &WorldState,
+    request: &MirrorWatch,
+    token: TokenChunk,
+    out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
+) -> bool {
+    token.seq < request.from_seq
+        || send_item(
+            scenario,
+            state,
+            request,
+            watch_response::Item::Token(token),
+            out,
+        )
+        .await
 }
 
 /// Applies `event` to `state` and sends it (as the point of view sees it) when it is
@@ -91,7 +146,25 @@ async fn send(
     if event.seq < request.from_seq.max(1) {
         return true;
     }
-    let item = watch_response::Item::Event(event);
+    send_item(
+        scenario,
+        state,
+        request,
+        watch_response::Item::Event(event),
+        out,
+    )
+    .await
+}
+
+/// Sends `item` as the point of view sees it in `state` (nothing when it sees
+/// nothing); `false` once the watcher is gone.
+async fn send_item(
+    scenario: &Scenario,
+    state: &WorldState,
+    request: &MirrorWatch,
+    item: watch_response::Item,
+    out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
+) -> bool {
     let item = match &request.pov {
         None => Some(item),
         Some(me) => PerceptionRouter::item_for(

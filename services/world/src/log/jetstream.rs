@@ -9,53 +9,22 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::consumer::DeliverPolicy;
-use async_nats::jetstream::consumer::pull::OrderedConfig;
-use async_nats::jetstream::context::PublishErrorKind;
-use async_nats::jetstream::message::PublishMessage;
-use async_nats::jetstream::stream::{
-    self, DirectGetErrorKind, LastRawMessageErrorKind, Stream as JsStream,
-};
+use async_nats::jetstream::kv::UpdateErrorKind;
+use async_nats::jetstream::stream::{self, DirectGetErrorKind, Stream as JsStream};
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
 use dashmap::DashMap;
-use dramatis_proto::v1::Event;
+use dramatis_nats::{NatsError, NatsOptions};
+use dramatis_proto::v1::{Event, TokenChunk};
 use futures::StreamExt as _;
 use prost::Message as _;
 
-use super::{EventFeed, EventLog, WorldRecord, check_run};
+use super::{EventFeed, EventLog, TokenFeed, WorldRecord, check_run};
 use crate::WorldError;
 
 /// How to reach the cluster and what to call things in it.
-#[derive(Debug, Clone)]
-pub struct JetStreamOptions {
-    /// Server addresses (`nats://host:port`, comma-separated for several).
-    pub servers: String,
-    /// Prefix of the stream, subjects and buckets, so deployments can share a cluster.
-    pub prefix: String,
-    /// Copies of each message and key (3 in a three-node cluster).
-    pub replicas: usize,
-    /// How long an append or request waits for the cluster, resending an append whose
-    /// acknowledgement does not come (a node died, a leader is being elected).
-    pub timeout: Duration,
-}
-
-impl JetStreamOptions {
-    /// Defaults for `servers`: prefix `dramatis`, three replicas, 20 s.
-    #[must_use]
-    pub fn new(servers: impl Into<String>) -> Self {
-        Self {
-            servers: servers.into(),
-            prefix: "dramatis".into(),
-            replicas: 3,
-            timeout: Duration::from_secs(20),
-        }
-    }
-}
-
-/// How long one publish waits for its acknowledgement before it is sent again.
-const ACK_WAIT: Duration = Duration::from_secs(2);
+pub type JetStreamOptions = NatsOptions;
 
 /// Where a world's log ends: its last event's sequence and that message's stream
 /// sequence (the value appends expect).
@@ -75,6 +44,13 @@ pub struct JetStreamLog {
     subject_prefix: String,
     /// Where each world's log ends, as this process last saw it.
     tails: std::sync::Arc<DashMap<String, Tail>>,
+    /// The connection token chunks travel on.
+    live: async_nats::Client,
+    /// Token chunks to publish, in order, by one task: (subject, encoded chunk).
+    tokens: tokio::sync::mpsc::UnboundedSender<(String, Bytes)>,
+    /// The revision of each world's narrator notes this process last read or wrote:
+    /// a write replaces only that one, so a stale owner cannot overwrite a new one's.
+    note_revisions: std::sync::Arc<DashMap<String, u64>>,
     options: JetStreamOptions,
 }
 
@@ -91,46 +67,24 @@ fn nats_err(what: &str, e: impl std::fmt::Display) -> WorldError {
     WorldError::Log(format!("JetStream {what}: {e}"))
 }
 
+impl From<NatsError> for WorldError {
+    fn from(error: NatsError) -> Self {
+        match error {
+            NatsError::Invalid(message) => Self::InvalidArgument(format!("log: {message}")),
+            other => Self::Log(other.to_string()),
+        }
+    }
+}
+
 impl JetStreamLog {
     /// Connects and makes sure the stream and buckets exist (created with
     /// `options.replicas` copies when they do not).
     pub async fn connect(options: JetStreamOptions) -> Result<Self, WorldError> {
         let prefix = &options.prefix;
-        if prefix.is_empty()
-            || !prefix
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err(WorldError::InvalidArgument(format!(
-                "log prefix {:?} may hold only letters, digits, '-' and '_'",
-                prefix.chars().take(40).collect::<String>()
-            )));
-        }
-        let servers: Vec<async_nats::ServerAddr> = options
-            .servers
-            .split(',')
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .map_err(|e| nats_err(&format!("server address {:?}", s.trim()), e))
-            })
-            .collect::<Result<_, _>>()?;
-        let client = async_nats::ConnectOptions::new()
-            .name("dramatis world service")
-            .request_timeout(Some(options.timeout))
-            .retry_on_initial_connect()
-            .connection_timeout(options.timeout)
-            .connect(servers)
-            .await
-            .map_err(|e| nats_err(&format!("connect to {}", options.servers), e))?;
-        // One attempt's wait (the client waits this long for a publish's
-        // acknowledgement too): a lost acknowledgement is resent well within
-        // `timeout` (see `publish`).
-        let context = jetstream::ContextBuilder::new()
-            .timeout(options.timeout.min(ACK_WAIT))
-            .build(client);
-        let stream = context
-            .get_or_create_stream(stream::Config {
+        let context = dramatis_nats::connect(&options, "dramatis world service").await?;
+        let stream = dramatis_nats::stream(
+            &context,
+            stream::Config {
                 name: format!("{}_EVENTS", prefix.to_ascii_uppercase()),
                 description: Some("Dramatis world events, one subject per world".into()),
                 subjects: vec![format!("{prefix}.events.>")],
@@ -140,18 +94,26 @@ impl JetStreamLog {
                 allow_direct: true,
                 duplicate_window: Duration::from_secs(120),
                 ..stream::Config::default()
-            })
-            .await
-            .map_err(|e| nats_err("event stream", e))?;
-        let worlds = bucket(&context, &format!("{prefix}_worlds"), options.replicas).await?;
-        let notes = bucket(&context, &format!("{prefix}_notes"), options.replicas).await?;
+            },
+        )
+        .await?;
+        let worlds =
+            dramatis_nats::bucket(&context, &format!("{prefix}_worlds"), options.replicas).await?;
+        let notes =
+            dramatis_nats::bucket(&context, &format!("{prefix}_notes"), options.replicas).await?;
+        // Token chunks go over a connection of their own: a burst of them while a node
+        // is down never queues ahead of an append.
+        let live = dramatis_nats::client(&options, "dramatis world service (live)").await?;
         Ok(Self {
+            tokens: publish_tokens(live.clone()),
+            live,
             context,
             stream,
             worlds,
             notes,
             subject_prefix: format!("{prefix}.events."),
             tails: std::sync::Arc::default(),
+            note_revisions: std::sync::Arc::default(),
             options,
         })
     }
@@ -163,12 +125,17 @@ impl JetStreamLog {
         ttl: Duration,
     ) -> Result<crate::cluster::Leases, WorldError> {
         let name = format!("{}_leases", self.options.prefix);
-        let store = bucket(&self.context, &name, self.options.replicas).await?;
+        let store = dramatis_nats::bucket(&self.context, &name, self.options.replicas).await?;
         Ok(crate::cluster::Leases::new(store, me, ttl))
     }
 
     fn subject(&self, world_id: &str) -> String {
         format!("{}{world_id}", self.subject_prefix)
+    }
+
+    /// The core-NATS subject of `world_id`'s live token chunks (not stored).
+    fn token_subject(&self, world_id: &str) -> String {
+        format!("{}.tokens.{world_id}", self.options.prefix)
     }
 
     /// The first message of `subject` at or after stream sequence `from` (`None`: the
@@ -195,41 +162,25 @@ impl JetStreamLog {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, WorldError>>,
     {
-        let mut backoff = Backoff::new(self.options.timeout);
-        loop {
-            match op().await {
-                Ok(value) => return Ok(value),
-                Err(error) => {
-                    if !backoff.wait(&error).await {
-                        return Err(error);
-                    }
-                }
-            }
-        }
+        dramatis_nats::patiently(self.options.timeout, op).await
     }
 
-    /// Where `world_id`'s log ends, asked of the cluster (and remembered).
+    /// Where `world_id`'s log ends, asked of the stream's leader (and remembered):
+    /// appends and restores need the true end.
     async fn fetch_tail(&self, world_id: &str) -> Result<Tail, WorldError> {
         let subject = self.subject(world_id);
-        let tail = self
-            .patiently(|| async {
-                // Asked of the stream's leader (not a direct get, which any replica
-                // answers, perhaps behind): appends and restores need the true end.
-                match self.stream.get_last_raw_message_by_subject(&subject).await {
-                    Ok(message) => Ok(Tail {
-                        event: decode(&message.payload)?.seq,
-                        stream: message.sequence,
-                    }),
-                    Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => {
-                        Ok(Tail {
-                            event: 0,
-                            stream: 0,
-                        })
-                    }
-                    Err(e) => Err(nats_err("read the last event", e)),
-                }
-            })
-            .await?;
+        let tail = match dramatis_nats::last_message(&self.stream, &subject, self.options.timeout)
+            .await?
+        {
+            Some((stream, payload)) => Tail {
+                event: decode(&payload)?.seq,
+                stream,
+            },
+            None => Tail {
+                event: 0,
+                stream: 0,
+            },
+        };
         self.tails.insert(world_id.to_owned(), tail);
         Ok(tail)
     }
@@ -270,22 +221,35 @@ impl JetStreamLog {
         world_id: &str,
         start: u64,
     ) -> Result<async_nats::jetstream::consumer::pull::Ordered, WorldError> {
-        self.patiently(|| async {
-            self.stream
-                .create_consumer(OrderedConfig {
-                    filter_subject: self.subject(world_id),
-                    deliver_policy: DeliverPolicy::ByStartSequence {
-                        start_sequence: start.max(1),
-                    },
-                    ..OrderedConfig::default()
-                })
-                .await
-                .map_err(|e| nats_err("consumer", e))?
-                .messages()
-                .await
-                .map_err(|e| nats_err("consumer messages", e))
-        })
-        .await
+        Ok(dramatis_nats::ordered_from(
+            &self.stream,
+            &self.subject(world_id),
+            start,
+            self.options.timeout,
+        )
+        .await?)
+    }
+
+    /// The narrator's notes of `world_id` and their revision (that of a deletion, or
+    /// 0, when there are none), remembered as what the next write replaces.
+    async fn note_entry(&self, world_id: &str) -> Result<(u64, Option<Bytes>), WorldError> {
+        let entry = self
+            .patiently(|| async {
+                self.notes
+                    .entry(world_id)
+                    .await
+                    .map_err(|e| nats_err("read the narrator's notes", e))
+            })
+            .await?;
+        let found = match entry {
+            Some(entry) if entry.operation == kv::Operation::Put => {
+                (entry.revision, Some(entry.value))
+            }
+            Some(entry) => (entry.revision, None),
+            None => (0, None),
+        };
+        self.note_revisions.insert(world_id.to_owned(), found.0);
+        Ok(found)
     }
 
     async fn kv_get(&self, store: &kv::Store, key: &str) -> Result<Option<Bytes>, WorldError> {
@@ -305,117 +269,21 @@ impl JetStreamLog {
     }
 }
 
-/// A key-value bucket keeping one value per key, created when missing.
-///
-/// The bucket's stream is made here, with the settings a bucket has, rather than by
-/// the client's `create_key_value`: that first asks for the account's limits in a
-/// form Debian's server (2.9) does not send, and fails.
-pub(crate) async fn bucket(
-    context: &jetstream::Context,
-    name: &str,
-    replicas: usize,
-) -> Result<kv::Store, WorldError> {
-    context
-        .get_or_create_stream(stream::Config {
-            name: format!("KV_{name}"),
-            subjects: vec![format!("$KV.{name}.>")],
-            max_messages_per_subject: 1,
-            discard: stream::DiscardPolicy::New,
-            allow_rollup: true,
-            deny_delete: true,
-            allow_direct: true,
-            num_replicas: replicas,
-            ..stream::Config::default()
-        })
-        .await
-        .map_err(|e| nats_err(&format!("bucket {name}"), e))?;
-    context
-        .get_key_value(name)
-        .await
-        .map_err(|e| nats_err(&format!("bucket {name}"), e))
-}
-
-/// Pauses between attempts, doubling up to a second, until a deadline.
-struct Backoff {
-    deadline: tokio::time::Instant,
-    pause: Duration,
-}
-
-impl Backoff {
-    fn new(within: Duration) -> Self {
-        Self {
-            deadline: tokio::time::Instant::now() + within,
-            pause: Duration::from_millis(50),
-        }
-    }
-
-    /// Sleeps before the next attempt after `error`; `false` when none is left.
-    async fn wait(&mut self, error: &(dyn std::fmt::Display + Sync)) -> bool {
-        if tokio::time::Instant::now() + self.pause > self.deadline {
-            return false;
-        }
-        tracing::debug!(%error, "JetStream busy; trying again");
-        tokio::time::sleep(self.pause).await;
-        self.pause = (self.pause * 2).min(Duration::from_secs(1));
-        true
-    }
-}
-
-/// Why a publish did not land.
-enum Refusal {
-    /// The stream refused it: its last message on the subject is not the one expected.
-    Fenced(String),
-    Failed(WorldError),
-}
-
-impl JetStreamLog {
-    /// Publishes one event after `tail`, sending it again while the cluster does not
-    /// answer (a node died, a leader is being elected) until the timeout: the message
-    /// id makes a resend that finds the first copy stored a duplicate, not a second
-    /// event.
-    async fn publish(
-        &self,
-        subject: &str,
-        event: &Event,
-        payload: &Bytes,
-        tail: Tail,
-    ) -> Result<async_nats::jetstream::publish::PublishAck, Refusal> {
-        // World, number and time: the same event sent again has the same id, while a
-        // world deleted and created again under its name does not collide with its
-        // predecessor in the duplicate window.
-        let id = format!("{}.{}.{}", event.world_id, event.seq, event.timestamp_ms);
-        let mut backoff = Backoff::new(self.options.timeout);
-        loop {
-            let message = PublishMessage::build()
-                .payload(payload.clone())
-                .message_id(&id)
-                .expected_last_subject_sequence(tail.stream);
-            let attempt = match self.context.send_publish(subject.to_owned(), message).await {
-                Ok(ack) => ack.await,
-                Err(e) => Err(e),
-            };
-            let error = match attempt {
-                Ok(ack) => return Ok(ack),
-                Err(e) if matches!(e.kind(), PublishErrorKind::WrongLastSequence) => {
-                    return Err(Refusal::Fenced(format!(
-                        "another writer appended after event {} (stream sequence {})",
-                        tail.event, tail.stream
-                    )));
-                }
-                Err(e) => e,
-            };
-            let transient = matches!(
-                error.kind(),
-                PublishErrorKind::TimedOut
-                    | PublishErrorKind::BrokenPipe
-                    | PublishErrorKind::StreamNotFound
-                    | PublishErrorKind::Other
-            );
-            if !transient || !backoff.wait(&error).await {
-                return Err(Refusal::Failed(nats_err("append", error)));
+/// Starts the task that publishes token chunks on core NATS, one after another (so a
+/// world's chunks keep their order); returns its queue. A chunk the connection cannot
+/// take is dropped: it is a preview, and the event that follows carries the line.
+fn publish_tokens(
+    client: async_nats::Client,
+) -> tokio::sync::mpsc::UnboundedSender<(String, Bytes)> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Bytes)>();
+    tokio::spawn(async move {
+        while let Some((subject, payload)) = rx.recv().await {
+            if let Err(error) = client.publish(subject, payload).await {
+                tracing::debug!(%error, "a token chunk was not published");
             }
         }
-    }
+    });
+    tx
 }
 
 fn decode(payload: &[u8]) -> Result<Event, WorldError> {
@@ -482,13 +350,29 @@ impl EventLog for JetStreamLog {
         let subject = self.subject(world_id);
         for event in events {
             let payload = Bytes::from(event.encode_to_vec());
-            let ack = match self.publish(&subject, &event, &payload, tail).await {
+            // World, number and time: the same event sent again has the same id,
+            // while a world deleted and created again under its name does not collide
+            // with its predecessor in the duplicate window.
+            let id = format!("{}.{}.{}", event.world_id, event.seq, event.timestamp_ms);
+            let published = dramatis_nats::publish_after(
+                &self.context,
+                &subject,
+                &payload,
+                &id,
+                tail.stream,
+                self.options.timeout,
+            )
+            .await;
+            let ack = match published {
                 Ok(ack) => ack,
                 Err(error) => {
                     self.tails.remove(world_id);
                     return Err(match error {
-                        Refusal::Fenced(detail) => fenced(detail),
-                        Refusal::Failed(error) => error,
+                        NatsError::Fenced(_) => fenced(format!(
+                            "another writer appended after event {} (stream sequence {})",
+                            tail.event, tail.stream
+                        )),
+                        other => other.into(),
                     });
                 }
             };
@@ -595,14 +479,44 @@ impl EventLog for JetStreamLog {
     }
 
     async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {
-        self.kv_put(&self.notes, world_id, notes.into()).await
+        let expected = match self.note_revisions.get(world_id).map(|r| *r) {
+            Some(revision) => revision,
+            None => self.note_entry(world_id).await?.0,
+        };
+        let value = Bytes::from(notes);
+        let written = self
+            .patiently(|| async {
+                match self.notes.update(world_id, value.clone(), expected).await {
+                    Ok(revision) => Ok(Ok(revision)),
+                    Err(e) if matches!(e.kind(), UpdateErrorKind::WrongLastRevision) => Ok(Err(())),
+                    Err(e) => Err(nats_err("write the narrator's notes", e)),
+                }
+            })
+            .await?;
+        let revision = match written {
+            Ok(revision) => revision,
+            Err(()) => {
+                // Refused: another owner wrote them, or an attempt that seemed to fail
+                // was stored after all (then they are these very notes).
+                let (revision, stored) = self.note_entry(world_id).await?;
+                if stored.as_ref() != Some(&value) {
+                    self.note_revisions.remove(world_id);
+                    return Err(WorldError::Fenced {
+                        world: world_id.to_owned(),
+                        detail: format!(
+                            "another writer replaced the narrator's notes (revision {expected})"
+                        ),
+                    });
+                }
+                revision
+            }
+        };
+        self.note_revisions.insert(world_id.to_owned(), revision);
+        Ok(())
     }
 
     async fn notes(&self, world_id: &str) -> Result<Option<Vec<u8>>, WorldError> {
-        Ok(self
-            .kv_get(&self.notes, world_id)
-            .await?
-            .map(|b| b.to_vec()))
+        Ok(self.note_entry(world_id).await?.1.map(|b| b.to_vec()))
     }
 
     async fn delete_world(&self, world_id: &str) -> Result<(), WorldError> {
@@ -612,6 +526,7 @@ impl EventLog for JetStreamLog {
             .await
             .map_err(|e| nats_err("purge the world's events", e))?;
         self.tails.remove(world_id);
+        self.note_revisions.remove(world_id);
         for store in [&self.worlds, &self.notes] {
             store
                 .purge(world_id)
@@ -619,6 +534,24 @@ impl EventLog for JetStreamLog {
                 .map_err(|e| nats_err("remove the world's keys", e))?;
         }
         Ok(())
+    }
+
+    fn publish_token(&self, world_id: &str, token: &TokenChunk) {
+        let _ = self.tokens.send((
+            self.token_subject(world_id),
+            Bytes::from(token.encode_to_vec()),
+        ));
+    }
+
+    async fn tokens(&self, world_id: &str) -> Result<Option<TokenFeed>, WorldError> {
+        let subscriber = self
+            .live
+            .subscribe(self.token_subject(world_id))
+            .await
+            .map_err(|e| nats_err("subscribe to token chunks", e))?;
+        Ok(Some(Box::pin(subscriber.filter_map(
+            |message| async move { TokenChunk::decode(message.payload.as_ref()).ok() },
+        ))))
     }
 
     fn describe(&self) -> String {

@@ -175,13 +175,19 @@ impl World {
             }
             // A failed attach is not final: the next call finds the character
             // detached and attaches it again.
-            if let Err(status) = client
+            match client
                 .clone()
                 .attach(attach_request(&self.id, &self.scenario, id))
                 .await
             {
-                tracing::warn!(world_id = %self.id, character = %id, %status,
-                    "attach after recovery failed");
+                // What the shard lacks is sent at the next delivery.
+                Ok(attached) => {
+                    self.slots[id.as_str()]
+                        .rewind
+                        .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
+                }
+                Err(status) => tracing::warn!(world_id = %self.id, character = %id, %status,
+                    "attach after recovery failed"),
             }
         }
         Ok(true)
@@ -240,11 +246,13 @@ impl World {
         for (id, slot) in &self.slots {
             let endpoint = self.links.directory.endpoint_for(&self.id, id).await?;
             let client = self.links.pool.client(&endpoint, id)?;
-            client
+            let attached = client
                 .clone()
                 .attach(attach_request(&self.id, &self.scenario, id))
                 .await
                 .map_err(|s| WorldError::agent(id, &s))?;
+            slot.rewind
+                .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
             let mut link = dramatis_runtime::lock(&slot.link);
             if link.endpoint != endpoint {
                 self.links.pool.forget(&link.endpoint);

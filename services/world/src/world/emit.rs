@@ -76,36 +76,50 @@ impl World {
         Ok(event)
     }
 
-    /// Sends `character` every logged event it perceived and has not been sent yet.
+    /// Sends `character` every logged event it perceived and has not been sent yet
+    /// (again from where its shard ends, when its agent was replaced meanwhile).
     pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
+        use std::sync::atomic::Ordering;
         let Some(slot) = self.slots.get(character) else {
             return Ok(());
         };
         let mut delivered = slot.delivered.lock().await;
-        let fresh = self.hub.events_from(*delivered + 1);
-        let Some(last) = fresh.last().map(|e| e.seq) else {
-            return Ok(());
-        };
-        let views: Vec<Event> = {
-            let state = dramatis_runtime::lock(&self.snapshot);
-            let view = self.perspective(&state, character);
-            fresh.iter().filter_map(|e| view.event(e)).collect()
-        };
-        // In batches, so a long history (a restored world's first delivery) never
-        // makes one oversized message.
-        for batch in views.chunks(PERCEIVE_BATCH) {
-            let request = pb::PerceiveRequest {
-                character: Some(self.character_ref(character)),
-                events: batch.to_vec(),
+        loop {
+            let rewind = slot.rewind.swap(u64::MAX, Ordering::Relaxed);
+            if rewind < *delivered {
+                tracing::info!(world_id = %self.id, character, from = rewind + 1,
+                    "sending a moved character its story again");
+                *delivered = rewind;
+            }
+            let fresh = self.hub.events_from(*delivered + 1);
+            let Some(last) = fresh.last().map(|e| e.seq) else {
+                return Ok(());
             };
-            self.call_agent(character, |mut client| {
-                let request = request.clone();
-                async move { client.perceive(request).await }
-            })
-            .await?;
+            let views: Vec<Event> = {
+                let state = dramatis_runtime::lock(&self.snapshot);
+                let view = self.perspective(&state, character);
+                fresh.iter().filter_map(|e| view.event(e)).collect()
+            };
+            // In batches, so a long history (a restored world's first delivery) never
+            // makes one oversized message.
+            for batch in views.chunks(PERCEIVE_BATCH) {
+                let request = pb::PerceiveRequest {
+                    character: Some(self.character_ref(character)),
+                    events: batch.to_vec(),
+                };
+                self.call_agent(character, |mut client| {
+                    let request = request.clone();
+                    async move { client.perceive(request).await }
+                })
+                .await?;
+            }
+            *delivered = last;
+            // An agent replaced during these calls may have attached the character
+            // with less than was just sent.
+            if slot.rewind.load(Ordering::Relaxed) == u64::MAX {
+                return Ok(());
+            }
         }
-        *delivered = last;
-        Ok(())
     }
 
     /// `character`'s view of the world's people in `state`.

@@ -44,6 +44,9 @@ struct Slot {
     link: std::sync::Mutex<agents::Link>,
     /// Highest seq already considered for delivery to this character.
     delivered: tokio::sync::Mutex<u64>,
+    /// The highest seq the character's shard held when it was attached again after
+    /// its agent was replaced (`u64::MAX`: none pending): delivery goes back to it.
+    rewind: std::sync::atomic::AtomicU64,
 }
 
 /// A world.
@@ -147,6 +150,7 @@ impl World {
                         generation: 0,
                     }),
                     delivered: tokio::sync::Mutex::new(0),
+                    rewind: std::sync::atomic::AtomicU64::new(u64::MAX),
                 },
             );
         }
@@ -338,7 +342,13 @@ impl World {
             serde_json::to_vec(&*notes)
                 .map_err(|e| WorldError::Log(format!("narrator notes: {e}")))?
         };
-        self.log.put_notes(&self.id, saved).await?;
+        if let Err(error) = self.log.put_notes(&self.id, saved).await {
+            if matches!(error, WorldError::Fenced { .. }) {
+                // Another owner wrote this world's notes: this replica's view is stale.
+                self.abandon();
+            }
+            return Err(error);
+        }
         if !over {
             return Ok(false);
         }

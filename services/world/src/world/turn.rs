@@ -47,13 +47,16 @@ impl World {
                     while let Some(message) = stream.message().await? {
                         match message.item {
                             Some(act_response::Item::Token(text)) => {
-                                self.hub.publish_token(TokenChunk {
+                                let token = TokenChunk {
                                     seq,
                                     speaker: actor.to_owned(),
                                     text,
                                     speaker_name: self.scenario.name_of(actor).to_owned(),
                                     perceivers: hearers.clone(),
-                                });
+                                };
+                                // Watchers on other replicas get it through the log.
+                                self.log.publish_token(&self.id, &token);
+                                self.hub.publish_token(token);
                             }
                             Some(act_response::Item::Action(a)) => action = Some(a),
                             None => {}
