@@ -210,6 +210,25 @@ async fn advance(
         .map(|r| r.into_inner().events)
 }
 
+/// A watch of `id` through `client` from event 1, live after the history when
+/// `follow`.
+async fn watch_stream(
+    client: &mut WorldClient<Channel>,
+    id: &str,
+    follow: bool,
+) -> tonic::Streaming<dramatis_proto::v1::WatchResponse> {
+    client
+        .watch(WatchRequest {
+            world_id: id.into(),
+            from_seq: 1,
+            no_follow: !follow,
+            pov: String::new(),
+        })
+        .await
+        .unwrap_or_else(|s| panic!("watch {id}: {s}"))
+        .into_inner()
+}
+
 /// Watches `id` through `client` from event 1, live after the history when
 /// `follow`, handing each event to `each` until it returns false or the watch ends;
 /// the events seen.
@@ -219,16 +238,7 @@ async fn watch_events(
     follow: bool,
     mut each: impl FnMut(&Event) -> bool,
 ) -> Vec<Event> {
-    let mut stream = client
-        .watch(WatchRequest {
-            world_id: id.into(),
-            from_seq: 1,
-            no_follow: !follow,
-            pov: String::new(),
-        })
-        .await
-        .unwrap_or_else(|s| panic!("watch {id}: {s}"))
-        .into_inner();
+    let mut stream = watch_stream(client, id, follow).await;
     let mut events = Vec::new();
     while let Some(item) = tokio::time::timeout(Duration::from_secs(60), stream.message())
         .await
@@ -355,16 +365,7 @@ async fn a_killed_owner_is_taken_over_and_the_story_ends_with_every_event_once()
     let mut other = stack.replicas[1].client().await;
     create(&mut owner, "long", 60).await;
     // A watcher on the other replica sees the story from the shared log.
-    let mut watch = other
-        .watch(WatchRequest {
-            world_id: "long".into(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
+    let mut watch = watch_stream(&mut other, "long", true).await;
     let running = tokio::spawn(async move {
         advance(&mut owner, "long", advance_request::Until::ScriptEnd(true)).await
     });
@@ -666,16 +667,7 @@ async fn a_watcher_on_another_replica_sees_each_line_stream_before_it_settles() 
     let mut owner = stack.replicas[0].client().await;
     let mut other = stack.replicas[1].client().await;
     create(&mut owner, "chunks", 4).await;
-    let mut stream = other
-        .watch(WatchRequest {
-            world_id: "chunks".into(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
+    let mut stream = watch_stream(&mut other, "chunks", true).await;
     // The watcher has caught up with the log (and subscribed to the chunks) before
     // the first line is spoken.
     tokio::time::sleep(Duration::from_secs(1)).await;

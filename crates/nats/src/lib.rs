@@ -126,6 +126,33 @@ pub async fn stream(
         .map_err(|e| failed(&format!("stream {name}"), e))
 }
 
+/// The stream `<PREFIX>_<NAME>` of subjects `<prefix>.<root>.>` (one subject per
+/// world or character), with `options.replicas` copies, direct gets from any replica
+/// and a two-minute window in which a resent message id is a duplicate; created when
+/// missing.
+pub async fn keyed_stream(
+    context: &jetstream::Context,
+    options: &NatsOptions,
+    name: &str,
+    root: &str,
+    description: &str,
+) -> Result<Stream, NatsError> {
+    let prefix = &options.prefix;
+    stream(
+        context,
+        stream::Config {
+            name: format!("{}_{name}", prefix.to_ascii_uppercase()),
+            description: Some(description.to_owned()),
+            subjects: vec![format!("{prefix}.{root}.>")],
+            num_replicas: options.replicas,
+            allow_direct: true,
+            duplicate_window: Duration::from_secs(120),
+            ..stream::Config::default()
+        },
+    )
+    .await
+}
+
 /// A key-value bucket keeping one value per key, created when missing.
 ///
 /// The bucket's stream is made here, with the settings a bucket has, rather than by

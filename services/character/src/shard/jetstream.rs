@@ -68,17 +68,12 @@ impl ShardStream {
     pub async fn connect(options: &NatsOptions) -> Result<Self, AgentError> {
         let context = dramatis_nats::connect(options, "dramatis agent").await?;
         let prefix = &options.prefix;
-        let stream = dramatis_nats::stream(
+        let stream = dramatis_nats::keyed_stream(
             &context,
-            stream::Config {
-                name: format!("{}_SHARDS", prefix.to_ascii_uppercase()),
-                description: Some("Dramatis character shards, one subject per character".into()),
-                subjects: vec![format!("{prefix}.shards.>")],
-                num_replicas: options.replicas,
-                allow_direct: true,
-                duplicate_window: Duration::from_secs(120),
-                ..stream::Config::default()
-            },
+            options,
+            "SHARDS",
+            "shards",
+            "Dramatis character shards, one subject per character",
         )
         .await?;
         Ok(Self {

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream::kv::UpdateErrorKind;
-use async_nats::jetstream::stream::{self, DirectGetErrorKind, Stream as JsStream};
+use async_nats::jetstream::stream::{DirectGetErrorKind, Stream as JsStream};
 use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -82,19 +82,14 @@ impl JetStreamLog {
     pub async fn connect(options: JetStreamOptions) -> Result<Self, WorldError> {
         let prefix = &options.prefix;
         let context = dramatis_nats::connect(&options, "dramatis world service").await?;
-        let stream = dramatis_nats::stream(
+        // Direct gets answer from any replica: the tail and the binary search for a
+        // watcher's start.
+        let stream = dramatis_nats::keyed_stream(
             &context,
-            stream::Config {
-                name: format!("{}_EVENTS", prefix.to_ascii_uppercase()),
-                description: Some("Dramatis world events, one subject per world".into()),
-                subjects: vec![format!("{prefix}.events.>")],
-                num_replicas: options.replicas,
-                // Direct gets answer from any replica: the tail and the binary search
-                // for a watcher's start.
-                allow_direct: true,
-                duplicate_window: Duration::from_secs(120),
-                ..stream::Config::default()
-            },
+            &options,
+            "EVENTS",
+            "events",
+            "Dramatis world events, one subject per world",
         )
         .await?;
         let worlds =
