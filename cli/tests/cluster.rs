@@ -55,10 +55,34 @@ struct Replica {
     url: String,
     /// Where it serves its Prometheus metrics.
     metrics: std::net::SocketAddr,
+    /// The CA its TLS certificate chains to, when it serves TLS.
+    ca: Option<std::path::PathBuf>,
 }
 
 impl Replica {
     async fn start(name: &str, dir: &std::path::Path, agents: &str, log: &str) -> Self {
+        Self::start_with(name, dir, agents, log, None).await
+    }
+
+    /// A replica serving TLS with the deployment certificates in `certs` (written by
+    /// `dramatis certs`) and trusting their CA for its peers, when given.
+    async fn start_with(
+        name: &str,
+        dir: &std::path::Path,
+        agents: &str,
+        log: &str,
+        certs: Option<&std::path::Path>,
+    ) -> Self {
+        let tls: Vec<std::ffi::OsString> = certs.map_or_else(Vec::new, |certs| {
+            vec![
+                "--tls-cert".into(),
+                certs.join("world.pem").into(),
+                "--tls-key".into(),
+                certs.join("world.key").into(),
+                "--peer-ca".into(),
+                certs.join("ca.pem").into(),
+            ]
+        });
         let data = dir.join(name);
         std::fs::create_dir_all(&data).expect("data dir");
         let stderr = std::fs::File::create(data.join("serve.log")).expect("serve log");
@@ -83,6 +107,7 @@ impl Replica {
                 "1500",
             ])
             .args(["--replica-id", name])
+            .args(&tls)
             .arg(format!("--metrics-listen={metrics}"))
             .arg("--data-dir")
             .arg(&data)
@@ -94,11 +119,16 @@ impl Replica {
             .expect("serve starts");
         let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let ready = line_with(&mut out, "DRAMATIS_READY", &mut String::new()).await;
-        let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
+        let scheme = if certs.is_some() { "https" } else { "http" };
+        let url = format!(
+            "{scheme}://{}",
+            ready.split_whitespace().nth(1).expect("addr")
+        );
         Self {
             child,
             url,
             metrics,
+            ca: certs.map(|c| c.join("ca.pem")),
         }
     }
 
@@ -113,9 +143,12 @@ impl Replica {
     }
 
     async fn client(&self) -> WorldClient<Channel> {
-        WorldClient::connect(self.url.clone())
-            .await
-            .expect("replica reachable")
+        let mut endpoint = Channel::from_shared(self.url.clone()).expect("url");
+        if let Some(ca) = &self.ca {
+            let tls = dramatis_runtime::pki::client_tls(Some(ca)).expect("the CA");
+            endpoint = endpoint.tls_config(tls).expect("tls");
+        }
+        WorldClient::new(endpoint.connect().await.expect("replica reachable"))
     }
 
     fn pid(&self) -> i32 {
@@ -722,4 +755,49 @@ async fn a_watcher_on_another_replica_sees_each_line_stream_before_it_settles() 
         whole > 0,
         "a line streamed whole to the other replica: {streamed:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_that_serve_tls_forward_to_each_other_over_tls() {
+    let Some(mut stack) = stack_of(1, 0, false).await else {
+        return;
+    };
+    let certs = stack._dir.path().join("certs");
+    let status = tokio::process::Command::new(EXE)
+        .args(["certs", "--out"])
+        .arg(&certs)
+        .current_dir(repo())
+        .stdout(Stdio::null())
+        .status()
+        .await
+        .expect("dramatis certs");
+    assert!(status.success());
+    let (agents, url) = (stack.agents.endpoints.join(","), stack._nats.url());
+    for name in ["t1", "t2"] {
+        let replica =
+            Replica::start_with(name, stack._dir.path(), &agents, &url, Some(&certs)).await;
+        assert!(replica.url.starts_with("https://"));
+        stack.replicas.push(replica);
+    }
+    let mut one = stack.replicas[0].client().await;
+    let mut two = stack.replicas[1].client().await;
+    create(&mut one, "sealed", 2).await;
+    // Through the replica that does not own it: forwarded to the owner over TLS.
+    let events = advance(&mut two, "sealed", advance_request::Until::Turns(3))
+        .await
+        .expect("a call forwarded over TLS");
+    assert!(!events.is_empty());
+    let last = events.last().expect("events").seq;
+    assert_eq!(
+        seqs(&replay(&mut two, "sealed").await),
+        (1..=last).collect::<Vec<_>>()
+    );
+    let info = two
+        .get_world(GetWorldRequest {
+            world_id: "sealed".into(),
+        })
+        .await
+        .expect("get, forwarded")
+        .into_inner();
+    assert_eq!(info.next_seq, last + 1);
 }

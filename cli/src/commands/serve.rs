@@ -99,10 +99,16 @@ pub struct LogArgs {
     #[arg(long, env = "DRAMATIS_REPLICA_ID")]
     pub replica_id: Option<String>,
     /// With a JetStream log: where the other replicas reach this one to forward calls
-    /// for the worlds it owns (http://host:port; default: http://<the address
-    /// listened on> when --listen names a specific address).
+    /// for the worlds it owns (http://host:port, or https:// when this replica serves
+    /// TLS with --tls-cert, whose certificate must name that host; default: the
+    /// address listened on, when --listen names a specific one).
     #[arg(long, env = "DRAMATIS_ADVERTISE", value_name = "URL")]
     pub advertise: Option<String>,
+    /// With a JetStream log and replicas serving TLS: the CA certificate (PEM) that
+    /// signed the other replicas' --tls-cert, trusted besides the system's roots when
+    /// a call is forwarded to its world's owner.
+    #[arg(long, env = "DRAMATIS_PEER_CA", value_name = "FILE")]
+    pub peer_ca: Option<PathBuf>,
     /// With a JetStream log: how long a replica's ownership of a world lasts without
     /// renewal (renewed every third of it). A dead owner's worlds are taken over after
     /// at most this long.
@@ -117,6 +123,7 @@ impl LogArgs {
     pub async fn open(
         &self,
         listen: SocketAddr,
+        serves_tls: bool,
     ) -> anyhow::Result<Option<(dramatis_world::log::SharedLog, Arc<Cluster>)>> {
         if self.url == "redb" {
             return Ok(None);
@@ -136,16 +143,22 @@ impl LogArgs {
         options.replicas = self.log_replicas;
         options.prefix.clone_from(&self.log_prefix);
         let log = dramatis_world::log::JetStreamLog::connect(options).await?;
+        let scheme = if serves_tls { "https" } else { "http" };
         let endpoint = match &self.advertise {
+            Some(url) if !url.starts_with(&format!("{scheme}://")) => anyhow::bail!(
+                "--advertise {:?}: this replica serves {scheme} (TLS {}), so the other \
+                 replicas reach it at {scheme}://HOST:PORT",
+                url.chars().take(80).collect::<String>(),
+                if serves_tls { "with --tls-cert" } else { "off" }
+            ),
             Some(url) => url.clone(),
-            None if !listen.ip().is_unspecified() => {
-                format!("http://{listen}")
-            }
+            None if !listen.ip().is_unspecified() => format!("{scheme}://{listen}"),
             None => anyhow::bail!(
                 "--listen {listen} does not say where other replicas reach this one: give \
-                 --advertise http://HOST:PORT (in Kubernetes, the pod's address)"
+                 --advertise {scheme}://HOST:PORT (in Kubernetes, the pod's address)"
             ),
         };
+        let peer_tls = dramatis_runtime::pki::client_tls(self.peer_ca.as_deref())?;
         let id = self.replica_id.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into());
             format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
@@ -156,7 +169,7 @@ impl LogArgs {
                 std::time::Duration::from_millis(self.lease_ms),
             )
             .await?;
-        let cluster = Cluster::new(leases, Peers::new(None));
+        let cluster = Cluster::new(leases, Peers::new(Some(peer_tls)));
         Ok(Some((Arc::new(log), cluster)))
     }
 }
@@ -361,7 +374,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let shared = args.log.open(addr).await?;
+    let shared = args.log.open(addr, tls.is_some()).await?;
     let options = WorldServiceOptions {
         scenarios_dir: args
             .scenarios_dir
