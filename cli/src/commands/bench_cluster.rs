@@ -63,7 +63,8 @@ pub async fn bench_cluster(args: &ClusterBenchArgs) -> anyhow::Result<()> {
         .unwrap_or_else(dramatis_runtime::models::scenarios_dir);
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
     eprintln!(
-        "playing {} {} times on each log (redb file; JetStream, 3 nodes, 3 replicas)…",
+        "playing {} {} times on each log (redb file; JetStream, 3 nodes, 3 replicas), shards \
+         unsaved and saved (to disk; to JetStream)…",
         args.scenario, args.runs
     );
     let logs = log_backends(
@@ -121,6 +122,22 @@ fn print_table(f: &Figures) {
     println!(
         "jetstream / redb per line: {:.2} ({} lines a run)",
         l.ratio, l.lines_per_run
+    );
+    println!(
+        "with every shard saved:\nredb + disk  {:>8.2}                 {:>8.1}   {}",
+        l.redb_disk_shards_ms_per_line,
+        1000.0 / l.redb_disk_shards_ms_per_line,
+        runs(&l.redb_disk_shards_runs)
+    );
+    println!(
+        "jetstream×2  {:>8.2}                 {:>8.1}   {}",
+        l.jetstream_shards_ms_per_line,
+        1000.0 / l.jetstream_shards_ms_per_line,
+        runs(&l.jetstream_shards_runs)
+    );
+    println!(
+        "jetstream log and shards / redb log and disk shards per line: {:.2}",
+        l.shards_ratio
     );
     println!(
         "failover (kill -9 of the owner to the next event elsewhere, lease {} ms): median {:.0} ms; runs {}",

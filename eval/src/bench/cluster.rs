@@ -25,7 +25,10 @@ pub struct LogBenchSetup {
 }
 
 /// Per line (event) of each backend: milliseconds of wall time of the whole story
-/// (orchestration, agents, log), median over the runs, and lines per second.
+/// (orchestration, agents, log), median over the runs, and lines per second. First
+/// with agents that keep shards in memory only (the log alone), then with agents that
+/// save every shard: to disk beside the redb log, to JetStream beside the JetStream
+/// log (the layout in which characters move whole).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LogBenchReport {
     pub runs: u32,
@@ -36,9 +39,17 @@ pub struct LogBenchReport {
     pub ratio: f64,
     pub redb_lines_per_s: f64,
     pub jetstream_lines_per_s: f64,
+    /// redb log, shards saved to the agent's disk.
+    pub redb_disk_shards_ms_per_line: f64,
+    /// JetStream log, shards saved to JetStream.
+    pub jetstream_shards_ms_per_line: f64,
+    /// jetstream_shards / redb_disk_shards.
+    pub shards_ratio: f64,
     /// Every run's ms per line, in run order.
     pub redb_runs: Vec<f64>,
     pub jetstream_runs: Vec<f64>,
+    pub redb_disk_shards_runs: Vec<f64>,
+    pub jetstream_shards_runs: Vec<f64>,
 }
 
 /// Plays `setup.scenario` `setup.runs` times on each backend, alternating.
@@ -47,44 +58,71 @@ pub async fn log_backends(
     embedder: Arc<dyn Embedder>,
 ) -> anyhow::Result<LogBenchReport> {
     let nats = NatsCluster::start(&setup.nats_server).await?;
-    let log = nats.log("bench").await?;
-    let leases = log
-        .leases(
-            Replica {
-                id: "bench".into(),
-                endpoint: "http://127.0.0.1:9".into(),
-            },
-            Duration::from_secs(10),
-        )
-        .await?;
-    let base = |shared| ClusterSetup {
+    let shared = |prefix: &'static str| {
+        let nats = &nats;
+        async move {
+            let log = nats.log(prefix).await?;
+            let leases = log
+                .leases(
+                    Replica {
+                        id: prefix.into(),
+                        endpoint: "http://127.0.0.1:9".into(),
+                    },
+                    Duration::from_secs(10),
+                )
+                .await?;
+            anyhow::Ok((
+                Arc::new(log) as dramatis_world::log::SharedLog,
+                Replicas::new(leases, Peers::default()),
+            ))
+        }
+    };
+    let base = |shared, save_shards, shard_stream| ClusterSetup {
         scenarios_dir: setup.scenarios_dir.clone(),
         scenario_roots: Vec::new(),
         memory_writes: MemoryWrites::Digest,
         plain_agents: false,
-        save_shards: false,
+        save_shards,
+        shard_stream,
         shared,
     };
-    let redb = Cluster::start(&base(None), Arc::clone(&embedder)).await?;
-    let jetstream = Cluster::start(
-        &base(Some((
-            Arc::new(log) as dramatis_world::log::SharedLog,
-            Replicas::new(leases, Peers::default()),
-        ))),
-        embedder,
-    )
-    .await?;
+    let stream = dramatis_character::shard::ShardStream::connect(&nats.options("bench"))
+        .await
+        .map_err(|e| anyhow::anyhow!("the shard stream: {e}"))?;
+    let clusters = [
+        Cluster::start(&base(None, false, None), Arc::clone(&embedder)).await?,
+        Cluster::start(
+            &base(Some(shared("bench").await?), false, None),
+            Arc::clone(&embedder),
+        )
+        .await?,
+        Cluster::start(&base(None, true, None), Arc::clone(&embedder)).await?,
+        Cluster::start(
+            &base(Some(shared("benchshards").await?), true, Some(stream)),
+            embedder,
+        )
+        .await?,
+    ];
     let source = create_world_request::Source::ScenarioName(setup.scenario.clone());
-    let (mut redb_runs, mut jetstream_runs, mut lines) = (Vec::new(), Vec::new(), 0);
+    let mut runs: [Vec<f64>; 4] = Default::default();
+    let mut lines = 0;
     for _ in 0..setup.runs.max(1) {
-        for (cluster, runs) in [(&redb, &mut redb_runs), (&jetstream, &mut jetstream_runs)] {
+        for (cluster, runs) in clusters.iter().zip(&mut runs) {
             let (ms, events) = play(cluster, source.clone()).await?;
             runs.push(ms);
             lines = events;
         }
     }
+    let [
+        redb_runs,
+        jetstream_runs,
+        redb_disk_shards_runs,
+        jetstream_shards_runs,
+    ] = runs;
     let redb_ms = median(&redb_runs);
     let jetstream_ms = median(&jetstream_runs);
+    let disk_ms = median(&redb_disk_shards_runs);
+    let shards_ms = median(&jetstream_shards_runs);
     Ok(LogBenchReport {
         runs: setup.runs.max(1),
         lines_per_run: lines,
@@ -93,8 +131,13 @@ pub async fn log_backends(
         ratio: jetstream_ms / redb_ms,
         redb_lines_per_s: 1000.0 / redb_ms,
         jetstream_lines_per_s: 1000.0 / jetstream_ms,
+        redb_disk_shards_ms_per_line: disk_ms,
+        jetstream_shards_ms_per_line: shards_ms,
+        shards_ratio: shards_ms / disk_ms,
         redb_runs,
         jetstream_runs,
+        redb_disk_shards_runs,
+        jetstream_shards_runs,
     })
 }
 

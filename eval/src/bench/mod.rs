@@ -88,8 +88,11 @@ struct ClusterSetup {
     memory_writes: MemoryWrites,
     /// The world → agent hop in plain HTTP/2 instead of mutual TLS.
     plain_agents: bool,
-    /// Whether the agent saves its shards (to the cluster's temporary directory).
+    /// Whether the agent saves its shards (to the cluster's temporary directory, or to
+    /// `shard_stream` when given).
     save_shards: bool,
+    /// Where the agent saves its shards instead of the disk.
+    shard_stream: Option<dramatis_character::shard::ShardStream>,
     /// A shared log (and this service's part in a cluster over it) instead of the
     /// embedded redb file.
     shared: Option<(SharedLog, Arc<dramatis_world::cluster::Cluster>)>,
@@ -120,6 +123,7 @@ impl Cluster {
         options.memory_writes = setup.memory_writes;
         if setup.save_shards {
             options.data_dir = Some(data.path().join("shards"));
+            options.shard_stream.clone_from(&setup.shard_stream);
         }
         let agents = CharacterAgents::new(options);
         let agent_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

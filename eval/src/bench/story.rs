@@ -144,6 +144,7 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             memory_writes: MemoryWrites::Digest,
             plain_agents: setup.plain_agents,
             save_shards: true,
+            shard_stream: None,
             shared: None,
         },
         embedder,

@@ -59,6 +59,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             memory_writes: setup.memory_writes,
             plain_agents: setup.plain_agents,
             save_shards: false,
+            shard_stream: None,
             shared: None,
         },
         embedder,
