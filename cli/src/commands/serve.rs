@@ -131,7 +131,10 @@ impl LogArgs {
         if !self.url.starts_with("nats://") && !self.url.starts_with("tls://") {
             anyhow::bail!(
                 "--log {:?}: give `redb` or a NATS address (nats://host:4222)",
-                self.url.chars().take(80).collect::<String>()
+                dramatis_nats::redacted(&self.url)
+                    .chars()
+                    .take(80)
+                    .collect::<String>()
             );
         }
         anyhow::ensure!(
@@ -441,7 +444,10 @@ pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
         anyhow::ensure!(
             url.starts_with("nats://") || url.starts_with("tls://"),
             "--shards {:?}: give a NATS address (nats://host:4222)",
-            url.chars().take(80).collect::<String>()
+            dramatis_nats::redacted(url)
+                .chars()
+                .take(80)
+                .collect::<String>()
         );
         let mut nats = dramatis_nats::NatsOptions::new(url);
         nats.replicas = usize::from(args.shards_replicas);

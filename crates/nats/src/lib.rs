@@ -111,7 +111,29 @@ pub async fn client(options: &NatsOptions, name: &str) -> Result<async_nats::Cli
         .connection_timeout(options.timeout)
         .connect(servers)
         .await
-        .map_err(|e| failed(&format!("connect to {}", options.servers), e))
+        .map_err(|e| failed(&format!("connect to {}", redacted(&options.servers)), e))
+}
+
+/// Server addresses as they may be shown (in logs and errors): without credentials
+/// (`nats://user:password@host` becomes `nats://…@host`).
+#[must_use]
+pub fn redacted(servers: &str) -> String {
+    servers
+        .split(',')
+        .map(|server| {
+            let server = server.trim();
+            match server.split_once("://") {
+                Some((scheme, rest)) => match rest.rsplit_once('@') {
+                    Some((_, host)) => format!("{scheme}://…@{host}"),
+                    None => server.to_owned(),
+                },
+                None => server
+                    .rsplit_once('@')
+                    .map_or_else(|| server.to_owned(), |(_, host)| format!("…@{host}")),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The stream of `config`, created when missing.
@@ -163,6 +185,18 @@ pub async fn bucket(
     name: &str,
     replicas: usize,
 ) -> Result<kv::Store, NatsError> {
+    bucket_with(context, name, replicas, true).await
+}
+
+/// A bucket whose reads all go to its stream's leader (`direct: false`), for values
+/// written by compare-and-set: a read from a replica that is behind would give an old
+/// revision, and the write after it would be refused for nothing.
+pub async fn bucket_with(
+    context: &jetstream::Context,
+    name: &str,
+    replicas: usize,
+    direct: bool,
+) -> Result<kv::Store, NatsError> {
     stream(
         context,
         stream::Config {
@@ -172,7 +206,7 @@ pub async fn bucket(
             discard: stream::DiscardPolicy::New,
             allow_rollup: true,
             deny_delete: true,
-            allow_direct: true,
+            allow_direct: direct,
             num_replicas: replicas,
             ..stream::Config::default()
         },
@@ -356,6 +390,14 @@ mod tests {
         for token in ["x y", "é", ">", "a.b.c"].map(subject_token) {
             assert!(!token.contains(['.', '*', '>', ' ']), "{token}");
         }
+    }
+
+    #[test]
+    fn credentials_never_show() {
+        assert_eq!(
+            redacted("nats://alice:s3cret@a:4222, nats://b:4222,bob:pw@c:4222"),
+            "nats://…@a:4222,nats://b:4222,…@c:4222"
+        );
     }
 
     #[test]

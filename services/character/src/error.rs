@@ -21,12 +21,17 @@ pub enum AgentError {
     /// since this one read it (it was moved while this agent was thought dead).
     #[error("shard storage refused a save: {0}")]
     Fenced(String),
+    /// A save to the shard store failed, so this agent's copy of the shard is no
+    /// longer known to match it: the character must be attached again (read anew).
+    #[error("the character's shard must be read again: {0}")]
+    ShardLost(String),
 }
 
 impl DomainError for AgentError {
     fn kind(&self) -> ErrorKind {
         match self {
-            Self::NotAttached { .. } => ErrorKind::NotFound,
+            // As for a character never attached: the world attaches it again.
+            Self::NotAttached { .. } | Self::ShardLost(_) => ErrorKind::NotFound,
             Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
             Self::Fenced(_) => ErrorKind::Aborted,

@@ -98,6 +98,9 @@ type Key = (String, String);
 #[derive(Debug, Clone)]
 pub struct CharacterAgents {
     pub(crate) shards: Arc<DashMap<Key, Arc<Mutex<Shard>>>>,
+    /// For shards kept in JetStream: set when a save failed, and the character must
+    /// be read again before it is used (see [`ShardStore::lost`]).
+    lost: Arc<DashMap<Key, Arc<std::sync::atomic::AtomicBool>>>,
     pub(crate) options: Arc<AgentOptions>,
     pub(crate) emotion_vectors: Arc<EmotionVectors>,
 }
@@ -137,6 +140,7 @@ impl CharacterAgents {
     pub fn new(options: AgentOptions) -> Self {
         Self {
             shards: Arc::default(),
+            lost: Arc::default(),
             options: Arc::new(options),
             emotion_vectors: Arc::default(),
         }
@@ -147,8 +151,10 @@ impl CharacterAgents {
         world: &str,
         character: &str,
     ) -> Result<Arc<Mutex<Shard>>, AgentError> {
+        let key = (world.to_owned(), character.to_owned());
+        self.forget_if_lost(&key);
         self.shards
-            .get(&(world.to_owned(), character.to_owned()))
+            .get(&key)
             .map(|s| Arc::clone(s.value()))
             .ok_or_else(|| AgentError::NotAttached {
                 world: world.to_owned(),
@@ -191,6 +197,7 @@ impl CharacterAgents {
             },
         };
         let key = (world.to_owned(), character.to_owned());
+        self.forget_if_lost(&key);
         if let Some(existing) = self.shards.get(&key).map(|s| Arc::clone(s.value())) {
             let items = existing.lock().await.memory().len();
             return Ok((dramatis_runtime::saturating_u32(items), true));
@@ -209,6 +216,12 @@ impl CharacterAgents {
         shard.use_modules(modules);
         shard.save()?.wait().await?;
         let items = shard.memory().len();
+        if let Some(store) = shard
+            .store()
+            .filter(|_| self.options.shard_stream.is_some())
+        {
+            self.lost.insert(key.clone(), store.lost());
+        }
         // A concurrent attach of the same character may have won; keep the first.
         self.shards
             .entry(key)
@@ -302,6 +315,21 @@ impl CharacterAgents {
         Ok((shard, resumed))
     }
 
+    /// Drops the character whose copy of its shard was lost (a save to JetStream
+    /// failed): the next call finds it detached, and its attach reads it again.
+    fn forget_if_lost(&self, key: &Key) {
+        let lost = self
+            .lost
+            .get(key)
+            .is_some_and(|l| l.load(std::sync::atomic::Ordering::Relaxed));
+        if lost {
+            self.lost.remove(key);
+            self.shards.remove(key);
+            tracing::warn!(world_id = %key.0, character = %key.1,
+                "a save to the shard stream failed; the character will be read again");
+        }
+    }
+
     /// The highest event sequence `character`'s shard holds.
     pub async fn last_seq(&self, world: &str, character: &str) -> Result<u64, AgentError> {
         Ok(self.shard(world, character)?.lock().await.last_seq())
@@ -316,6 +344,7 @@ impl CharacterAgents {
         character: &str,
         keep_shard: bool,
     ) -> Result<(), AgentError> {
+        self.lost.remove(&(world.to_owned(), character.to_owned()));
         let (_, shard) = self
             .shards
             .remove(&(world.to_owned(), character.to_owned()))

@@ -81,7 +81,7 @@ impl ShardStream {
             stream,
             prefix: prefix.clone(),
             timeout: options.timeout,
-            servers: options.servers.clone(),
+            servers: dramatis_nats::redacted(&options.servers),
         })
     }
 
@@ -110,7 +110,16 @@ impl ShardStream {
         if let Some((last, _)) = last {
             let mut feed =
                 dramatis_nats::ordered_from(&self.stream, &subject, 1, self.timeout).await?;
-            while let Some(message) = feed.next().await {
+            loop {
+                // Bounded: a subject purged meanwhile would leave the feed waiting.
+                let next = tokio::time::timeout(self.timeout, feed.next())
+                    .await
+                    .map_err(|_| {
+                        AgentError::Storage(format!(
+                            "{subject}: the saved shard stopped arriving before its end"
+                        ))
+                    })?;
+                let Some(message) = next else { break };
                 let message = message.map_err(|e| dramatis_nats::failed("read a shard", e))?;
                 let delta = ShardDelta::decode(message.payload.as_ref()).map_err(|e| {
                     AgentError::Storage(format!("{subject}: a saved delta does not decode: {e}"))
@@ -126,13 +135,19 @@ impl ShardStream {
                 }
             }
         }
-        let remote = RemoteShard {
+        let mut remote = RemoteShard {
             stream: self.clone(),
             subject,
             tail: last.map_or(0, |(seq, _)| seq),
             writer: uuid::Uuid::new_v4().simple().to_string(),
+            published: 0,
             since_compaction: messages,
+            owed_purge: None,
         };
+        // The claim: an empty message after what was read. From now on an agent that
+        // hosted the character before (thought dead, still writing) is refused, and
+        // so is this one once another attaches it.
+        remote.publish(&ShardDelta::default()).await?;
         Ok((remote, deltas))
     }
 
@@ -159,8 +174,14 @@ pub struct RemoteShard {
     /// This writer's name in message ids, so a resend is a duplicate of its own
     /// message and never of another writer's.
     writer: String,
+    /// Messages this writer has sent (each id is used for one message only, even one
+    /// whose publish failed).
+    published: u64,
     /// Messages on the subject since the last compaction (or ever).
     since_compaction: u64,
+    /// Where a compaction's whole store starts, while the purge before it is still
+    /// owed (it failed).
+    owed_purge: Option<u64>,
 }
 
 impl RemoteShard {
@@ -171,26 +192,34 @@ impl RemoteShard {
 
     /// Publishes `deltas`, in order, after the subject's last message; returns the
     /// stream sequence of the first message published. [`AgentError::Fenced`] when
-    /// another writer has published since.
+    /// another writer has published since. After any failure this handle's view of
+    /// the subject may be wrong: the character must be read again.
     pub async fn put(&mut self, deltas: &[Delta]) -> Result<u64, AgentError> {
         let mut first = None;
         for message in messages_of(deltas) {
-            let payload = Bytes::from(message.encode_to_vec());
-            let id = format!("{}.{}", self.writer, self.tail);
-            let ack = dramatis_nats::publish_after(
-                &self.stream.context,
-                &self.subject,
-                &payload,
-                &id,
-                self.tail,
-                self.stream.timeout,
-            )
-            .await?;
-            self.tail = ack.sequence;
-            self.since_compaction += 1;
-            first.get_or_insert(ack.sequence);
+            let at = self.publish(&message).await?;
+            first.get_or_insert(at);
         }
         Ok(first.unwrap_or(self.tail + 1))
+    }
+
+    /// Publishes one message after the subject's last; its stream sequence.
+    async fn publish(&mut self, message: &ShardDelta) -> Result<u64, AgentError> {
+        let payload = Bytes::from(message.encode_to_vec());
+        let id = format!("{}.{}", self.writer, self.published);
+        self.published += 1;
+        let ack = dramatis_nats::publish_after(
+            &self.stream.context,
+            &self.subject,
+            &payload,
+            &id,
+            self.tail,
+            self.stream.timeout,
+        )
+        .await?;
+        self.tail = ack.sequence;
+        self.since_compaction += 1;
+        Ok(ack.sequence)
     }
 
     /// Whether the subject has grown enough to be compacted.
@@ -200,9 +229,17 @@ impl RemoteShard {
     }
 
     /// Publishes `whole` (every row of the store) and purges the messages before it.
-    /// A compaction cut short leaves both: replaying them gives the same store.
+    /// A compaction cut short leaves both: replaying them gives the same store. A
+    /// purge that failed is tried again, alone, by the next compaction.
     pub async fn compact(&mut self, whole: &Delta) -> Result<(), AgentError> {
-        let first = self.put(std::slice::from_ref(whole)).await?;
+        let first = match self.owed_purge {
+            Some(first) => first,
+            None => {
+                let first = self.put(std::slice::from_ref(whole)).await?;
+                self.owed_purge = Some(first);
+                first
+            }
+        };
         self.stream
             .stream
             .purge()
@@ -210,6 +247,7 @@ impl RemoteShard {
             .sequence(first)
             .await
             .map_err(|e| dramatis_nats::failed(&format!("compact {}", self.subject), e))?;
+        self.owed_purge = None;
         self.since_compaction = 0;
         tracing::debug!(subject = %self.subject, from = first, "shard compacted");
         Ok(())
@@ -241,16 +279,12 @@ fn messages_of(deltas: &[Delta]) -> Vec<ShardDelta> {
     let mut out = Vec::new();
     let mut current = ShardDelta::default();
     let mut size = 0;
+    // The small state (which says how far the shard has perceived) and the modules go
+    // in the last message: a save cut short between its messages leaves rows without
+    // a state that counts them, never a state that counts rows not saved.
+    let state = deltas.iter().rev().find_map(|d| d.state.clone());
+    let modules = deltas.iter().rev().find_map(|d| d.modules.clone());
     for delta in deltas {
-        // The small state and the modules go with the rows saved beside them.
-        if let Some(state) = &delta.state {
-            size += state.len();
-            current.state = Some(state.clone());
-        }
-        if let Some(modules) = &delta.modules {
-            size += modules.len();
-            current.modules = Some(modules.clone());
-        }
         let tables: [(TableOf, Vec<ShardRow>); 6] = [
             (|d| &mut d.perceived, plain(&delta.perceived).collect()),
             (|d| &mut d.episodic, items(&delta.episodic).collect()),
@@ -271,6 +305,12 @@ fn messages_of(deltas: &[Delta]) -> Vec<ShardDelta> {
             }
         }
     }
+    let small = state.as_ref().map_or(0, Vec::len) + modules.as_ref().map_or(0, Vec::len);
+    if size > 0 && size + small > MESSAGE_BYTES {
+        out.push(std::mem::take(&mut current));
+    }
+    current.state = state;
+    current.modules = modules;
     if current != ShardDelta::default() {
         out.push(current);
     }
@@ -349,6 +389,16 @@ mod tests {
             .flat_map(|m| m.perceived.iter().map(|r| r.key))
             .collect();
         assert_eq!(keys, (0..40).collect::<Vec<_>>());
-        assert_eq!(messages[0].state.as_deref(), Some(&b"s"[..]));
+        let last = messages.last().expect("messages");
+        assert_eq!(
+            last.state.as_deref(),
+            Some(&b"s"[..]),
+            "the state goes last"
+        );
+        assert!(
+            messages[..messages.len() - 1]
+                .iter()
+                .all(|m| m.state.is_none())
+        );
     }
 }

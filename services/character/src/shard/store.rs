@@ -20,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use redb::{ConcurrencyMode, Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -387,6 +388,7 @@ enum Job {
 pub struct ShardStore {
     path: PathBuf,
     jobs: mpsc::UnboundedSender<Job>,
+    lost: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Job {
@@ -410,14 +412,24 @@ impl ShardStore {
         remote: Option<RemoteShard>,
     ) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
+        let lost = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             db,
             path: path.clone(),
             audit_keep,
             remote,
+            lost: Arc::clone(&lost),
         };
         tokio::spawn(writer.run(queue));
-        Self { path, jobs }
+        Self { path, jobs, lost }
+    }
+
+    /// Set once a save to the remote store failed: this copy of the shard no longer
+    /// knows where its subject ends, so the character must be read again (attached
+    /// anew). Never set for a store on disk.
+    #[must_use]
+    pub fn lost(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.lost)
     }
 
     #[must_use]
@@ -433,7 +445,10 @@ impl ShardStore {
         {
             let _ = done.send(Err(self.stopped()));
         }
-        PendingSave(Some(answer))
+        PendingSave {
+            answer: Some(answer),
+            lost: Some(Arc::clone(&self.lost)),
+        }
     }
 
     /// Every audited prompt saved so far. The read is queued at once, behind every save
@@ -463,22 +478,35 @@ impl ShardStore {
 
 /// A save in flight; [`PendingSave::wait`] returns once it is committed.
 #[must_use = "a save is only known to be on disk once waited for"]
-pub struct PendingSave(Option<oneshot::Receiver<Result<(), String>>>);
+pub struct PendingSave {
+    answer: Option<oneshot::Receiver<Result<(), String>>>,
+    /// The store's flag: a failed save with it set means the shard was lost.
+    lost: Option<Arc<AtomicBool>>,
+}
 
 impl PendingSave {
     /// Nothing to write (the agent keeps no files, or nothing changed).
     pub fn none() -> Self {
-        Self(None)
+        Self {
+            answer: None,
+            lost: None,
+        }
     }
 
     pub async fn wait(self) -> Result<(), AgentError> {
-        let Some(answer) = self.0 else {
+        let Some(answer) = self.answer else {
             return Ok(());
         };
-        answer
-            .await
-            .map_err(|_| AgentError::Storage("the shard's writer stopped mid-save".into()))?
-            .map_err(AgentError::Storage)
+        let failed = match answer.await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(message)) => message,
+            Err(_) => "the shard's writer stopped mid-save".into(),
+        };
+        if self.lost.is_some_and(|lost| lost.load(Ordering::Relaxed)) {
+            Err(AgentError::ShardLost(failed))
+        } else {
+            Err(AgentError::Storage(failed))
+        }
     }
 }
 
@@ -488,6 +516,7 @@ struct Writer {
     path: PathBuf,
     audit_keep: Option<u64>,
     remote: Option<RemoteShard>,
+    lost: Arc<AtomicBool>,
 }
 
 impl Writer {
@@ -538,7 +567,18 @@ impl Writer {
     /// when it has grown.
     async fn save(&mut self, deltas: Vec<Delta>) -> Result<(), AgentError> {
         if let Some(remote) = &mut self.remote {
-            remote.put(&deltas).await?;
+            if self.lost.load(Ordering::Relaxed) {
+                return Err(AgentError::ShardLost(format!(
+                    "{}: an earlier save failed",
+                    remote.subject()
+                )));
+            }
+            if let Err(error) = remote.put(&deltas).await {
+                // Whether any of it landed is unknown, and the rows are already marked
+                // saved in the shard: only reading the subject again is right.
+                self.lost.store(true, Ordering::Relaxed);
+                return Err(error);
+            }
         }
         let (db, path, keep) = (Arc::clone(&self.db), self.path.clone(), self.audit_keep);
         tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))

@@ -71,7 +71,8 @@ async fn run(
         .await?
         .unwrap_or_else(|| Box::pin(futures::stream::pending()));
     let mut feed = log.follow(&request.world_id, start).await?;
-    let mut last = 0;
+    // The last event seen: none before the follow's start.
+    let mut last = start.saturating_sub(1);
     // Chunks of lines after the next one, held until the events before them arrive
     // (the stream's delivery may lag the chunks' subject).
     let mut early: std::collections::VecDeque<TokenChunk> = std::collections::VecDeque::new();
@@ -84,10 +85,9 @@ async fn run(
                     if !send_token(scenario, &state, request, token, out).await {
                         return Ok(());
                     }
-                } else if token.seq > last + 1 {
-                    if early.len() == EARLY_CHUNKS {
-                        early.pop_front();
-                    }
+                } else if token.seq > last + 1 && early.len() < EARLY_CHUNKS {
+                    // When full, the newest wait no more: the oldest are the next
+                    // line's start.
                     early.push_back(token);
                 }
                 continue;

@@ -47,7 +47,7 @@ pub struct JetStreamLog {
     /// The connection token chunks travel on.
     live: async_nats::Client,
     /// Token chunks to publish, in order, by one task: (subject, encoded chunk).
-    tokens: tokio::sync::mpsc::UnboundedSender<(String, Bytes)>,
+    tokens: tokio::sync::mpsc::Sender<(String, Bytes)>,
     /// The revision of each world's narrator notes this process last read or wrote:
     /// a write replaces only that one, so a stale owner cannot overwrite a new one's.
     note_revisions: std::sync::Arc<DashMap<String, u64>>,
@@ -57,7 +57,7 @@ pub struct JetStreamLog {
 impl std::fmt::Debug for JetStreamLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JetStreamLog")
-            .field("servers", &self.options.servers)
+            .field("servers", &dramatis_nats::redacted(&self.options.servers))
             .field("prefix", &self.options.prefix)
             .finish_non_exhaustive()
     }
@@ -94,8 +94,14 @@ impl JetStreamLog {
         .await?;
         let worlds =
             dramatis_nats::bucket(&context, &format!("{prefix}_worlds"), options.replicas).await?;
-        let notes =
-            dramatis_nats::bucket(&context, &format!("{prefix}_notes"), options.replicas).await?;
+        // Notes are written by compare-and-set: read from the leader only.
+        let notes = dramatis_nats::bucket_with(
+            &context,
+            &format!("{prefix}_notes"),
+            options.replicas,
+            false,
+        )
+        .await?;
         // Token chunks go over a connection of their own: a burst of them while a node
         // is down never queues ahead of an append.
         let live = dramatis_nats::client(&options, "dramatis world service (live)").await?;
@@ -265,14 +271,16 @@ impl JetStreamLog {
 }
 
 /// Starts the task that publishes token chunks on core NATS, one after another (so a
-/// world's chunks keep their order); returns its queue. A chunk the connection cannot
-/// take is dropped: it is a preview, and the event that follows carries the line.
-fn publish_tokens(
-    client: async_nats::Client,
-) -> tokio::sync::mpsc::UnboundedSender<(String, Bytes)> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Bytes)>();
+/// world's chunks keep their order); returns its queue. A chunk is dropped while the
+/// connection is down or the queue is full: it is a preview, and the event that
+/// follows carries the line.
+fn publish_tokens(client: async_nats::Client) -> tokio::sync::mpsc::Sender<(String, Bytes)> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Bytes)>(TOKEN_QUEUE);
     tokio::spawn(async move {
         while let Some((subject, payload)) = rx.recv().await {
+            if client.connection_state() != async_nats::connection::State::Connected {
+                continue;
+            }
             if let Err(error) = client.publish(subject, payload).await {
                 tracing::debug!(%error, "a token chunk was not published");
             }
@@ -280,6 +288,9 @@ fn publish_tokens(
     });
     tx
 }
+
+/// Token chunks waiting to be published, at most.
+const TOKEN_QUEUE: usize = 4096;
 
 fn decode(payload: &[u8]) -> Result<Event, WorldError> {
     Event::decode(payload).map_err(|e| nats_err("decode an event", e))
@@ -532,7 +543,7 @@ impl EventLog for JetStreamLog {
     }
 
     fn publish_token(&self, world_id: &str, token: &TokenChunk) {
-        let _ = self.tokens.send((
+        let _ = self.tokens.try_send((
             self.token_subject(world_id),
             Bytes::from(token.encode_to_vec()),
         ));
@@ -552,7 +563,7 @@ impl EventLog for JetStreamLog {
     fn describe(&self) -> String {
         format!(
             "JetStream at {} (stream {}, {} replicas)",
-            self.options.servers,
+            dramatis_nats::redacted(&self.options.servers),
             self.stream.cached_info().config.name,
             self.options.replicas
         )

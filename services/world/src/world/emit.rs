@@ -107,9 +107,19 @@ impl World {
                     character: Some(self.character_ref(character)),
                     events: batch.to_vec(),
                 };
+                let rewind = &slot.rewind;
                 self.call_agent(character, |mut client| {
                     let request = request.clone();
-                    async move { client.perceive(request).await }
+                    async move {
+                        // An agent replaced during this delivery attached the
+                        // character with less than this batch follows: send nothing
+                        // more now (it would take these and then refuse the earlier
+                        // events as old); the loop starts again from its shard's end.
+                        if rewind.load(Ordering::Relaxed) != u64::MAX {
+                            return Ok(None);
+                        }
+                        client.perceive(request).await.map(Some)
+                    }
                 })
                 .await?;
             }
