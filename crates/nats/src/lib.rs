@@ -286,13 +286,17 @@ where
     }
 }
 
-/// Publishes `payload` on `subject` if the subject's last message in the stream is
-/// at stream sequence `expected` (0: the subject has none), under message id `id`.
-/// Sent again while the cluster does not answer, for at most `within`: the id makes
-/// a resend that finds the first copy stored a duplicate (`ack.duplicate`), not a
-/// second message. [`NatsError::Fenced`] when another writer got there first.
+/// Publishes `payload` on `subject` of `stream` if the subject's last message is at
+/// stream sequence `expected` (0: the subject has none), under message id `id`. Sent
+/// again while the cluster does not answer, for at most `within`: the id makes a
+/// resend that finds the first copy stored a duplicate (`ack.duplicate`), not a
+/// second message. A resend the stream refuses because the subject now ends after
+/// `expected` is checked against that last message: when it carries this id, it is
+/// the first copy, stored though its acknowledgement was lost. [`NatsError::Fenced`]
+/// when another writer got there first.
 pub async fn publish_after(
     context: &jetstream::Context,
+    stream: &Stream,
     subject: &str,
     payload: &Bytes,
     id: &str,
@@ -300,6 +304,7 @@ pub async fn publish_after(
     within: Duration,
 ) -> Result<PublishAck, NatsError> {
     let mut backoff = Backoff::new(within);
+    let mut resent = false;
     loop {
         let message = PublishMessage::build()
             .payload(payload.clone())
@@ -312,6 +317,9 @@ pub async fn publish_after(
         let error = match attempt {
             Ok(ack) => return Ok(ack),
             Err(e) if matches!(e.kind(), PublishErrorKind::WrongLastSequence) => {
+                if resent && let Some(ack) = stored_as(stream, subject, id, within).await? {
+                    return Ok(ack);
+                }
                 return Err(NatsError::Fenced(format!(
                     "another writer published on {subject} after stream sequence {expected}"
                 )));
@@ -328,7 +336,40 @@ pub async fn publish_after(
         if !transient || !backoff.wait(&error).await {
             return Err(failed(&format!("publish on {subject}"), error));
         }
+        resent = true;
     }
+}
+
+/// The acknowledgement of the message with id `id` when it is `subject`'s last (asked
+/// of the leader); `None` when the last message is another's.
+async fn stored_as(
+    stream: &Stream,
+    subject: &str,
+    id: &str,
+    within: Duration,
+) -> Result<Option<PublishAck>, NatsError> {
+    let last = patiently(within, || async {
+        match stream.get_last_raw_message_by_subject(subject).await {
+            Ok(message) => Ok(Some(message)),
+            Err(e) if matches!(e.kind(), LastRawMessageErrorKind::NoMessageFound) => Ok(None),
+            Err(e) => Err(failed(&format!("read the last message of {subject}"), e)),
+        }
+    })
+    .await?;
+    Ok(last
+        .filter(|message| {
+            message
+                .headers
+                .get(async_nats::header::NATS_MESSAGE_ID)
+                .is_some_and(|v| v.as_str() == id)
+        })
+        .map(|message| PublishAck {
+            stream: stream.cached_info().config.name.clone(),
+            sequence: message.sequence,
+            domain: String::new(),
+            duplicate: true,
+            value: None,
+        }))
 }
 
 /// The last message of `subject` as (stream sequence, payload), asked of the

@@ -210,6 +210,7 @@ impl RemoteShard {
         self.published += 1;
         let ack = dramatis_nats::publish_after(
             &self.stream.context,
+            &self.stream.stream,
             &self.subject,
             &payload,
             &id,

@@ -362,6 +362,7 @@ impl EventLog for JetStreamLog {
             let id = format!("{}.{}.{}", event.world_id, event.seq, event.timestamp_ms);
             let published = dramatis_nats::publish_after(
                 &self.context,
+                &self.stream,
                 &subject,
                 &payload,
                 &id,
