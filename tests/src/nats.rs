@@ -32,6 +32,20 @@ impl NatsCluster {
         self.0.log(prefix).await.expect("a JetStream log")
     }
 
+    /// A log on this cluster under `prefix` whose connection goes to node `i` (the
+    /// client may move to another node when `i` dies).
+    pub async fn log_on(&self, prefix: &str, i: usize) -> JetStreamLog {
+        let mut options = self.0.options(prefix);
+        options.servers = self.0.node_url(i);
+        self.0.log_with(options).await.expect("a JetStream log")
+    }
+
+    /// Node `i`'s client address.
+    #[must_use]
+    pub fn node_url(&self, i: usize) -> String {
+        self.0.node_url(i)
+    }
+
     /// Kills node `i` (SIGKILL).
     pub fn kill_node(&mut self, i: usize) {
         self.0.kill_node(i);

@@ -287,3 +287,191 @@ async fn a_story_survives_one_nats_node_killed_mid_way() {
     let fresh = cluster.log("survive").await;
     assert_eq!(fresh.read("story", 150).await.expect("read").len(), 51);
 }
+
+/// How long after an event is logged a follower gets it, though one node of the
+/// cluster died just before: two quiet periods of the follow's feed (after the first
+/// it asks whether a message is owed, after the second it makes a new consumer) and
+/// the creation of that consumer, which waits out the election of a new leader when
+/// the dead node led the stream or the cluster's meta group (NATS elects within
+/// seconds). ARCHITECTURE.md, "A follow through a node's death", states it.
+const RESUMED_WITHIN: Duration = Duration::from_secs(15);
+
+/// Where a follow's pieces are: node indexes of the cluster.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    /// The node the follower's client connects to.
+    client: usize,
+    /// The node that hosts the follow's consumer.
+    consumer: usize,
+    /// The node that leads the events stream.
+    stream_leader: usize,
+}
+
+fn node_index(server_name: &str) -> usize {
+    server_name
+        .strip_prefix('n')
+        .and_then(|i| i.parse().ok())
+        .unwrap_or_else(|| panic!("a node of the test cluster: {server_name}"))
+}
+
+/// The stream `stream` as a plain client on `url` sees it: its leader's node, and the
+/// node hosting each of its consumers, by name.
+async fn placement_of(
+    url: &str,
+    stream: &str,
+) -> (usize, std::collections::BTreeMap<String, usize>) {
+    let client = async_nats::connect(url).await.expect("a plain client");
+    let js = async_nats::jetstream::new(client);
+    let mut handle = js.get_stream(stream).await.expect("the events stream");
+    let leader = handle
+        .info()
+        .await
+        .expect("stream info")
+        .cluster
+        .as_ref()
+        .and_then(|c| c.leader.clone())
+        .expect("a stream leader");
+    let mut hosts = std::collections::BTreeMap::new();
+    let mut consumers = handle.consumers();
+    while let Some(info) = consumers.next().await {
+        let info = info.expect("consumer info");
+        if let Some(host) = info.cluster.and_then(|c| c.leader) {
+            hosts.insert(info.name, node_index(&host));
+        }
+    }
+    (node_index(&leader), hosts)
+}
+
+/// Which node of a follow dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Victim {
+    /// The node hosting the follow's consumer, not the one its client is on.
+    ConsumerHost,
+    /// The node leading the stream, not the one the follower's client is on.
+    StreamLeader,
+    /// The node the follower's client is connected to.
+    ClientNode,
+}
+
+/// Follows `world` (whose events 1..=3 are logged), kills the node `victim` names,
+/// logs the next events and checks they arrive within [`RESUMED_WITHIN`], once each,
+/// in order. The node comes back before the last of them. Where the cluster places a
+/// consumer is its choice: a follow whose consumer is not where the case needs it is
+/// made again.
+async fn a_follow_through_a_death(
+    cluster: &mut NatsCluster,
+    writer: &dramatis_world::log::JetStreamLog,
+    world: &str,
+    victim: Victim,
+) {
+    writer
+        .append(
+            world,
+            0,
+            (1..=3).map(|seq| event(world, seq, "before")).collect(),
+        )
+        .await
+        .expect("the first events");
+    let (leader, _) = placement_of(&cluster.node_url(0), "DEATH_EVENTS").await;
+    // The follower's client is on a node that does not lead the stream.
+    let client = (leader + 1) % 3;
+    let url = cluster.node_url(client);
+    let mut chosen = None;
+    for _ in 0..20 {
+        let (_, before) = placement_of(&url, "DEATH_EVENTS").await;
+        let follower = cluster.log_on("death", client).await;
+        let mut feed = follower.follow(world, 1).await.expect("follow");
+        for seq in 1..=3 {
+            assert_eq!(next_event(&mut feed).await.seq, seq);
+        }
+        let (stream_leader, after) = placement_of(&url, "DEATH_EVENTS").await;
+        let new: Vec<usize> = after
+            .iter()
+            .filter(|(name, _)| !before.contains_key(*name))
+            .map(|(_, node)| *node)
+            .collect();
+        assert_eq!(new.len(), 1, "one consumer for the follow: {after:?}");
+        let placement = Placement {
+            client,
+            consumer: new[0],
+            stream_leader,
+        };
+        let node = match victim {
+            Victim::ConsumerHost => {
+                (placement.consumer != placement.client).then_some(placement.consumer)
+            }
+            Victim::StreamLeader => {
+                (placement.stream_leader != placement.client).then_some(placement.stream_leader)
+            }
+            Victim::ClientNode => Some(placement.client),
+        };
+        if let Some(node) = node {
+            chosen = Some((follower, feed, node, placement));
+            break;
+        }
+    }
+    let (_follower, mut feed, node, placement) =
+        chosen.expect("the cluster placed a consumer as the case needs within 20 follows");
+    eprintln!("{world}: {placement:?}; killing node {node}");
+    cluster.kill_node(node);
+    writer
+        .append(world, 3, vec![event(world, 4, "after the death")])
+        .await
+        .expect("the log goes on with two nodes");
+    let logged = std::time::Instant::now();
+    let four = tokio::time::timeout(RESUMED_WITHIN, feed.next())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{world}: no event {RESUMED_WITHIN:?} after it was logged, node {node} dead ({placement:?})"
+            )
+        })
+        .expect("the feed goes on")
+        .expect("a readable event");
+    eprintln!("{world}: resumed {:?} after the append", logged.elapsed());
+    assert_eq!((four.seq, four.text.as_str()), (4, "after the death"));
+    for seq in 5..=8 {
+        if seq == 7 {
+            cluster.start_node(node);
+        }
+        writer
+            .append(world, seq - 1, vec![event(world, seq, "later")])
+            .await
+            .expect("the log goes on");
+        let next = tokio::time::timeout(RESUMED_WITHIN, feed.next())
+            .await
+            .expect("the next event in time")
+            .expect("the feed goes on")
+            .expect("a readable event");
+        assert_eq!(next.seq, seq, "every event once, in order");
+    }
+}
+
+#[tokio::test]
+async fn a_follow_goes_on_after_the_node_hosting_its_consumer_dies() {
+    let Some(mut cluster) = NatsCluster::start().await else {
+        return;
+    };
+    let writer = cluster.log("death").await;
+    // Not the follower's own node: that death its client notices at once. This is the
+    // stall of issue 29: nothing arrives and nothing fails.
+    a_follow_through_a_death(&mut cluster, &writer, "consumer", Victim::ConsumerHost).await;
+}
+
+#[tokio::test]
+async fn a_follow_goes_on_after_the_stream_leader_dies() {
+    let Some(mut cluster) = NatsCluster::start().await else {
+        return;
+    };
+    let writer = cluster.log("death").await;
+    a_follow_through_a_death(&mut cluster, &writer, "leader", Victim::StreamLeader).await;
+}
+
+#[tokio::test]
+async fn a_follow_goes_on_after_its_client_s_node_dies() {
+    let Some(mut cluster) = NatsCluster::start().await else {
+        return;
+    };
+    let writer = cluster.log("death").await;
+    a_follow_through_a_death(&mut cluster, &writer, "client", Victim::ClientNode).await;
+}

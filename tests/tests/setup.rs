@@ -1,5 +1,6 @@
 //! Set-up's decisions: which Debian packages `scripts/setup.sh --dry-run` would install,
-//! run against fake machines (directory trees given as `DRAMATIS_SETUP_ROOT`).
+//! run against fake machines (directory trees given as `DRAMATIS_SETUP_ROOT`); and the
+//! test script's promise to run every suite whatever failed before it.
 //!
 //! The first machine is a fresh one of the project's kind: it has `libclang-cpp.so.14`
 //! (Debian's libclang-cpp14) but no libclang that bindgen can load. A check that matched
@@ -199,4 +200,67 @@ fn nats_server_is_installed_for_the_jetstream_tests_and_found_where_debian_puts_
         Vec::<String>::new()
     );
     assert_eq!(would_install(root.path(), &[]), Vec::<String>::new());
+}
+
+/// `scripts/test.sh` with a `cargo` that fails and records how it was called, first on
+/// `PATH`: the formatting suite fails, and the suite after it runs all the same (its
+/// build is called, and fails); the summary has a line per suite and the exit is 1.
+#[test]
+fn the_test_script_runs_every_suite_after_a_failure_and_sums_them_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let calls = dir.path().join("calls");
+    let fake = dir.path().join("bin/cargo");
+    std::fs::create_dir_all(fake.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\nexit 3\n", calls.display()),
+    )
+    .expect("write the fake cargo");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        fake.parent().expect("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("bash")
+        .arg(repo_root().join("scripts/test.sh"))
+        .args(["format", "viewer"])
+        .env("PATH", path)
+        .output()
+        .expect("bash runs the test script");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let called: Vec<String> = std::fs::read_to_string(&calls)
+        .expect("cargo was called")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        called,
+        [
+            "fmt --all -- --check",
+            "build --release --quiet -p dramatis"
+        ],
+        "both suites ran, in order"
+    );
+    let summary: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "==== test: summary")
+        .skip(1)
+        .collect();
+    assert_eq!(summary.len(), 3, "{stdout}");
+    assert!(
+        summary[0].starts_with("format   FAILED (exit 3)"),
+        "{stdout}"
+    );
+    assert!(summary[1].starts_with("viewer   FAILED"), "{stdout}");
+    assert_eq!(summary[2], "test: 2 of 2 suites failed");
+    // An unknown suite is refused before anything runs.
+    let unknown = Command::new("bash")
+        .arg(repo_root().join("scripts/test.sh"))
+        .arg("everything")
+        .output()
+        .expect("bash runs the test script");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown suite everything"));
 }

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+mod feed;
+pub use feed::{QUIET, SubjectFeed};
+
 use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::consumer::pull::{Ordered, OrderedConfig};
 use async_nats::jetstream::context::PublishErrorKind;
@@ -390,8 +393,10 @@ pub async fn last_message(
     .await
 }
 
-/// Ordered delivery of `subject`'s messages from stream sequence `start`.
-pub async fn ordered_from(
+/// Ordered delivery of `subject`'s messages from stream sequence `start`: the client's
+/// consumer, as it is. Read through a [`SubjectFeed`], which makes another when this
+/// one stops delivering.
+async fn ordered_from(
     stream: &Stream,
     subject: &str,
     start: u64,

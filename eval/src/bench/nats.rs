@@ -133,6 +133,12 @@ impl NatsCluster {
             .join(",")
     }
 
+    /// Node `i`'s client address.
+    #[must_use]
+    pub fn node_url(&self, i: usize) -> String {
+        format!("nats://127.0.0.1:{}", self.nodes[i].client_port)
+    }
+
     /// Options for a log on this cluster under `prefix` (three replicas).
     #[must_use]
     pub fn options(&self, prefix: &str) -> JetStreamOptions {
@@ -143,9 +149,15 @@ impl NatsCluster {
 
     /// A log on this cluster, retried while the cluster elects its leaders.
     pub async fn log(&self, prefix: &str) -> anyhow::Result<JetStreamLog> {
+        self.log_with(self.options(prefix)).await
+    }
+
+    /// A log on this cluster with `options`, retried while the cluster elects its
+    /// leaders.
+    pub async fn log_with(&self, options: JetStreamOptions) -> anyhow::Result<JetStreamLog> {
         let mut last = None;
         for _ in 0..60 {
-            match JetStreamLog::connect(self.options(prefix)).await {
+            match JetStreamLog::connect(options.clone()).await {
                 Ok(log) => return Ok(log),
                 Err(error) => last = Some(error),
             }

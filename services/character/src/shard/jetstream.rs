@@ -20,7 +20,6 @@ use async_nats::jetstream::{self, stream};
 use bytes::Bytes;
 use dramatis_nats::{NatsError, NatsOptions};
 use dramatis_proto::v1::{ShardDelta, ShardRow};
-use futures::StreamExt as _;
 use prost::Message as _;
 
 use super::store::{Delta, Row};
@@ -108,31 +107,16 @@ impl ShardStream {
         let mut deltas = Vec::new();
         let mut messages = 0;
         if let Some((last, _)) = last {
-            let mut feed =
-                dramatis_nats::ordered_from(&self.stream, &subject, 1, self.timeout).await?;
-            loop {
-                // Bounded: a subject purged meanwhile would leave the feed waiting.
-                let next = tokio::time::timeout(self.timeout, feed.next())
-                    .await
-                    .map_err(|_| {
-                        AgentError::Storage(format!(
-                            "{subject}: the saved shard stopped arriving before its end"
-                        ))
-                    })?;
-                let Some(message) = next else { break };
-                let message = message.map_err(|e| dramatis_nats::failed("read a shard", e))?;
-                let delta = ShardDelta::decode(message.payload.as_ref()).map_err(|e| {
+            let saved = dramatis_nats::SubjectFeed::open(&self.stream, &subject, 1, self.timeout)
+                .await?
+                .read_to(last)
+                .await?;
+            for (_, payload) in saved {
+                let delta = ShardDelta::decode(payload.as_ref()).map_err(|e| {
                     AgentError::Storage(format!("{subject}: a saved delta does not decode: {e}"))
                 })?;
                 deltas.push(delta_of(delta));
                 messages += 1;
-                let at = message
-                    .info()
-                    .map_err(|e| dramatis_nats::failed("read a shard", e))?
-                    .stream_sequence;
-                if at >= last {
-                    break;
-                }
             }
         }
         let mut remote = RemoteShard {

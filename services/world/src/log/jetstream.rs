@@ -15,7 +15,7 @@ use async_nats::jetstream::{self, kv};
 use async_trait::async_trait;
 use bytes::Bytes;
 use dashmap::DashMap;
-use dramatis_nats::{NatsError, NatsOptions};
+use dramatis_nats::{NatsError, NatsOptions, SubjectFeed};
 use dramatis_proto::v1::{Event, TokenChunk};
 use futures::StreamExt as _;
 use prost::Message as _;
@@ -216,13 +216,9 @@ impl JetStreamLog {
         Ok(lo)
     }
 
-    /// Ordered delivery of `world_id`'s messages from stream sequence `start`.
-    async fn deliver_from(
-        &self,
-        world_id: &str,
-        start: u64,
-    ) -> Result<async_nats::jetstream::consumer::pull::Ordered, WorldError> {
-        Ok(dramatis_nats::ordered_from(
+    /// `world_id`'s messages in order from stream sequence `start`, through node deaths.
+    async fn deliver_from(&self, world_id: &str, start: u64) -> Result<SubjectFeed, WorldError> {
+        Ok(SubjectFeed::open(
             &self.stream,
             &self.subject(world_id),
             start,
@@ -415,17 +411,16 @@ impl EventLog for JetStreamLog {
             return Ok(Vec::new());
         }
         let start = self.start_of(world_id, from_seq).await?;
-        let mut messages = self.deliver_from(world_id, start).await?;
         let mut out = Vec::new();
-        while let Some(message) = messages.next().await {
-            let message = message.map_err(|e| nats_err("read", e))?;
-            let event = decode(&message.payload)?;
-            let seq = event.seq;
-            if seq >= from_seq {
+        for (_, payload) in self
+            .deliver_from(world_id, start)
+            .await?
+            .read_to(tail.stream)
+            .await?
+        {
+            let event = decode(&payload)?;
+            if event.seq >= from_seq {
                 out.push(event);
-            }
-            if seq >= tail.event {
-                break;
             }
         }
         Ok(out)
@@ -436,48 +431,29 @@ impl EventLog for JetStreamLog {
         let start = self.start_of(world_id, from_seq).await?;
         let mut messages = self.deliver_from(world_id, start).await?;
         let (tx, rx) = tokio::sync::mpsc::channel(256);
-        let (log, world) = (self.clone(), world_id.to_owned());
         tokio::spawn(async move {
             let mut next = from_seq;
             loop {
+                // The feed outlives its consumers (see `SubjectFeed`): it ends only
+                // when no consumer can be made, and then the watcher hears why.
                 let message = tokio::select! {
                     () = tx.closed() => return,
                     message = messages.next() => message,
                 };
-                match message.map(|m| m.map_err(|e| nats_err("follow", e))) {
-                    Some(Ok(message)) => match decode(&message.payload) {
-                        Ok(event) if event.seq < next => {}
-                        Ok(event) => {
-                            next = event.seq + 1;
-                            if tx.send(Ok(event)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(error) => {
-                            let _ = tx.send(Err(error)).await;
+                let event = message
+                    .map_err(WorldError::from)
+                    .and_then(|(_, payload)| decode(&payload));
+                match event {
+                    Ok(event) if event.seq < next => {}
+                    Ok(event) => {
+                        next = event.seq + 1;
+                        if tx.send(Ok(event)).await.is_err() {
                             return;
                         }
-                    },
-                    // The consumer broke (its node died, the connection moved): start
-                    // again from the next event, as patiently as any read.
-                    broken => {
-                        let broke = match broken {
-                            Some(Err(error)) => error.to_string(),
-                            _ => "the consumer ended".to_owned(),
-                        };
-                        tracing::debug!(world_id = %world, next, %broke, "following again");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        let again = async {
-                            let start = log.start_of(&world, next).await?;
-                            log.deliver_from(&world, start).await
-                        };
-                        match again.await {
-                            Ok(fresh) => messages = fresh,
-                            Err(error) => {
-                                let _ = tx.send(Err(error)).await;
-                                return;
-                            }
-                        }
+                    }
+                    Err(error) => {
+                        let _ = tx.send(Err(error)).await;
+                        return;
                     }
                 }
             }
