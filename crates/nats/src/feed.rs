@@ -44,8 +44,6 @@ pub struct SubjectFeed {
     consumer: Option<Ordered>,
     /// The last quiet period found a message owed: one more, and the consumer is dead.
     owed: bool,
-    /// Consumers made after the first because one stopped delivering or broke.
-    recreated: u64,
 }
 
 impl std::fmt::Debug for SubjectFeed {
@@ -53,7 +51,6 @@ impl std::fmt::Debug for SubjectFeed {
         f.debug_struct("SubjectFeed")
             .field("subject", &self.subject)
             .field("next", &self.next)
-            .field("recreated", &self.recreated)
             .finish_non_exhaustive()
     }
 }
@@ -86,30 +83,20 @@ impl SubjectFeed {
             quiet,
             consumer: None,
             owed: false,
-            recreated: 0,
         };
         feed.consumer = Some(feed.consumer_from_next().await?);
         Ok(feed)
-    }
-
-    /// How many consumers were made after the first.
-    #[must_use]
-    pub fn recreated(&self) -> u64 {
-        self.recreated
     }
 
     /// The next message, as (stream sequence, payload). Waits while there is none; an
     /// error only when no consumer could be made within the feed's `within`.
     pub async fn next(&mut self) -> Result<(u64, Bytes), NatsError> {
         loop {
-            if self.consumer.is_none() {
-                let fresh = self.consumer_from_next().await?;
-                self.recreated += 1;
-                self.consumer = Some(fresh);
-            }
-            let Some(consumer) = self.consumer.as_mut() else {
-                continue;
+            let consumer = match self.consumer.take() {
+                Some(consumer) => consumer,
+                None => self.consumer_from_next().await?,
             };
+            let consumer = self.consumer.insert(consumer);
             match tokio::time::timeout(self.quiet, consumer.next()).await {
                 Ok(Some(Ok(message))) => {
                     let at = match message.info() {
