@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    EmbedBenchArgs, IngestArgs, IngestBenchArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs,
-    RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, KbfArgs, LlmServeArgs, PlayArgs,
+    ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -298,6 +298,12 @@ pub enum EvalCommand {
     /// hundreds of lines earlier. One table: KBF, KRf, KR, LLM calls and prompt tokens
     /// per turn, memory items kept, probe QA and Recall@10.
     Ablate(AblateArgs),
+    /// An ingested folder against answers a reader wrote (eval/answers/README.md):
+    /// the narrator bound per chapter, speaker attribution over the quoted lines the
+    /// answers list, roster precision and recall per scene (aligned by text position, so
+    /// the ingest may cut scenes elsewhere), who may know each key fact, and leaks (a key
+    /// fact given to a character the answers say could not know it).
+    Ingest(IngestEvalArgs),
 }
 
 #[derive(Debug, Subcommand)]

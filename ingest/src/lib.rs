@@ -5,6 +5,7 @@
 //! It sits beside `eval/`, above the services: it validates its output with the world
 //! service's scenario loader.
 
+pub mod answers;
 pub mod book;
 pub mod bookworld;
 pub mod file;

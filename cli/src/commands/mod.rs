@@ -12,6 +12,7 @@ mod bench_retrieval;
 pub(crate) mod bench_story;
 mod certs;
 mod eval;
+mod eval_ingest;
 mod import;
 mod ingest;
 mod llm;
@@ -32,6 +33,7 @@ pub use bench_embed::EmbedBenchArgs;
 pub use bench_ingest::IngestBenchArgs;
 pub use certs::CertsArgs;
 pub use eval::{KbfArgs, ProbesArgs};
+pub use eval_ingest::IngestEvalArgs;
 pub use import::BookWorldArgs;
 pub use ingest::IngestArgs;
 pub use llm::LlmServeArgs;
@@ -62,6 +64,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(EvalCommand::Probes(args)) => eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => eval::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => ablate::ablate(&args).await,
+        Command::Eval(EvalCommand::Ingest(args)) => eval_ingest::eval_ingest(&args),
         Command::Bench(BenchCommand::Turns(args)) => bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => bench_embed::bench_embed(&args).await,
         Command::Bench(BenchCommand::Ingest(args)) => bench_ingest::bench_ingest(&args).await,

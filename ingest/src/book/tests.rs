@@ -81,6 +81,17 @@ fn character_lists_give_ids_and_refuse_bad_lines() {
     let err = parse_characters("Mary\nMary\n").expect_err("twice");
     assert!(err.to_string().contains("listed twice"), "{err}");
     assert!(parse_characters("\n# only comments\n").is_err());
+    // Marks: the narrator; an unknown mark is refused with its line.
+    let marked =
+        parse_characters("John H. Watson | Watson, Doctor | narrator\nHolmes\n").expect("marks");
+    assert!(marked[0].narrator && !marked[1].narrator);
+    assert_eq!(marked[0].aliases, ["Watson", "Doctor"]);
+    let err = parse_characters("Ann\nBen | Benny | villain\n").expect_err("unknown mark");
+    assert!(
+        err.to_string()
+            .starts_with("line 2: unknown mark `villain`"),
+        "{err}"
+    );
 }
 
 #[test]

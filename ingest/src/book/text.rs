@@ -57,12 +57,15 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
     Ok(text.replace("\r\n", "\n").replace('\r', "\n"))
 }
 
-/// One focus character of the list: `Canonical Name | alias, alias`.
+/// One focus character of the list: `Canonical Name | alias, alias | marks`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FocusCharacter {
     pub id: String,
     pub name: String,
     pub aliases: Vec<String>,
+    /// Marked `narrator`: the character tells some of the book in the first person.
+    #[serde(default)]
+    pub narrator: bool,
 }
 
 impl FocusCharacter {
@@ -88,8 +91,9 @@ pub fn is_description(form: &str) -> bool {
     form.chars().next().is_some_and(char::is_lowercase)
 }
 
-/// Reads the character list: one `Canonical Name | alias, alias` per line; blank lines
-/// and `#` comments are skipped. Ids are the first word of the name, lowercased (the
+/// Reads the character list: one `Canonical Name | alias, alias | marks` per line (the
+/// aliases and marks may be left out; the only mark is `narrator`); blank lines and `#`
+/// comments are skipped. Ids are the first word of the name, lowercased (the
 /// whole name when two characters share a first word).
 pub fn read_characters(path: &Path) -> anyhow::Result<Vec<FocusCharacter>> {
     let text =
@@ -98,14 +102,27 @@ pub fn read_characters(path: &Path) -> anyhow::Result<Vec<FocusCharacter>> {
 }
 
 pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
-    let mut list: Vec<(usize, String, Vec<String>)> = Vec::new();
+    let mut list: Vec<(usize, String, Vec<String>, bool)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (name, aliases) = line.split_once('|').unwrap_or((line, ""));
-        let name = name.trim();
+        let mut fields = line.splitn(3, '|');
+        let name = fields.next().unwrap_or(line).trim();
+        let aliases = fields.next().unwrap_or("");
+        let mut narrator = false;
+        for mark in fields.next().unwrap_or("").split(',').map(str::trim) {
+            match mark {
+                "" => {}
+                "narrator" => narrator = true,
+                other => bail!(
+                    "line {}: unknown mark `{}` (the only mark is `narrator`)",
+                    n + 1,
+                    prefix(other, 40)
+                ),
+            }
+        }
         if name.is_empty() || name.chars().count() > 80 {
             bail!(
                 "line {}: expected `Canonical Name | alias, alias` with a name of 1 to 80 \
@@ -120,7 +137,7 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
             .filter(|a| !a.is_empty() && *a != name)
             .map(str::to_owned)
             .collect();
-        list.push((n + 1, name.to_owned(), aliases));
+        list.push((n + 1, name.to_owned(), aliases, narrator));
     }
     if list.is_empty() {
         bail!("no characters: write one `Canonical Name | alias, alias` per line");
@@ -128,11 +145,11 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
     let first_word =
         |name: &str| id_from(name.split_whitespace().next().unwrap_or(name), "character");
     let mut out: Vec<FocusCharacter> = Vec::new();
-    for (line, name, aliases) in &list {
+    for (line, name, aliases, narrator) in &list {
         let short = first_word(name);
         let shared = list
             .iter()
-            .filter(|(_, n, _)| first_word(n) == short)
+            .filter(|(_, n, _, _)| first_word(n) == short)
             .count()
             > 1;
         let id = if shared {
@@ -147,6 +164,7 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
             id,
             name: name.clone(),
             aliases: aliases.clone(),
+            narrator: *narrator,
         });
     }
     Ok(out)

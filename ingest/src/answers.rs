@@ -1,0 +1,630 @@
+//! Answer files (`eval/answers/README.md`): what a reader knows of a book, and the
+//! comparison of an ingested folder with it (`dramatis eval ingest`).
+//!
+//! Places in the book are given by anchors, short phrases that occur once. They are
+//! found in the book with whitespace runs folded to one space, and mapped back to byte
+//! offsets of the book as `read_book` returns it, the offsets the ingest's scene spans
+//! use. So the comparison never depends on the ingest cutting scenes where the reader
+//! did: a reader's scene is compared with the ingested scenes that cover it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::book::graph::Graph;
+use crate::book::scenes::{Scene, Speaker};
+use crate::book::text::{FocusCharacter, contains_phrase, prefix, read_characters};
+
+/// A book with its whitespace folded, for finding anchors.
+#[derive(Debug)]
+pub struct Anchors {
+    folded: String,
+    /// The book's byte offset of each byte of `folded`.
+    offsets: Vec<usize>,
+}
+
+impl Anchors {
+    #[must_use]
+    pub fn new(book: &str) -> Self {
+        let mut folded = String::with_capacity(book.len());
+        let mut offsets = Vec::with_capacity(book.len());
+        let mut space = false;
+        for (at, c) in book.char_indices() {
+            if c.is_whitespace() {
+                space = true;
+                continue;
+            }
+            if space && !folded.is_empty() {
+                folded.push(' ');
+                offsets.push(at);
+            }
+            space = false;
+            folded.push(c);
+            offsets.extend(at..at + c.len_utf8());
+        }
+        Self { folded, offsets }
+    }
+
+    /// The book offset where `phrase` starts; an error unless it occurs exactly once.
+    pub fn find(&self, phrase: &str) -> anyhow::Result<usize> {
+        let (at, _) = self.locate(phrase)?;
+        Ok(self.offsets[at])
+    }
+
+    /// The book offset just past the end of `phrase` (which occurs once).
+    pub fn find_end(&self, phrase: &str) -> anyhow::Result<usize> {
+        let (at, len) = self.locate(phrase)?;
+        let last = at + len - 1;
+        Ok(self.offsets[last] + 1)
+    }
+
+    /// Where the folded `phrase` is in the folded book, and its length in bytes.
+    fn locate(&self, phrase: &str) -> anyhow::Result<(usize, usize)> {
+        let phrase = fold(phrase);
+        if phrase.is_empty() {
+            bail!("an empty anchor");
+        }
+        let mut found = self.folded.match_indices(phrase.as_str()).map(|(at, _)| at);
+        let Some(first) = found.next() else {
+            bail!("anchor `{}` is not in the book", prefix(&phrase, 60));
+        };
+        if found.next().is_some() {
+            bail!(
+                "anchor `{}` occurs more than once in the book; use a longer phrase",
+                prefix(&phrase, 60)
+            );
+        }
+        Ok((first, phrase.len()))
+    }
+}
+
+/// `text` with every whitespace run as one space, trimmed.
+#[must_use]
+pub fn fold(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The answer file, as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerFile {
+    /// The book's file name.
+    pub book: String,
+    #[serde(default)]
+    pub chapters: Vec<ChapterAnswer>,
+    #[serde(default)]
+    pub lines: Vec<LineAnswer>,
+    #[serde(default)]
+    pub scenes: Vec<SceneAnswer>,
+    #[serde(default)]
+    pub facts: Vec<FactAnswer>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChapterAnswer {
+    pub starts: String,
+    #[serde(default)]
+    pub title: String,
+    /// Canonical name of the first-person narrator; empty for third person.
+    #[serde(default)]
+    pub narrator: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineAnswer {
+    pub quote: String,
+    /// Canonical name; empty when the speaker is not on the list.
+    pub speaker: String,
+    #[serde(default)]
+    pub addressee: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Movement {
+    pub who: String,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SceneAnswer {
+    pub starts: String,
+    #[serde(default)]
+    pub ends: Option<String>,
+    #[serde(default)]
+    pub place: String,
+    pub present: Vec<String>,
+    #[serde(default)]
+    pub referenced: Vec<String>,
+    #[serde(default)]
+    pub enters: Vec<Movement>,
+    #[serde(default)]
+    pub leaves: Vec<Movement>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactAnswer {
+    pub id: String,
+    pub text: String,
+    pub evidence: Vec<String>,
+    pub at: String,
+    pub known_by: Vec<String>,
+    #[serde(default)]
+    pub unsure: Vec<String>,
+}
+
+/// Answers resolved against the book and the character list: offsets and ids.
+#[derive(Debug, Clone)]
+pub struct Answers {
+    pub book: String,
+    pub characters: Vec<FocusCharacter>,
+    /// (start offset, narrator id or None).
+    pub chapters: Vec<(usize, Option<String>)>,
+    /// (offset of the quote's first word, folded quote, speaker id or None).
+    pub lines: Vec<(usize, String, Option<String>)>,
+    pub scenes: Vec<ResolvedScene>,
+    pub facts: Vec<ResolvedFact>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResolvedScene {
+    pub start: usize,
+    pub end: usize,
+    pub place: String,
+    pub present: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResolvedFact {
+    pub id: String,
+    pub evidence: Vec<String>,
+    pub at: usize,
+    pub known_by: BTreeSet<String>,
+    pub unsure: BTreeSet<String>,
+}
+
+impl Answers {
+    /// Reads `folder/answers.toml` and `folder/characters.txt`, with the book found in
+    /// `books` under the file's `book` name; every anchor and name is checked.
+    pub fn load(folder: &Path, books: &Path) -> anyhow::Result<(Self, String)> {
+        let path = folder.join("answers.toml");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file: AnswerFile =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let characters = read_characters(&folder.join("characters.txt"))?;
+        let book_path = books.join(&file.book);
+        let book = crate::book::text::read_book(&book_path)?;
+        let answers = Self::resolve(&file, characters, &book)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok((answers, book))
+    }
+
+    /// Resolves `file` against `book` and `characters`.
+    pub fn resolve(
+        file: &AnswerFile,
+        characters: Vec<FocusCharacter>,
+        book: &str,
+    ) -> anyhow::Result<Self> {
+        let anchors = Anchors::new(book);
+        let by_name: BTreeMap<&str, &str> = characters
+            .iter()
+            .map(|c| (c.name.as_str(), c.id.as_str()))
+            .collect();
+        let id = |name: &str, field: &str| -> anyhow::Result<Option<String>> {
+            if name.is_empty() {
+                return Ok(None);
+            }
+            by_name
+                .get(name)
+                .map(|id| Some((*id).to_owned()))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{field}: `{}` is not a canonical name of characters.txt",
+                        prefix(name, 60)
+                    )
+                })
+        };
+        let ids = |names: &[String], field: &str| -> anyhow::Result<BTreeSet<String>> {
+            names
+                .iter()
+                .map(|n| id(n, field)?.ok_or_else(|| anyhow::anyhow!("{field}: an empty name")))
+                .collect()
+        };
+        let mut chapters = Vec::new();
+        for (i, c) in file.chapters.iter().enumerate() {
+            let at = anchors
+                .find(&c.starts)
+                .with_context(|| format!("chapters[{i}].starts"))?;
+            chapters.push((at, id(&c.narrator, &format!("chapters[{i}].narrator"))?));
+        }
+        let mut lines = Vec::new();
+        for (i, l) in file.lines.iter().enumerate() {
+            let at = anchors
+                .find(&l.quote)
+                .with_context(|| format!("lines[{i}].quote"))?;
+            lines.push((
+                at,
+                fold(&l.quote),
+                id(&l.speaker, &format!("lines[{i}].speaker"))?,
+            ));
+        }
+        let starts: Vec<usize> = file
+            .scenes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                anchors
+                    .find(&s.starts)
+                    .with_context(|| format!("scenes[{i}].starts"))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let chapter_end = |at: usize| {
+            chapters
+                .iter()
+                .map(|(start, _)| *start)
+                .find(|start| *start > at)
+                .unwrap_or(book.len())
+        };
+        let mut scenes = Vec::new();
+        for (i, s) in file.scenes.iter().enumerate() {
+            let start = starts[i];
+            let end = match &s.ends {
+                Some(ends) => anchors
+                    .find_end(ends)
+                    .with_context(|| format!("scenes[{i}].ends"))?,
+                None => starts
+                    .get(i + 1)
+                    .copied()
+                    .unwrap_or(book.len())
+                    .min(chapter_end(start)),
+            };
+            if end <= start {
+                bail!("scenes[{i}] ends before it starts");
+            }
+            scenes.push(ResolvedScene {
+                start,
+                end,
+                place: s.place.clone(),
+                present: ids(&s.present, &format!("scenes[{i}].present"))?,
+            });
+        }
+        let mut facts = Vec::new();
+        for (i, f) in file.facts.iter().enumerate() {
+            facts.push(ResolvedFact {
+                id: f.id.clone(),
+                evidence: f.evidence.iter().map(|e| e.to_lowercase()).collect(),
+                at: anchors
+                    .find(&f.at)
+                    .with_context(|| format!("facts[{i}].at"))?,
+                known_by: ids(&f.known_by, &format!("facts[{i}].known_by"))?,
+                unsure: ids(&f.unsure, &format!("facts[{i}].unsure"))?,
+            });
+        }
+        Ok(Self {
+            book: file.book.clone(),
+            characters,
+            chapters,
+            lines,
+            scenes,
+            facts,
+        })
+    }
+}
+
+/// Precision and recall over counted pairs.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct PrecisionRecall {
+    pub right: usize,
+    pub predicted: usize,
+    pub gold: usize,
+}
+
+impl PrecisionRecall {
+    fn add(&mut self, predicted: &BTreeSet<String>, gold: &BTreeSet<String>) {
+        self.right += predicted.intersection(gold).count();
+        self.predicted += predicted.len();
+        self.gold += gold.len();
+    }
+
+    #[must_use]
+    pub fn precision(&self) -> f64 {
+        ratio(self.right, self.predicted)
+    }
+
+    #[must_use]
+    pub fn recall(&self) -> f64 {
+        ratio(self.right, self.gold)
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 1.0 } else { a as f64 / b as f64 }
+}
+
+/// The comparison of an ingested folder with the answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Score {
+    pub book: String,
+    /// First-person chapters whose narrator the ingest bound, of all first-person ones.
+    pub narrated_chapters: usize,
+    pub narrators_bound: usize,
+    pub lines: usize,
+    pub speakers_right: usize,
+    /// Lines the ingest did not find as a quote at all.
+    pub lines_missing: usize,
+    pub scenes: usize,
+    pub roster: PrecisionRecall,
+    pub facts: usize,
+    /// Key facts no ingested fact expresses.
+    pub facts_missing: usize,
+    pub known_by: PrecisionRecall,
+    /// (fact id, character id) pairs: a key fact given to a character the answers say
+    /// could not know it.
+    pub leaks: Vec<(String, String)>,
+    /// Ingested scenes and facts, for scale.
+    pub ingested_scenes: usize,
+    pub ingested_facts: usize,
+}
+
+impl Score {
+    #[must_use]
+    pub fn speaker_accuracy(&self) -> f64 {
+        ratio(self.speakers_right, self.lines)
+    }
+}
+
+/// What an ingested folder holds that the comparison reads (`layers/`).
+#[derive(Debug, Clone)]
+pub struct Ingested {
+    pub scenes: Vec<Scene>,
+    pub graph: Graph,
+    /// Chapter (1-based) → the narrator's id, when the ingest bound one.
+    pub narrators: BTreeMap<usize, String>,
+}
+
+impl Ingested {
+    /// Reads the layers an ingest wrote under `folder`.
+    pub fn load(folder: &Path) -> anyhow::Result<Self> {
+        let layers = folder.join("layers");
+        let read = |name: &str| -> anyhow::Result<String> {
+            let path = layers.join(name);
+            std::fs::read_to_string(&path).with_context(|| {
+                format!(
+                    "cannot read {} (is {} a folder `dramatis ingest` wrote?)",
+                    path.display(),
+                    folder.display()
+                )
+            })
+        };
+        let scenes: Vec<Scene> = serde_json::from_str(&read("scenes.json")?)
+            .context("layers/scenes.json does not parse")?;
+        let graph: Graph = serde_json::from_str(&read("graph.json")?)
+            .context("layers/graph.json does not parse")?;
+        let narrators = match read("narration.json") {
+            Ok(text) => {
+                serde_json::from_str(&text).context("layers/narration.json does not parse")?
+            }
+            Err(_) => BTreeMap::new(),
+        };
+        Ok(Self {
+            scenes,
+            graph,
+            narrators,
+        })
+    }
+}
+
+/// Compares `ingested` with `answers`.
+#[must_use]
+pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
+    let containing = |at: usize| {
+        ingested
+            .scenes
+            .iter()
+            .find(|s| s.span.start <= at && at < s.span.end)
+    };
+    // Narration: the ingest's chapter holding each first-person chapter's start.
+    let mut narrated_chapters = 0;
+    let mut narrators_bound = 0;
+    for (at, narrator) in &answers.chapters {
+        let Some(narrator) = narrator else { continue };
+        narrated_chapters += 1;
+        let chapter = containing(*at).map(|s| s.span.chapter);
+        if chapter.and_then(|c| ingested.narrators.get(&c)) == Some(narrator) {
+            narrators_bound += 1;
+        }
+    }
+    // Speakers: the ingested utterance that holds each quote's first words.
+    let mut speakers_right = 0;
+    let mut lines_missing = 0;
+    for (at, quote, speaker) in &answers.lines {
+        let found = containing(*at).and_then(|s| {
+            s.utterances
+                .iter()
+                .find(|u| fold(&u.text).contains(quote.as_str()))
+        });
+        match found {
+            None => lines_missing += 1,
+            Some(u) => {
+                let right = match (&u.speaker, speaker) {
+                    (Speaker::Focus(id), Some(gold)) => id == gold,
+                    (Speaker::Other(_), None) => true,
+                    _ => false,
+                };
+                if right {
+                    speakers_right += 1;
+                }
+            }
+        }
+    }
+    // Rosters: a reader's scene against the ingested scenes that are mostly inside it
+    // or hold most of it.
+    let mut roster = PrecisionRecall::default();
+    for scene in &answers.scenes {
+        let mut predicted = BTreeSet::new();
+        for s in &ingested.scenes {
+            let overlap = s
+                .span
+                .end
+                .min(scene.end)
+                .saturating_sub(s.span.start.max(scene.start));
+            let own = s.span.end - s.span.start;
+            let theirs = scene.end - scene.start;
+            if overlap > 0 && (2 * overlap >= own || 2 * overlap >= theirs) {
+                predicted.extend(s.present().cloned());
+            }
+        }
+        roster.add(&predicted, &scene.present);
+    }
+    // Facts: the ingested facts that express each key fact, and who was given them.
+    let mut known_by = PrecisionRecall::default();
+    let mut facts_missing = 0;
+    let mut leaks = Vec::new();
+    for fact in &answers.facts {
+        let mut given = BTreeSet::new();
+        let mut expressed = false;
+        for f in &ingested.graph.facts {
+            if fact.evidence.iter().any(|e| contains_phrase(&f.text, e)) {
+                expressed = true;
+                given.extend(f.known_by.iter().cloned());
+            }
+        }
+        if !expressed {
+            facts_missing += 1;
+        }
+        let given: BTreeSet<String> = given.difference(&fact.unsure).cloned().collect();
+        known_by.add(&given, &fact.known_by);
+        for character in given.difference(&fact.known_by) {
+            leaks.push((fact.id.clone(), character.clone()));
+        }
+    }
+    Score {
+        book: answers.book.clone(),
+        narrated_chapters,
+        narrators_bound,
+        lines: answers.lines.len(),
+        speakers_right,
+        lines_missing,
+        scenes: answers.scenes.len(),
+        roster,
+        facts: answers.facts.len(),
+        facts_missing,
+        known_by,
+        leaks,
+        ingested_scenes: ingested.scenes.len(),
+        ingested_facts: ingested.graph.facts.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOOK: &str = "CHAPTER I\n\nIt was a  dark\nnight. \"Come in,\" said Holmes.\n\n\
+                        \"Thank you,\" said I.\n";
+
+    #[test]
+    fn anchors_fold_whitespace_and_map_back_to_book_offsets() {
+        let anchors = Anchors::new(BOOK);
+        let at = anchors.find("a dark night.").expect("found");
+        assert_eq!(&BOOK[at..at + 1], "a");
+        let end = anchors.find_end("a dark night.").expect("found");
+        assert_eq!(&BOOK[at..end], "a  dark\nnight.");
+        assert!(anchors.find("said").is_err(), "twice");
+        assert!(anchors.find("said Watson").is_err(), "absent");
+        let quote = anchors.find("Thank you,").expect("found");
+        assert_eq!(&BOOK[quote..quote + 5], "Thank");
+    }
+
+    /// A two-scene ingest of `BOOK`-like text scored by hand: one speaker right, one
+    /// wrong, a roster with one extra, a fact given to one who may not know it.
+    #[test]
+    fn a_score_counts_speakers_rosters_knowers_and_leaks() {
+        let book = "CHAPTER I\n\nHolmes and I sat in Baker Street. \"You have been in \
+                    Afghanistan,\" said Holmes.\n\n\"How did you know?\" I asked.\n\n\
+                    CHAPTER II\n\nLestrade came alone to the Yard. He found the ring.\n";
+        let characters = crate::book::text::parse_characters(
+            "Watson | Dr. Watson | narrator\nHolmes | Mr. Holmes\nLestrade\n",
+        )
+        .expect("list");
+        let file: AnswerFile = toml::from_str(
+            r#"
+            book = "b.txt"
+            [[chapters]]
+            starts = "Holmes and I sat"
+            narrator = "Watson"
+            [[chapters]]
+            starts = "Lestrade came alone"
+            [[lines]]
+            quote = "You have been in"
+            speaker = "Holmes"
+            [[lines]]
+            quote = "How did you know?"
+            speaker = "Watson"
+            [[scenes]]
+            starts = "Holmes and I sat"
+            present = ["Watson", "Holmes"]
+            [[scenes]]
+            starts = "Lestrade came alone"
+            present = ["Lestrade"]
+            [[facts]]
+            id = "ring"
+            text = "Lestrade found the ring."
+            evidence = ["the ring"]
+            at = "He found the ring."
+            known_by = ["Lestrade"]
+            "#,
+        )
+        .expect("answers");
+        let answers = Answers::resolve(&file, characters, book).expect("resolved");
+        let second = book.find("CHAPTER II").expect("chapter two");
+        let scenes = serde_json::json!([
+            {"number": 1, "span": {"chapter": 1, "start": 11, "end": second},
+             "location": "", "time": "", "atmosphere": "",
+             "active": ["holmes", "watson"], "silent": ["lestrade"], "referenced": [],
+             "utterances": [
+                {"speaker": {"Focus": "holmes"}, "text": "You have been in Afghanistan,", "paragraph": 0},
+                {"speaker": {"Other": "I"}, "text": "How did you know?", "paragraph": 1}],
+             "sentences": [], "exits": {}},
+            {"number": 2, "span": {"chapter": 2, "start": second + 12, "end": book.len()},
+             "location": "", "time": "", "atmosphere": "",
+             "active": ["lestrade"], "silent": [], "referenced": [],
+             "utterances": [], "sentences": [], "exits": {}}
+        ]);
+        let graph = serde_json::json!({"entities": [], "organisations": [], "facts": [
+            {"scene": 2, "text": "He found the ring.", "subject": "Lestrade", "predicate": "found",
+             "object": "the ring", "cause": "", "route": "witnessed",
+             "known_by": ["lestrade", "holmes"], "source": "text"}]});
+        let ingested = Ingested {
+            scenes: serde_json::from_value(scenes).expect("scenes"),
+            graph: serde_json::from_value(graph).expect("graph"),
+            narrators: BTreeMap::from([(1, "watson".to_owned())]),
+        };
+        let score = score(&answers, &ingested);
+        assert_eq!((score.narrators_bound, score.narrated_chapters), (1, 1));
+        assert_eq!(
+            (score.speakers_right, score.lines, score.lines_missing),
+            (1, 2, 0)
+        );
+        // Scene one predicted {holmes, watson, lestrade} against {watson, holmes}; scene
+        // two {lestrade} against {lestrade}.
+        assert_eq!(
+            score.roster,
+            PrecisionRecall {
+                right: 3,
+                predicted: 4,
+                gold: 3
+            }
+        );
+        assert_eq!(score.known_by.recall(), 1.0);
+        assert_eq!(score.leaks, [("ring".to_owned(), "holmes".to_owned())]);
+        assert_eq!(score.facts_missing, 0);
+    }
+}
