@@ -14,12 +14,15 @@
 //! [`QUIET`], it asks the stream (a direct get, answered by any live replica) whether
 //! the subject holds a message at or after the feed's position. If it does, and after
 //! another quiet period nothing has arrived, the consumer is taken to be dead: the
-//! feed drops it and creates another from its position. A healthy consumer is never
-//! two quiet periods behind a message the stream already holds, so a message logged
-//! while a node dies is delivered within two quiet periods plus the time to create a
-//! consumer (which waits out a leader election when the dead node led the stream).
+//! feed drops it. Until it has a new one, made from its position, it reads the
+//! subject by direct get, which any live replica answers. A consumer needs the
+//! cluster's meta leader to be made, and when the dead node led the cluster that
+//! takes an election (seconds); direct gets need no leader. So a message logged while
+//! a node dies is delivered within two quiet periods and one direct get.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use async_nats::jetstream::consumer::pull::Ordered;
 use async_nats::jetstream::stream::{DirectGetErrorKind, Stream};
@@ -30,6 +33,10 @@ use crate::NatsError;
 
 /// How long a feed waits for a message before it asks the stream whether one is owed.
 pub const QUIET: Duration = Duration::from_secs(2);
+
+/// How long a feed without a consumer waits between attempts to make one (reading by
+/// direct get meanwhile).
+const RETRY: Duration = Duration::from_millis(250);
 
 /// One subject's messages in stream order, from a stream position.
 pub struct SubjectFeed {
@@ -44,6 +51,8 @@ pub struct SubjectFeed {
     consumer: Option<Ordered>,
     /// The last quiet period found a message owed: one more, and the consumer is dead.
     owed: bool,
+    /// Since when the feed has had no consumer and failed to make one.
+    lost_since: Option<Instant>,
 }
 
 impl std::fmt::Debug for SubjectFeed {
@@ -83,6 +92,7 @@ impl SubjectFeed {
             quiet,
             consumer: None,
             owed: false,
+            lost_since: None,
         };
         feed.consumer = Some(feed.consumer_from_next().await?);
         Ok(feed)
@@ -94,7 +104,28 @@ impl SubjectFeed {
         loop {
             let consumer = match self.consumer.take() {
                 Some(consumer) => consumer,
-                None => self.consumer_from_next().await?,
+                None => {
+                    // Without a consumer, what the stream already holds comes by direct
+                    // get: any live replica answers, with no leader to wait for.
+                    if let Some(message) = self.direct_next().await {
+                        return Ok(message);
+                    }
+                    match self.consumer_once().await {
+                        Ok(consumer) => {
+                            self.lost_since = None;
+                            consumer
+                        }
+                        Err(error) => {
+                            let since = *self.lost_since.get_or_insert_with(Instant::now);
+                            if since.elapsed() >= self.within {
+                                return Err(error);
+                            }
+                            tracing::debug!(subject = %self.subject, %error, "no consumer yet; reading by direct get meanwhile");
+                            tokio::time::sleep(RETRY).await;
+                            continue;
+                        }
+                    }
+                }
             };
             let consumer = self.consumer.insert(consumer);
             match tokio::time::timeout(self.quiet, consumer.next()).await {
@@ -147,6 +178,27 @@ impl SubjectFeed {
         Ok(out)
     }
 
+    /// The subject's first message at or after the feed's position, by direct get
+    /// (the feed moves past it); `None` when there is none or no replica answered.
+    async fn direct_next(&mut self) -> Option<(u64, Bytes)> {
+        match self
+            .stream
+            .direct_get_next_for_subject(self.subject.as_str(), Some(self.next))
+            .await
+        {
+            Ok(message) => {
+                self.next = message.sequence + 1;
+                Some((message.sequence, message.payload))
+            }
+            Err(error) => {
+                if !matches!(error.kind(), DirectGetErrorKind::NotFound) {
+                    tracing::debug!(subject = %self.subject, %error, "a direct get failed");
+                }
+                None
+            }
+        }
+    }
+
     /// Whether the stream holds a message of the subject at or after the feed's
     /// position (asked of any replica; one that is behind, or no answer at all, says
     /// no, which only delays the verdict to a later quiet period).
@@ -175,5 +227,10 @@ impl SubjectFeed {
 
     async fn consumer_from_next(&mut self) -> Result<Ordered, NatsError> {
         crate::ordered_from(&self.stream, &self.subject, self.next, self.within).await
+    }
+
+    /// One attempt at a consumer from the feed's position.
+    async fn consumer_once(&mut self) -> Result<Ordered, NatsError> {
+        crate::ordered_once(&self.stream, &self.subject, self.next).await
     }
 }

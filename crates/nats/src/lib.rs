@@ -394,30 +394,32 @@ pub async fn last_message(
 }
 
 /// Ordered delivery of `subject`'s messages from stream sequence `start`: the client's
-/// consumer, as it is. Read through a [`SubjectFeed`], which makes another when this
-/// one stops delivering.
+/// consumer, as it is, made patiently (for at most `within`). Read through a
+/// [`SubjectFeed`], which makes another when this one stops delivering.
 async fn ordered_from(
     stream: &Stream,
     subject: &str,
     start: u64,
     within: Duration,
 ) -> Result<Ordered, NatsError> {
-    patiently(within, || async {
-        stream
-            .create_consumer(OrderedConfig {
-                filter_subject: subject.to_owned(),
-                deliver_policy: DeliverPolicy::ByStartSequence {
-                    start_sequence: start.max(1),
-                },
-                ..OrderedConfig::default()
-            })
-            .await
-            .map_err(|e| failed("consumer", e))?
-            .messages()
-            .await
-            .map_err(|e| failed("consumer messages", e))
-    })
-    .await
+    patiently(within, || ordered_once(stream, subject, start)).await
+}
+
+/// One attempt at [`ordered_from`].
+async fn ordered_once(stream: &Stream, subject: &str, start: u64) -> Result<Ordered, NatsError> {
+    stream
+        .create_consumer(OrderedConfig {
+            filter_subject: subject.to_owned(),
+            deliver_policy: DeliverPolicy::ByStartSequence {
+                start_sequence: start.max(1),
+            },
+            ..OrderedConfig::default()
+        })
+        .await
+        .map_err(|e| failed("consumer", e))?
+        .messages()
+        .await
+        .map_err(|e| failed("consumer messages", e))
 }
 
 #[cfg(test)]
