@@ -40,6 +40,8 @@ pub struct JetStreamLog {
     context: jetstream::Context,
     stream: JsStream,
     worlds: kv::Store,
+    /// The stream behind `worlds`, for reading a key from its leader.
+    worlds_stream: JsStream,
     notes: kv::Store,
     subject_prefix: String,
     /// Where each world's log ends, as this process last saw it.
@@ -94,6 +96,10 @@ impl JetStreamLog {
         .await?;
         let worlds =
             dramatis_nats::bucket(&context, &format!("{prefix}_worlds"), options.replicas).await?;
+        let worlds_stream = context
+            .get_stream(format!("KV_{prefix}_worlds"))
+            .await
+            .map_err(|e| nats_err("the world records' stream", e))?;
         // Notes are written by compare-and-set: read from the leader only.
         let notes = dramatis_nats::bucket_with(
             &context,
@@ -111,6 +117,7 @@ impl JetStreamLog {
             context,
             stream,
             worlds,
+            worlds_stream,
             notes,
             subject_prefix: format!("{prefix}.events."),
             tails: std::sync::Arc::default(),
@@ -301,8 +308,26 @@ impl EventLog for JetStreamLog {
     }
 
     async fn world(&self, world_id: &str) -> Result<Option<WorldRecord>, WorldError> {
-        self.kv_get(&self.worlds, world_id)
+        // A direct get may be answered by a replica that has not yet stored a record
+        // another replica has just written (a world created there a moment ago): a
+        // miss is asked again of the bucket's leader. A deleted record's marker is
+        // empty. An id no world can have (ids are letters, digits, '-' and '_') names
+        // none, and would be no key.
+        if dramatis_nats::subject_token(world_id) != world_id {
+            return Ok(None);
+        }
+        let bytes = match self.kv_get(&self.worlds, world_id).await? {
+            Some(bytes) => Some(bytes),
+            None => dramatis_nats::last_message(
+                &self.worlds_stream,
+                &format!("$KV.{}_worlds.{world_id}", self.options.prefix),
+                self.options.timeout,
+            )
             .await?
+            .map(|(_, payload)| payload)
+            .filter(|payload| !payload.is_empty()),
+        };
+        bytes
             .map(|bytes| serde_json::from_slice(&bytes).map_err(|e| nats_err("world record", e)))
             .transpose()
     }
