@@ -27,12 +27,17 @@ pub fn nats_server() -> Option<PathBuf> {
     on_path.or_else(|| Some(PathBuf::from("/usr/sbin/nats-server")).filter(|p| p.is_file()))
 }
 
-/// A free loopback port (bound, then released for the server to take).
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .context("a free loopback port")?
-        .port())
+/// `n` distinct free loopback ports: all bound at once, so none repeats (one bound and
+/// released at a time may be handed out again), then released for the servers to take.
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()
+        .context("free loopback ports")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr().context("a free loopback port")?.port()))
+        .collect()
 }
 
 /// One node: its ports, store and process.
@@ -53,20 +58,36 @@ pub struct NatsCluster {
 
 impl NatsCluster {
     /// Starts three clustered JetStream nodes from `program` and waits until the
-    /// cluster can create a replicated stream.
+    /// cluster can create a replicated stream. A port chosen free can be taken by
+    /// another process before a node binds it; a node that dies at start-up is seen, and
+    /// the cluster is started again on new ports (three tries).
     pub async fn start(program: &Path) -> anyhow::Result<Self> {
+        let mut last = None;
+        for _ in 0..3 {
+            let mut cluster = Self::launch(program)?;
+            match cluster.ready().await {
+                Ok(()) => return Ok(cluster),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow!("the JetStream cluster never started")))
+    }
+
+    /// Writes three nodes' configurations on fresh ports and starts them.
+    fn launch(program: &Path) -> anyhow::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("dramatis-nats-")
             .tempdir()
             .context("temporary directory")?;
-        let cluster_ports: Vec<u16> = (0..3).map(|_| free_port()).collect::<Result<_, _>>()?;
+        let ports = free_ports(6)?;
+        let (cluster_ports, client_ports) = ports.split_at(3);
         let routes: Vec<String> = cluster_ports
             .iter()
             .map(|p| format!("\"nats-route://127.0.0.1:{p}\""))
             .collect();
         let mut nodes = Vec::new();
-        for (i, cluster_port) in cluster_ports.iter().enumerate() {
-            let client_port = free_port()?;
+        for (i, (cluster_port, client_port)) in cluster_ports.iter().zip(client_ports).enumerate() {
+            let client_port = *client_port;
             let store = dir.path().join(format!("n{i}"));
             let config = dir.path().join(format!("n{i}.conf"));
             std::fs::write(
@@ -94,8 +115,35 @@ impl NatsCluster {
         for i in 0..3 {
             cluster.start_node(i)?;
         }
-        cluster.log("ready").await?;
         Ok(cluster)
+    }
+
+    /// Waits until the cluster can create a replicated stream; an error at once when a
+    /// node has died (its port was taken), or after 30 s.
+    async fn ready(&mut self) -> anyhow::Result<()> {
+        let mut last = None;
+        for _ in 0..60 {
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                if let Some(child) = &mut node.child
+                    && let Ok(Some(status)) = child.try_wait()
+                {
+                    return Err(anyhow!(
+                        "NATS node {i} exited at start-up ({status})\n{}",
+                        self.logs()
+                    ));
+                }
+            }
+            match JetStreamLog::connect(self.options("ready")).await {
+                Ok(_) => return Ok(()),
+                Err(error) => last = Some(error),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Err(anyhow!(
+            "the JetStream cluster never became ready: {}\n{}",
+            last.map_or_else(String::new, |e| e.to_string()),
+            self.logs()
+        ))
     }
 
     /// Starts node `i` (again), with its store as it was left.
