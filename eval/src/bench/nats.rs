@@ -121,29 +121,22 @@ impl NatsCluster {
     /// Waits until the cluster can create a replicated stream; an error at once when a
     /// node has died (its port was taken), or after 30 s.
     async fn ready(&mut self) -> anyhow::Result<()> {
-        let mut last = None;
-        for _ in 0..60 {
-            for (i, node) in self.nodes.iter_mut().enumerate() {
+        let options = self.options("ready");
+        let nodes = &mut self.nodes;
+        let connected = connect_patiently(&options, || {
+            for (i, node) in nodes.iter_mut().enumerate() {
                 if let Some(child) = &mut node.child
                     && let Ok(Some(status)) = child.try_wait()
                 {
-                    return Err(anyhow!(
-                        "NATS node {i} exited at start-up ({status})\n{}",
-                        self.logs()
-                    ));
+                    return Err(anyhow!("NATS node {i} exited at start-up ({status})"));
                 }
             }
-            match JetStreamLog::connect(self.options("ready")).await {
-                Ok(_) => return Ok(()),
-                Err(error) => last = Some(error),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        Err(anyhow!(
-            "the JetStream cluster never became ready: {}\n{}",
-            last.map_or_else(String::new, |e| e.to_string()),
-            self.logs()
-        ))
+            Ok(())
+        })
+        .await;
+        connected
+            .map(drop)
+            .map_err(|e| anyhow!("{e}\n{}", self.logs()))
     }
 
     /// Starts node `i` (again), with its store as it was left.
@@ -203,19 +196,9 @@ impl NatsCluster {
     /// A log on this cluster with `options`, retried while the cluster elects its
     /// leaders.
     pub async fn log_with(&self, options: JetStreamOptions) -> anyhow::Result<JetStreamLog> {
-        let mut last = None;
-        for _ in 0..60 {
-            match JetStreamLog::connect(options.clone()).await {
-                Ok(log) => return Ok(log),
-                Err(error) => last = Some(error),
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        Err(anyhow!(
-            "the JetStream cluster never became ready: {}\n{}",
-            last.map_or_else(String::new, |e| e.to_string()),
-            self.logs()
-        ))
+        connect_patiently(&options, || Ok(()))
+            .await
+            .map_err(|e| anyhow!("{e}\n{}", self.logs()))
     }
 
     /// The tail of every node's log file (for a failing test's message).
@@ -234,6 +217,27 @@ impl NatsCluster {
         }
         out
     }
+}
+
+/// A log with `options`, tried every 500 ms for 30 s while the cluster elects its
+/// leaders; `check` runs before each try, and its error ends the wait.
+async fn connect_patiently(
+    options: &JetStreamOptions,
+    mut check: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<JetStreamLog> {
+    let mut last = None;
+    for _ in 0..60 {
+        check()?;
+        match JetStreamLog::connect(options.clone()).await {
+            Ok(log) => return Ok(log),
+            Err(error) => last = Some(error),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(anyhow!(
+        "the JetStream cluster never became ready: {}",
+        last.map_or_else(String::new, |e| e.to_string())
+    ))
 }
 
 impl Drop for NatsCluster {
