@@ -50,7 +50,7 @@ use self::text::{FocusCharacter, Namer, contains_phrase, partition, prefix};
 pub const STAGES: [&str; 5] = ["scenes", "episodic", "graph", "personality", "identity"];
 
 /// Bumped when a stage's output changes shape or meaning, so old caches are not read.
-const STAGE_VERSION: &str = "1";
+const STAGE_VERSION: &str = "2";
 
 /// Where the book splits into the characters' past and the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,6 +115,15 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The first-person narrator of each chapter that has one (1-based chapter → id).
+    #[must_use]
+    pub fn narrators(&self) -> std::collections::BTreeMap<usize, String> {
+        self.scenes
+            .iter()
+            .filter_map(|s| Some((s.span.chapter, s.narrator.clone()?)))
+            .collect()
+    }
+
     /// Focus characters on stage in at least one scene: the world's characters.
     #[must_use]
     pub fn on_stage(&self) -> BTreeSet<String> {
@@ -154,11 +163,13 @@ pub async fn analyse(
         cached("scenes", key, cache, refiner, async {
             let parts = partition(book);
             let facts = BookFacts::read(book, characters, &namer);
+            let narrators = scenes::narrators(book, &parts.scenes, characters, &namer);
             progress.start("scenes", parts.scenes.len() as u64);
             let mut scenes = Vec::with_capacity(parts.scenes.len());
             for (i, span) in parts.scenes.iter().enumerate() {
                 let text = &book[span.start..span.end];
-                let mut scene = scenes::prepare(i + 1, *span, text, &namer, &facts);
+                let narrator = narrators.get(&span.chapter).map(String::as_str);
+                let mut scene = scenes::prepare(i + 1, *span, text, &namer, &facts, narrator);
                 refine_scene(refiner, &mut scene, text, &namer).await;
                 scenes.push(scene);
                 progress.step();

@@ -44,6 +44,11 @@ struct FactAnswer {
     id: String,
     known_by: BTreeSet<String>,
     evidence: Vec<String>,
+    /// Knowers who learn it only by overhearing while hidden, before the text shows them
+    /// in the scene: an ingest that puts someone on stage from the paragraph the text
+    /// first shows them may miss them (a miss, never a leak).
+    #[serde(default)]
+    overheard: BTreeSet<String>,
 }
 
 fn book_dir() -> PathBuf {
@@ -237,7 +242,12 @@ async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
             .flat_map(|f| f.known_by.iter().cloned())
             .collect();
         let want: BTreeSet<String> = fact.known_by.intersection(&on_stage).cloned().collect();
-        assert_eq!(got, want, "who may know `{}`", fact.id);
+        let sure: BTreeSet<String> = want.difference(&fact.overheard).cloned().collect();
+        assert!(
+            got.is_subset(&want) && sure.is_subset(&got),
+            "who may know `{}`: got {got:?}, want {sure:?} and at most {want:?}",
+            fact.id
+        );
     }
 
     // Kit hides in the ferry (scene 5): what the narrator tells of him there reaches

@@ -280,7 +280,7 @@ pub fn extract(
             w
         })
         .collect();
-    let organisations = organisations(scenes, &entities);
+    let organisations = organisations(scenes, &entities, namer);
     let mut facts: Vec<GraphFact> = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for s in scenes {
@@ -313,7 +313,12 @@ pub fn extract(
             if mentions.is_empty() && phrases.is_empty() && !timed && !thing && !pronoun {
                 continue;
             }
-            let mut fact = spo(text, &mentions, &phrases, &sentence.spoken_by, &focus_names);
+            // In a first-person scene, the narration's "I" is the narrator.
+            let teller = sentence
+                .spoken_by
+                .clone()
+                .or_else(|| s.narrator.clone().map(Speaker::Focus));
+            let mut fact = spo(text, &mentions, &phrases, &teller, &focus_names);
             fact.scene = s.number;
             if let Some(speaker) = &sentence.spoken_by {
                 let who = match speaker {
@@ -338,6 +343,14 @@ pub fn extract(
                 // What those present did not see reaches only whom it names.
                 fact.route = "direct_experience".into();
                 mentions.iter().map(|m| m.character.to_owned()).collect()
+            } else if sentence.paragraph == 0
+                && sentence.spoken_by.is_none()
+                && s.narrator.is_none()
+            {
+                // The setting a third-person scene opens on (who is there, what they
+                // wear and carry): whoever comes in later sees it too.
+                fact.route = "observation".into();
+                s.present().cloned().collect()
             } else {
                 fact.route = "observation".into();
                 s.present_at(sentence.paragraph)
@@ -354,7 +367,7 @@ pub fn extract(
                     .aliases
                     .iter()
                     .chain([&org.name])
-                    .any(|a| contains_phrase(text, a))
+                    .any(|a| group_learns(text, a))
                     && !org.members.is_subset(&known_by)
                 {
                     known_by.extend(org.members.iter().cloned());
@@ -382,17 +395,96 @@ pub fn extract(
     }
 }
 
-/// The membership graph: in each scene that names an organisation, the focus
-/// characters who speak of it as "we" belong to it.
-fn organisations(scenes: &[Scene], entities: &BTreeMap<String, Entity>) -> Vec<Organisation> {
+/// Verbs by which a group learns something: a fact reaches a group's members only
+/// when the text says the group itself learned it ("the Council was told").
+const LEARNING: &[&str] = &[
+    "knew",
+    "knows",
+    "learned",
+    "learnt",
+    "heard",
+    "discovered",
+    "was told",
+    "were told",
+    "was informed",
+    "were informed",
+    "has been informed",
+    "had been informed",
+    "found out",
+];
+
+/// Does `text` say that the group named `name` learned what it tells, or tell what the
+/// group itself does ("The Society will meet on Friday": the group is the subject)?
+fn group_learns(text: &str, name: &str) -> bool {
+    let lower = text.to_lowercase();
+    let name = name.to_lowercase();
+    let opening = lower
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .trim_start_matches("the ");
+    if opening.starts_with(&name) {
+        return true;
+    }
+    lower.match_indices(&name).any(|(at, _)| {
+        let rest = &lower[at + name.len()..];
+        let head: String = rest
+            .split_whitespace()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join(" ");
+        LEARNING
+            .iter()
+            .any(|v| head.starts_with(v) || head.contains(&format!(" {v}")))
+    })
+}
+
+/// The membership graph, from what the text says: "Gregson, of Scotland Yard", "Lestrade
+/// of the Yard", "a member of the Council", "Maren joined the Guild", or a speaker who
+/// names the group as "we" ("We swore, when we made the Lantern Society…"). A group is
+/// a name ending in an organisation word; naming it near a character is not membership.
+fn organisations(
+    scenes: &[Scene],
+    entities: &BTreeMap<String, Entity>,
+    namer: &Namer,
+) -> Vec<Organisation> {
     let mut out = Vec::new();
     for e in entities.values().filter(|e| e.kind == "organisation") {
         let mut members = BTreeSet::new();
+        let forms: Vec<&String> = e.aliases.iter().chain([&e.name]).collect();
         for s in scenes.iter().filter(|s| e.scenes.contains(&s.number)) {
             for u in &s.utterances {
-                let plural = words(&u.text).any(|w| matches!(w.as_str(), "we" | "us" | "our"));
-                if let (true, Speaker::Focus(id)) = (plural, &u.speaker) {
+                let Speaker::Focus(id) = &u.speaker else {
+                    continue;
+                };
+                let ours = words(&u.text).any(|w| matches!(w.as_str(), "we" | "us" | "our"));
+                if ours && forms.iter().any(|f| contains_phrase(&u.text, f)) {
                     members.insert(id.clone());
+                }
+            }
+            for sentence in &s.sentences {
+                for form in &forms {
+                    for (at, _) in sentence.text.match_indices(form.as_str()) {
+                        let before = sentence.text[..at].trim_end();
+                        let joined = ["of", "of the", "joined", "joined the", "member of the"]
+                            .iter()
+                            .find_map(|w| before.strip_suffix(w))
+                            .map(|b| b.trim_end().trim_end_matches(',').trim_end());
+                        let Some(who) = joined else { continue };
+                        // The name that ends right before the link.
+                        let named = namer
+                            .mentions(who)
+                            .into_iter()
+                            .rfind(|m| who[m.end..].trim().is_empty() && m.by_name)
+                            .or_else(|| {
+                                // "a member of the Council": the sentence's subject.
+                                before
+                                    .ends_with("member of the")
+                                    .then(|| namer.mentions(before).into_iter().next())
+                                    .flatten()
+                            });
+                        if let Some(m) = named {
+                            members.insert(m.character.to_owned());
+                        }
+                    }
                 }
             }
         }

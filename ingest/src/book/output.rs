@@ -80,6 +80,7 @@ pub(super) fn write(
     write_json("scenes.json", &analysis.scenes)?;
     write_json("episodic.json", &analysis.summaries)?;
     write_json("graph.json", &analysis.graph)?;
+    write_json("narration.json", &analysis.narrators())?;
     write_json(
         "personality.json",
         &serde_json::json!({"annotations": analysis.annotations, "patterns": analysis.patterns}),

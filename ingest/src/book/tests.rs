@@ -115,6 +115,7 @@ fn speakers_come_from_tags_narration_and_turn_taking() {
         text,
         &namer,
         &facts,
+        None,
     );
     let speakers: Vec<&Speaker> = scene.utterances.iter().map(|u| &u.speaker).collect();
     let ann = Speaker::Focus("ann".into());
@@ -142,4 +143,204 @@ fn place_phrases_grow_over_names_and_linked_places() {
         Some("the lamp room of the lighthouse on Gull Point")
     );
     assert_eq!(place_phrase("Nobody spoke."), None);
+}
+
+fn body(n: usize, word: &str) -> String {
+    // Wrapped like a printed book: several lines per paragraph.
+    let line = [word; 10].join(" ");
+    vec![line; n / 10].join("\n")
+}
+
+#[test]
+fn common_heading_forms_start_chapters_and_contents_or_part_headings_do_not() {
+    let forms = [
+        "CHAPTER I\nMr. Sherlock Holmes",
+        "Chapter One",
+        "Chapter the Second",
+        "I. The Crossing",
+        "12.",
+        "IV",
+        "ONE",
+        "PART II\n\nThe Flower of Utah",
+    ];
+    for heading in forms {
+        let text = format!(
+            "THE BOOK\n\nContents\n\n{heading}\n\n{}\n\nCHAPTER XX\n\n{}\n",
+            body(100, "alpha"),
+            body(100, "beta")
+        );
+        let p = partition(&text);
+        assert_eq!(p.chapters, 2, "{heading:?}");
+        assert_eq!(p.title.as_deref(), Some("THE BOOK"), "{heading:?}");
+        let first = &text[p.scenes[0].start..p.scenes[0].end];
+        assert!(
+            first.trim_start().starts_with("alpha"),
+            "{heading:?}: {first:?}"
+        );
+        assert!(!first.contains("beta") && !first.contains("Contents"));
+    }
+    // A contents list of headings, a part heading with a subtitle: front matter, not
+    // chapters.
+    let text = format!(
+        "A TALE\n\n      Contents\n\nI. The Crossing\n\nII. The Storm\n\n\
+         PART I\n\n(Being a reprint from the reminiscences of a doctor.)\n\n\
+         I. The Crossing\n\n{}\n\nII. The Storm\n\n{}\n",
+        body(100, "alpha"),
+        body(100, "beta")
+    );
+    let p = partition(&text);
+    assert_eq!(p.chapters, 2);
+    assert_eq!(p.scenes.len(), 2);
+    assert!(
+        text[p.scenes[0].start..p.scenes[0].end]
+            .trim_start()
+            .starts_with("alpha")
+    );
+    // Prose that starts with a numeral or a capital word is no heading.
+    let text = format!(
+        "CHAPTER I\n\n{}\n\nI. said nothing at all to him\nthat night.\n\n{}\n",
+        body(100, "alpha"),
+        body(100, "beta")
+    );
+    assert_eq!(partition(&text).chapters, 1);
+}
+
+#[test]
+fn a_paragraph_opening_at_another_time_starts_a_scene_inside_a_chapter() {
+    let text = format!(
+        "CHAPTER I\n\n{}\n\nAt three o'clock precisely I was at Baker Street, but he\n\
+         had not yet returned.\n\n{}\n\n\"Not a word of this,\" said he, \"o'clock or no.\"\n\n{}\n",
+        body(200, "alpha"),
+        body(200, "beta"),
+        body(200, "gamma")
+    );
+    let p = partition(&text);
+    assert_eq!(p.chapters, 1);
+    assert_eq!(p.scenes.len(), 2, "a quote naming the hour starts nothing");
+    assert!(
+        text[p.scenes[1].start..p.scenes[1].end].starts_with("At three o'clock precisely"),
+        "{:?}",
+        &text[p.scenes[1].start..]
+    );
+}
+
+/// Attributes `text` (one scene of chapter 1) with the list, first-person when the
+/// narration says so.
+fn attributed(list: &str, text: &str) -> super::scenes::Scene {
+    let characters = parse_characters(list).expect("list");
+    let namer = Namer::new(&characters);
+    let facts = BookFacts::read(text, &characters, &namer);
+    let span = Span {
+        chapter: 1,
+        start: 0,
+        end: text.len(),
+    };
+    let narrators = super::scenes::narrators(text, &[span], &characters, &namer);
+    prepare(
+        1,
+        span,
+        text,
+        &namer,
+        &facts,
+        narrators.get(&1).map(String::as_str),
+    )
+}
+
+#[test]
+fn the_first_person_narrator_speaks_as_i_and_is_on_stage_throughout() {
+    let text = "I was standing at the bar when young Stamford found me, and I \
+                was glad of it, for I had been lonely.\n\n\
+                \"Whatever have you been doing with yourself, Watson?\" he asked.\n\n\
+                \"Looking for lodgings,\" I answered.\n\n\
+                \"That's a strange thing,\" remarked my companion; \"you are the \
+                second man to-day.\"\n\n\
+                \"And who was the first?\" I asked.\n\n\
+                \"A fellow at the hospital. He works there from morning to night. He\n\
+                is a little queer in his ideas.\n\n\
+                \"But he is a decent fellow enough, and Holmes is his name.\"\n\n\
+                \"Why, what is there against him?\"\n\n\
+                Young Stamford shrugged. \"Nothing, Watson.\"";
+    let list =
+        "John Watson | Watson | narrator\nStamford | young Stamford\nSherlock Holmes | Holmes\n";
+    let scene = attributed(list, text);
+    assert_eq!(scene.narrator.as_deref(), Some("john"));
+    let said: Vec<(String, String)> = scene
+        .utterances
+        .iter()
+        .map(|u| {
+            let who = match &u.speaker {
+                Speaker::Focus(id) => id.clone(),
+                Speaker::Other(n) => format!("other:{n}"),
+            };
+            (
+                who,
+                u.text
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })
+        .collect();
+    let expected = [
+        ("stamford", "Whatever have"),
+        ("john", "Looking for"),
+        ("stamford", "That's a"),
+        ("stamford", "you are"),
+        ("john", "And who"),
+        ("stamford", "A fellow"),
+        ("stamford", "But he"),
+        ("john", "Why, what"),
+        ("stamford", "Nothing, Watson."),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    assert_eq!(said, expected);
+    // The narrator is there from the first paragraph; Holmes is only talked about.
+    assert_eq!(scene.entries.get("john"), Some(&0));
+    assert!(scene.present().any(|c| c == "stamford"));
+    assert!(
+        !scene.present().any(|c| c == "sherlock"),
+        "{:?}",
+        scene.entries
+    );
+    assert!(scene.referenced.contains("sherlock"));
+}
+
+#[test]
+fn without_a_mark_the_narrator_is_the_one_addressed_by_name_and_third_person_has_none() {
+    let first = "I sat by the fire, and my friend stood at the window. I said \
+                 nothing for a while, and I waited.\n\n\
+                 \"You look tired, Watson,\" said Holmes.\n\n\
+                 \"I am, Holmes,\" I said. \"Very.\"\n\n\
+                 \"Then sleep, Watson.\"";
+    let scene = attributed("John Watson | Watson\nSherlock Holmes | Holmes\n", first);
+    assert_eq!(scene.narrator.as_deref(), Some("john"));
+    let third = "Holmes sat by the fire, and Watson stood at the window. He said \
+                 nothing for a while, and the clock ticked.\n\n\
+                 \"You look tired, Watson,\" said Holmes.";
+    let scene = attributed(
+        "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n",
+        third,
+    );
+    assert_eq!(scene.narrator, None);
+}
+
+#[test]
+fn a_line_nobody_can_be_given_stays_unattributed_and_entrances_bound_what_is_heard() {
+    let text = "The room was empty and cold, and the fire had gone out long before.\n\n\
+                \"Is anyone there?\"\n\n\
+                Ann came in and sat by the hearth.\n\n\
+                \"The key is under the stone,\" said Ben from the doorway.\n\n\
+                Ben went in to Ann.";
+    let scene = attributed("Ann Lee | Ann\nBen Cole | Ben\n", text);
+    // The first line: no tag, no one on stage, no conversation: nobody's.
+    assert_eq!(scene.utterances.len(), 1, "{:?}", scene.utterances);
+    assert_eq!(scene.utterances[0].speaker, Speaker::Focus("ben".into()));
+    assert_eq!(scene.entries.get("ann"), Some(&2));
+    assert_eq!(scene.entries.get("ben"), Some(&3));
+    assert!(!scene.present_at(1).contains("ann"));
+    assert!(scene.present_at(3).contains("ann") && scene.present_at(3).contains("ben"));
 }

@@ -197,24 +197,97 @@ pub struct Partition {
     pub scenes: Vec<Span>,
 }
 
-fn is_chapter_heading(line: &str) -> bool {
+/// A chapter needs at least this many words of body under its heading; a heading with
+/// less is a part heading, a subtitle or a contents entry, and its text is front matter.
+const MIN_CHAPTER_WORDS: usize = 60;
+
+const NUMBER_NAMES: [&str; 20] = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+];
+
+const ORDINAL_NAMES: [&str; 12] = [
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth",
+];
+
+fn is_roman(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| matches!(c, 'I' | 'V' | 'X' | 'L' | 'C'))
+}
+
+/// A chapter number: digits, a Roman numeral, a number word ("One", "TWELVE").
+fn is_number(word: &str) -> bool {
+    let word = word.trim_end_matches(['.', ':']);
+    !word.is_empty()
+        && (word.chars().all(|c| c.is_ascii_digit())
+            || is_roman(word)
+            || NUMBER_NAMES.contains(&word.to_lowercase().as_str()))
+}
+
+/// A short line that can be a title: capitalised, no sentence end.
+fn is_title(line: &str) -> bool {
     let line = line.trim();
-    if line.is_empty() || line.chars().count() > 60 {
+    !line.is_empty()
+        && line.chars().count() <= 70
+        && line.split_whitespace().count() <= 12
+        && line
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c == '(')
+        && !line.ends_with(['.', '!', '"', '”', ',', ';'])
+}
+
+/// A heading line: `CHAPTER I`, `Chapter One`, `Chapter the First`, `PART II`, `BOOK 3`,
+/// `I. The Crossing`, `1.`, `12`, `IV`, `ONE`. What follows the number on the line, if
+/// anything, is the chapter's title.
+fn is_heading(line: &str) -> bool {
+    let line = line.trim();
+    if line.is_empty() || line.chars().count() > 70 {
         return false;
     }
-    let lower = line.to_lowercase();
-    let mut words = lower.split_whitespace();
-    let first = words.next().unwrap_or("");
-    if matches!(first, "chapter" | "book" | "part") && words.next().is_some() {
-        return true;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let first = words[0].to_lowercase();
+    if matches!(first.as_str(), "chapter" | "part" | "book") {
+        return match words.get(1) {
+            Some(w) if is_number(w) => true,
+            Some(w) if w.eq_ignore_ascii_case("the") => words
+                .get(2)
+                .is_some_and(|o| ORDINAL_NAMES.contains(&o.to_lowercase().trim_end_matches('.'))),
+            _ => false,
+        };
     }
-    // A bare number or Roman numeral ("IV.", "12").
-    let bare = line.trim_end_matches('.');
-    !bare.is_empty()
-        && (bare.chars().all(|c| c.is_ascii_digit())
-            || bare
-                .chars()
-                .all(|c| matches!(c, 'I' | 'V' | 'X' | 'L' | 'C')))
+    let number = words[0].trim_end_matches('.');
+    let numeral =
+        !number.is_empty() && (number.chars().all(|c| c.is_ascii_digit()) || is_roman(number));
+    if numeral {
+        // "IV", "12.", or "I. The Crossing" (the title needs the period).
+        return words.len() == 1 || (words[0].ends_with('.') && is_title(&words[1..].join(" ")));
+    }
+    // A number word alone, in capitals: "ONE".
+    words.len() == 1
+        && NUMBER_NAMES.contains(&first.trim_end_matches('.'))
+        && line.chars().all(|c| !c.is_lowercase())
 }
 
 fn is_scene_break(line: &str) -> bool {
@@ -235,54 +308,178 @@ fn lines_with_offsets(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-/// Cuts the book at chapter headings and scene breaks; front matter before the first
-/// heading is left out. Scenes under [`MIN_SCENE_WORDS`] words join the one before them
-/// in the same chapter. A text with no marks at all is cut at paragraph ends about
-/// every [`UNMARKED_SCENE_WORDS`] words.
+/// Runs of non-blank lines: (start, end) byte ranges and the lines.
+fn blocks(text: &str) -> Vec<(usize, usize, Vec<&str>)> {
+    let mut out: Vec<(usize, usize, Vec<&str>)> = Vec::new();
+    let mut open = false;
+    for (start, line) in lines_with_offsets(text) {
+        if line.trim().is_empty() {
+            open = false;
+            continue;
+        }
+        let end = start + line.len();
+        match out.last_mut() {
+            Some(last) if open => {
+                last.1 = end;
+                last.2.push(line);
+            }
+            _ => out.push((start, end, vec![line])),
+        }
+        open = true;
+    }
+    out
+}
+
+/// Openings of a paragraph that move the story to another time: the paragraph starts
+/// a new scene ("The next morning…", "At three o'clock precisely I was at Baker Street").
+const TIME_SHIFTS: &[&str] = &[
+    "next morning",
+    "next day",
+    "next evening",
+    "following morning",
+    "following day",
+    "following evening",
+    "that evening",
+    "that night",
+    "that afternoon",
+    "o'clock",
+    "hours later",
+    "an hour later",
+    "days later",
+    "a day later",
+    "weeks later",
+    "a week later",
+    "months later",
+    "years later",
+    "we met next day",
+    "in the morning",
+    "in the evening",
+    "it was upon the",
+    "on the morning of",
+    "on the evening of",
+    // Moving on: "We left him working among his chemicals", "As we made our way".
+    "we left",
+    "i left",
+    "we reached",
+    "we arrived",
+    "we drove",
+    "we returned",
+    "i returned",
+    "made our way",
+    "made my way",
+    "set off",
+    "set out",
+    "found ourselves",
+    "on reaching",
+    "on arriving",
+    "started off",
+];
+
+/// Does this paragraph (narration only) open at another time?
+fn shifts_time(paragraph: &str) -> bool {
+    let joined = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.contains(['"', '“']) {
+        return false;
+    }
+    let head: String = joined
+        .split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    // "Yet upon that afternoon…", "But that night…": the story goes on, same scene.
+    let goes_on = head.split_whitespace().next().is_some_and(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_alphanumeric()),
+            "yet" | "but" | "and" | "so" | "still" | "or" | "nor" | "for" | "then"
+        )
+    });
+    let first = sentences(&head).into_iter().next().unwrap_or("").to_owned();
+    !goes_on && TIME_SHIFTS.iter().any(|m| first.contains(m))
+}
+
+/// Cuts the book into chapters and scenes.
+///
+/// A heading is a block of its own (blank lines around it): the heading line and, on the
+/// next line or as the next one-line block, its title. A heading with fewer than
+/// [`MIN_CHAPTER_WORDS`] words under it (a part heading, a contents entry) starts no
+/// chapter; front matter before the first chapter is left out. Inside a chapter,
+/// scenes start at scene breaks (`* * *`) and at paragraphs that open at another time.
+/// Scenes under [`MIN_SCENE_WORDS`] words join a neighbour in the same chapter. A text
+/// with no chapters and no breaks is also cut at paragraph ends about every
+/// [`UNMARKED_SCENE_WORDS`] words.
 #[must_use]
 pub fn partition(text: &str) -> Partition {
-    let mut chapters: Vec<(usize, usize)> = Vec::new(); // (body start, heading start)
-    let mut breaks: Vec<(usize, usize)> = Vec::new(); // (line start, line end)
-    for (start, line) in lines_with_offsets(text) {
-        if is_chapter_heading(line) {
-            chapters.push((start + line.len(), start));
-        } else if is_scene_break(line) {
-            breaks.push((start, start + line.len()));
+    let blocks = blocks(text);
+    // Headings: (heading start, body start).
+    let mut headings: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < blocks.len() {
+        let (start, end, lines) = &blocks[i];
+        // A title on the heading's own block may end with a period ("… John Watson,
+        // M.D.").
+        if lines.len() <= 2
+            && is_heading(lines[0])
+            && (lines.len() == 1 || is_title(lines[1].trim().trim_end_matches('.')))
+        {
+            let mut body = *end;
+            // A title as the next one-line block.
+            if lines.len() == 1
+                && let Some((_, title_end, title)) = blocks.get(i + 1)
+                && title.len() == 1
+                && is_title(title[0])
+                && !is_heading(title[0])
+            {
+                body = *title_end;
+                i += 1;
+            }
+            headings.push((*start, body));
         }
+        i += 1;
     }
-    let title = if chapters.is_empty() {
-        None
-    } else {
-        text[..chapters[0].1]
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(str::to_owned)
-    };
-    let bodies: Vec<(usize, usize)> = if chapters.is_empty() {
+    let words_in = |s: usize, e: usize| text[s..e].split_whitespace().count();
+    let chapters: Vec<(usize, usize)> = headings
+        .iter()
+        .enumerate()
+        .map(|(i, (_, body))| (*body, headings.get(i + 1).map_or(text.len(), |h| h.0)))
+        .filter(|(s, e)| words_in(*s, *e) >= MIN_CHAPTER_WORDS)
+        .collect();
+    let title = text[..headings.first().map_or(0, |h| h.0)]
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned);
+    let bodies = if chapters.is_empty() {
         vec![(0, text.len())]
     } else {
         chapters
-            .iter()
-            .enumerate()
-            .map(|(i, (body, _))| (*body, chapters.get(i + 1).map_or(text.len(), |c| c.1)))
-            .collect()
     };
     let mut scenes = Vec::new();
     for (c, (start, end)) in bodies.iter().enumerate() {
+        // Cuts: scene-break lines (left out) and time shifts (kept, they open the scene).
         let mut pieces = Vec::new();
         let mut at = *start;
-        for (b_start, b_end) in breaks.iter().filter(|(s, _)| s >= start && s < end) {
-            pieces.push((at, *b_start));
-            at = *b_end;
+        let mut marked = false;
+        for (b_start, b_end, lines) in blocks.iter().filter(|b| b.0 >= *start && b.1 <= *end) {
+            if lines.len() == 1 && is_scene_break(lines[0]) {
+                pieces.push((at, *b_start));
+                at = *b_end;
+                marked = true;
+            } else if shifts_time(&lines.join(" ")) {
+                pieces.push((at, *b_start));
+                at = *b_start;
+            }
         }
         pieces.push((at, *end));
-        if chapters.is_empty() && breaks.is_empty() {
-            pieces = cut_unmarked(text, *start, *end);
+        if bodies.len() == 1 && !marked {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(s, e)| cut_unmarked(text, s, e))
+                .collect();
         }
         let mut merged: Vec<Span> = Vec::new();
         for (s, e) in pieces {
-            let words = text[s..e].split_whitespace().count();
+            let words = words_in(s, e);
             if words == 0 {
                 continue;
             }
@@ -296,12 +493,7 @@ pub fn partition(text: &str) -> Partition {
             }
         }
         // A short first piece merges forward instead.
-        if merged.len() > 1
-            && text[merged[0].start..merged[0].end]
-                .split_whitespace()
-                .count()
-                < MIN_SCENE_WORDS
-        {
+        if merged.len() > 1 && words_in(merged[0].start, merged[0].end) < MIN_SCENE_WORDS {
             let first = merged.remove(0);
             merged[0].start = first.start;
         }
@@ -347,12 +539,30 @@ pub enum Segment {
 /// open at the paragraph's end closes there.
 #[must_use]
 pub fn paragraphs(text: &str) -> Vec<Vec<Segment>> {
+    quoted_paragraphs(text)
+        .into_iter()
+        .map(|p| p.segments)
+        .collect()
+}
+
+/// A paragraph's segments, and whether its last quote was left open: by the printing
+/// convention, a speech that goes on in the next paragraph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paragraph {
+    pub segments: Vec<Segment>,
+    pub open: bool,
+}
+
+/// [`paragraphs`], with each paragraph's open quote.
+#[must_use]
+pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
     let mut out = Vec::new();
     let mut current = String::new();
-    let flush = |current: &mut String, out: &mut Vec<Vec<Segment>>| {
+    let flush = |current: &mut String, out: &mut Vec<Paragraph>| {
         let joined = current.split_whitespace().collect::<Vec<_>>().join(" ");
         if !joined.is_empty() {
-            out.push(segments(&joined));
+            let (segments, open) = segments(&joined);
+            out.push(Paragraph { segments, open });
         }
         current.clear();
     };
@@ -368,7 +578,7 @@ pub fn paragraphs(text: &str) -> Vec<Vec<Segment>> {
     out
 }
 
-fn segments(paragraph: &str) -> Vec<Segment> {
+fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
     let mut out = Vec::new();
     let mut piece = String::new();
     let mut quoted = false;
@@ -386,7 +596,7 @@ fn segments(paragraph: &str) -> Vec<Segment> {
         }
     }
     push_segment(&mut out, &mut piece, quoted);
-    out
+    (out, quoted)
 }
 
 fn push_segment(out: &mut Vec<Segment>, piece: &mut String, quoted: bool) {
@@ -402,7 +612,7 @@ fn push_segment(out: &mut Vec<Segment>, piece: &mut String, quoted: bool) {
     });
 }
 
-const ABBREVIATIONS: [&str; 8] = ["Mr", "Mrs", "Ms", "Dr", "St", "Capt", "Prof", "Rev"];
+const ABBREVIATIONS: [&str; 9] = ["Mr", "Mrs", "Ms", "Dr", "St", "Capt", "Prof", "Rev", "No"];
 
 /// Sentences of `text`: cut after `.`, `!` or `?` (and closing quotes) before a space,
 /// except after common abbreviations (`Mr.`).
