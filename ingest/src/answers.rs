@@ -478,7 +478,10 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
             let own = s.span.end - s.span.start;
             let theirs = scene.end - scene.start;
             if overlap > 0 && (2 * overlap >= own || 2 * overlap >= theirs) {
-                predicted.extend(s.present().cloned());
+                // Who the ingest has on stage in the stretch both scenes share.
+                predicted.extend(
+                    s.present_between(s.span.start.max(scene.start), s.span.end.min(scene.end)),
+                );
             }
         }
         roster.add(&predicted, &scene.present);

@@ -66,6 +66,15 @@ pub struct Scene {
     /// Focus characters on stage, and the paragraph from which they are there.
     #[serde(default)]
     pub entries: BTreeMap<String, usize>,
+    /// When each focus character is on stage: paragraph ranges `[from, until)`. The text
+    /// shows a character (it speaks, acts or is acted on) and it stays for
+    /// [`FADE_PARAGRAPHS`] paragraphs after the last time it is shown; the narrator stays
+    /// throughout. A scene cut too long hands a character less, never more.
+    #[serde(default)]
+    pub stays: BTreeMap<String, Vec<(usize, usize)>>,
+    /// Where each paragraph starts in the book (byte offset).
+    #[serde(default)]
+    pub paragraph_starts: Vec<usize>,
     /// The focus character telling the scene in the first person, if any.
     #[serde(default)]
     pub narrator: Option<String>,
@@ -77,12 +86,35 @@ impl Scene {
         self.active.iter().chain(&self.silent)
     }
 
+    /// Those on stage at some time between book offsets `start` and `end`.
+    #[must_use]
+    pub fn present_between(&self, start: usize, end: usize) -> BTreeSet<String> {
+        let first = self
+            .paragraph_starts
+            .partition_point(|at| *at <= start)
+            .saturating_sub(1);
+        let last = self.paragraph_starts.partition_point(|at| *at < end);
+        if self.paragraph_starts.is_empty() {
+            return self.present().cloned().collect();
+        }
+        (first..last.max(first + 1))
+            .flat_map(|p| self.present_at(p))
+            .collect()
+    }
+
     /// Those present at `paragraph`: everyone present who has come in and not left by
     /// then.
     #[must_use]
     pub fn present_at(&self, paragraph: usize) -> BTreeSet<String> {
         self.present()
             .filter(|c| self.entries.get(*c).is_none_or(|came| *came <= paragraph))
+            .filter(|c| {
+                self.stays.get(*c).is_none_or(|stays| {
+                    stays
+                        .iter()
+                        .any(|(from, until)| (*from..*until).contains(&paragraph))
+                })
+            })
             .filter(|c| self.exits.get(*c).is_none_or(|gone| paragraph < *gone))
             .cloned()
             .collect()
@@ -176,6 +208,11 @@ impl BookFacts {
     }
 }
 
+/// A character the text stops showing (no line, no action, not acted on) is taken to
+/// have left the story's focus after this many paragraphs of narration (paragraphs with
+/// no quoted speech: while people talk, those who listen stay).
+pub const FADE_PARAGRAPHS: usize = 8;
+
 /// Who a speech tag names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tag {
@@ -216,6 +253,8 @@ fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<Tag> {
         "i" => Some(Tag::Narrator),
         "he" => Some(Tag::Pronoun(Gender::He)),
         "she" => Some(Tag::Pronoun(Gender::She)),
+        // A thing or a group speaks no quoted line we can give anyone.
+        "it" | "they" | "we" | "you" | "there" | "this" | "these" | "those" => None,
         w if DETERMINERS.contains(&w) => Some(Tag::Unnamed),
         _ => {
             let raw = clean_word(head.split_whitespace().next()?);
@@ -306,8 +345,12 @@ struct Voices<'a> {
     spoken: Vec<Speaker>,
     mentioned: Vec<Speaker>,
     addressed: Option<Speaker>,
-    /// Focus characters on stage so far.
-    entered: BTreeSet<String>,
+    /// The paragraphs at which the text showed each focus character so far.
+    shown: BTreeMap<String, Vec<usize>>,
+    /// The paragraph being read.
+    now: usize,
+    /// Paragraphs of narration only, up to and including each paragraph.
+    clock: Vec<usize>,
 }
 
 impl Voices<'_> {
@@ -345,7 +388,22 @@ impl Voices<'_> {
     }
 
     fn on_stage(&self, s: &Speaker) -> bool {
-        s.focus().is_none_or(|id| self.entered.contains(id))
+        s.focus().is_none_or(|id| {
+            self.narrator == Some(id)
+                || self
+                    .shown
+                    .get(id)
+                    .and_then(|seen| seen.last())
+                    .is_some_and(|last| self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS)
+        })
+    }
+
+    /// The text shows `id` at paragraph `p`.
+    fn show(&mut self, id: &str, p: usize) {
+        let seen = self.shown.entry(id.to_owned()).or_default();
+        if seen.last() != Some(&p) {
+            seen.push(p);
+        }
     }
 
     fn speaker_of(&self, tag: Tag, in_paragraph: &[Speaker]) -> Option<Speaker> {
@@ -380,7 +438,15 @@ pub fn prepare(
         spoken: Vec::new(),
         mentioned: Vec::new(),
         addressed: None,
-        entered: narrator.map(str::to_owned).into_iter().collect(),
+        shown: BTreeMap::new(),
+        now: 0,
+        clock: paras
+            .iter()
+            .scan(0, |n, p| {
+                *n += usize::from(!p.segments.iter().any(|s| matches!(s, Segment::Quote(_))));
+                Some(*n)
+            })
+            .collect(),
     };
     let mut utterances = Vec::new();
     let mut all_sentences = Vec::new();
@@ -405,6 +471,7 @@ pub fn prepare(
     };
     let mut open_speaker: Option<Speaker> = None;
     for (p, para) in paras.iter().enumerate() {
+        voices.now = p;
         let segs = &para.segments;
         let mut in_paragraph: Vec<Speaker> = Vec::new();
         // The subject of the narration just before a quote in this paragraph.
@@ -427,7 +494,7 @@ pub fn prepare(
                                 continue;
                             }
                             entries.entry(m.character.to_owned()).or_insert(p);
-                            voices.entered.insert(m.character.to_owned());
+                            voices.show(m.character, p);
                             in_paragraph.push(Speaker::Focus(m.character.to_owned()));
                             voices
                                 .mentioned
@@ -503,7 +570,7 @@ pub fn prepare(
                     if let Some(speaker) = speaker {
                         if let Some(id) = speaker.focus() {
                             entries.entry(id.to_owned()).or_insert(p);
-                            voices.entered.insert(id.to_owned());
+                            voices.show(id, p);
                         }
                         paragraph_speaker = Some(speaker.clone());
                         if voices.spoken.last() != Some(&speaker) {
@@ -523,6 +590,25 @@ pub fn prepare(
         }
         if para.open {
             open_speaker = paragraph_speaker;
+        }
+    }
+    let mut stays: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    for (id, seen) in &voices.shown {
+        if narrator == Some(id.as_str()) {
+            continue;
+        }
+        // Gone at the first paragraph more than FADE_PARAGRAPHS of narration later.
+        let gone = |p: usize| {
+            (p..paras.len())
+                .find(|q| voices.clock[*q] - voices.clock[p] > FADE_PARAGRAPHS)
+                .unwrap_or(paras.len())
+        };
+        let ranges = stays.entry(id.clone()).or_default();
+        for p in seen {
+            match ranges.last_mut() {
+                Some(last) if *p < last.1 => last.1 = gone(*p),
+                _ => ranges.push((*p, gone(*p))),
+            }
         }
     }
     let active: BTreeSet<String> = utterances
@@ -575,6 +661,8 @@ pub fn prepare(
         sentences: all_sentences,
         exits,
         entries,
+        stays,
+        paragraph_starts: paras.iter().map(|p| span.start + p.start).collect(),
         narrator: narrator.map(str::to_owned),
     }
 }
@@ -584,6 +672,9 @@ pub fn prepare(
 const ASIDE_WORDS: &[&str] = &[
     "had", "would", "could", "might", "must", "should", "will", "is", "has", "may", "shall", "used",
 ];
+
+/// Words by which a text names the dead.
+const DEAD_WORDS: &[&str] = &["dead", "late", "body", "corpse", "deceased", "murdered"];
 
 /// Words right before a name that make it the topic, not a person in the room: "told
 /// him about the priest", "a letter from Holmes".
@@ -645,7 +736,11 @@ fn present_mention(sentence: &str, start: usize, end: usize) -> bool {
             .rev()
             .take(4)
             .any(|w| THOUGHT_WORDS.contains(&w.as_str()));
-    if aside || topic {
+    // "the dead man", "the body": a corpse in the room knows nothing.
+    let dead = words(&sentence[start..end])
+        .chain(before.last().cloned())
+        .any(|w| DEAD_WORDS.contains(&w.as_str()));
+    if aside || topic || dead {
         return false;
     }
     let subject = before.len() <= 2

@@ -373,6 +373,12 @@ const TIME_SHIFTS: &[&str] = &[
     "on reaching",
     "on arriving",
     "started off",
+    "walked for",
+    "rode for",
+    "travelled for",
+    "for a couple of",
+    "day he",
+    "day they",
 ];
 
 /// Does this paragraph (narration only) open at another time?
@@ -545,36 +551,46 @@ pub fn paragraphs(text: &str) -> Vec<Vec<Segment>> {
         .collect()
 }
 
-/// A paragraph's segments, and whether its last quote was left open: by the printing
-/// convention, a speech that goes on in the next paragraph.
+/// A paragraph's segments, whether its last quote was left open (by the printing
+/// convention, a speech that goes on in the next paragraph), and where it starts in the
+/// text (byte offset of its first line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paragraph {
     pub segments: Vec<Segment>,
     pub open: bool,
+    pub start: usize,
 }
 
-/// [`paragraphs`], with each paragraph's open quote.
+/// [`paragraphs`], with each paragraph's open quote and offset.
 #[must_use]
 pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
     let mut out = Vec::new();
     let mut current = String::new();
-    let flush = |current: &mut String, out: &mut Vec<Paragraph>| {
+    let mut start = 0;
+    let flush = |current: &mut String, start: usize, out: &mut Vec<Paragraph>| {
         let joined = current.split_whitespace().collect::<Vec<_>>().join(" ");
         if !joined.is_empty() {
             let (segments, open) = segments(&joined);
-            out.push(Paragraph { segments, open });
+            out.push(Paragraph {
+                segments,
+                open,
+                start,
+            });
         }
         current.clear();
     };
-    for line in text.lines() {
+    for (at, line) in lines_with_offsets(text) {
         if line.trim().is_empty() {
-            flush(&mut current, &mut out);
+            flush(&mut current, start, &mut out);
         } else {
+            if current.is_empty() {
+                start = at;
+            }
             current.push(' ');
             current.push_str(line);
         }
     }
-    flush(&mut current, &mut out);
+    flush(&mut current, start, &mut out);
     out
 }
 
