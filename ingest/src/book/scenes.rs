@@ -336,6 +336,24 @@ fn vocative(quote: &str, namer: &Namer) -> Option<String> {
     })
 }
 
+/// The focus character a quote introduces as its speaker: "I'm Joseph Stangerson", "I
+/// am Holmes", "my name is Mary Morstan", "you may address me as the Count".
+fn introduces(quote: &str, namer: &Namer) -> Option<String> {
+    const OPENERS: [&str; 6] = [
+        "i'm ",
+        "i am ",
+        "my name is ",
+        "address me as ",
+        "call me ",
+        "name's ",
+    ];
+    let lower = quote.to_lowercase();
+    namer.mentions(quote).into_iter().find_map(|m| {
+        let before = &lower[..m.start];
+        (m.by_name && OPENERS.iter().any(|o| before.ends_with(o))).then(|| m.character.to_owned())
+    })
+}
+
 /// The conversation so far in a scene: who spoke, who the narration named, who was
 /// addressed last.
 struct Voices<'a> {
@@ -478,6 +496,10 @@ pub fn prepare(
         let mut actor: Option<Speaker> = None;
         let mut paragraph_speaker: Option<Speaker> = None;
         let continued = open_speaker.take();
+        let introduced = segs.iter().find_map(|s| match s {
+            Segment::Quote(q) => introduces(q, namer),
+            Segment::Narration(_) => None,
+        });
         // Whom this paragraph's quotes address by name: the likely next speaker.
         let mut addressed: Option<Speaker> = None;
         for (i, seg) in segs.iter().enumerate() {
@@ -531,7 +553,16 @@ pub fn prepare(
                         Some(Segment::Narration(n)) => lead_in(n, namer),
                         _ => None,
                     };
-                    let tag = after.or(before);
+                    // "I'm Joseph Stangerson": the speaker says who it is, for every
+                    // quote of the paragraph a name does not tag.
+                    let named_tag =
+                        matches!(after.as_ref().or(before.as_ref()), Some(Tag::Focus(_)));
+                    let tag = introduced
+                        .clone()
+                        .filter(|_| !named_tag)
+                        .map(Tag::Focus)
+                        .or(after)
+                        .or(before);
                     let has_tag = tag.is_some();
                     let tagged = tag.and_then(|tag| match tag {
                         // A pronoun in a paragraph that already has a speaker who

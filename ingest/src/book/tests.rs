@@ -344,3 +344,19 @@ fn a_line_nobody_can_be_given_stays_unattributed_and_entrances_bound_what_is_hea
     assert!(!scene.present_at(1).contains("ann"));
     assert!(scene.present_at(3).contains("ann") && scene.present_at(3).contains("ben"));
 }
+
+#[test]
+fn a_speaker_who_says_who_he_is_is_that_character() {
+    let text = "Two men sat in the room when Ferrier came in, and they nodded to him.\n\n\
+                \"Maybe you don't know us,\" he said. \"This here is the son of Elder Drebber, \
+                and I'm Joseph Stangerson.\"\n\n\
+                \"You may call me Ferrier,\" said Ferrier.";
+    let scene = attributed(
+        "John Ferrier | Ferrier\nJoseph Stangerson | Stangerson\nEnoch Drebber | Drebber\n",
+        text,
+    );
+    let speakers: Vec<&Speaker> = scene.utterances.iter().map(|u| &u.speaker).collect();
+    let joseph = Speaker::Focus("joseph".into());
+    let john = Speaker::Focus("john".into());
+    assert_eq!(speakers, [&joseph, &joseph, &john]);
+}
