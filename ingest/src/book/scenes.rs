@@ -705,7 +705,9 @@ const ASIDE_WORDS: &[&str] = &[
 ];
 
 /// Words by which a text names the dead.
-const DEAD_WORDS: &[&str] = &["dead", "late", "body", "corpse", "deceased", "murdered"];
+const DEAD_WORDS: &[&str] = &[
+    "dead", "late", "body", "corpse", "deceased", "murdered", "death", "grave", "funeral",
+];
 
 /// Words right before a name that make it the topic, not a person in the room: "told
 /// him about the priest", "a letter from Holmes".
@@ -772,6 +774,12 @@ fn present_mention(sentence: &str, start: usize, end: usize) -> bool {
         .chain(before.last().cloned())
         .any(|w| DEAD_WORDS.contains(&w.as_str()));
     if aside || topic || dead {
+        return false;
+    }
+    // "Sholto's death", "Morstan's baggage": a name that only qualifies a thing shows
+    // no one, unless it opens the sentence ("Holmes's face lit up").
+    let possessive = sentence[end..].starts_with("'s") || sentence[end..].starts_with("’s");
+    if possessive && before.len() > 2 {
         return false;
     }
     let subject = before.len() <= 2

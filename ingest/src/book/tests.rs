@@ -360,3 +360,20 @@ fn a_speaker_who_says_who_he_is_is_that_character() {
     let john = Speaker::Focus("john".into());
     assert_eq!(speakers, [&joseph, &joseph, &john]);
 }
+
+#[test]
+fn names_in_the_narrator_s_reflections_and_possessives_put_no_one_on_stage() {
+    let text = "I reviewed the whole sequence as I rattled on through the streets, and I \
+                thought it over.\n\n\
+                The death of Captain Morstan, the sending of the pearls,--we had had light \
+                upon all those events. The Indian treasure, the curious plan found among \
+                Morstan's baggage, the strange scene at Major Sholto's death, the rediscovery \
+                of the treasure.\n\nHolmes's face lit up as he met me at the gate.";
+    let scene = attributed(
+        "John Watson | Watson | narrator\nCaptain Arthur Morstan | Captain Morstan, Morstan\n\
+         Major John Sholto | Major Sholto, Sholto\nSherlock Holmes | Holmes\n",
+        text,
+    );
+    let on_stage: Vec<&String> = scene.entries.keys().collect();
+    assert_eq!(on_stage, ["john", "sherlock"]);
+}
