@@ -336,6 +336,22 @@ fn vocative(quote: &str, namer: &Namer) -> Option<String> {
     })
 }
 
+/// The focus character a speech tag says the line was said to: "I said to Mrs. Hudson",
+/// "he remarked to Sherlock Holmes".
+fn said_to(tag: &str, namer: &Namer) -> Option<String> {
+    let first = sentences(tag).into_iter().next()?;
+    let head: String = first
+        .split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ");
+    namer.mentions(&head).into_iter().find_map(|m| {
+        let before = head[..m.start].trim_end();
+        (before.ends_with(" to") && words(before).take(4).any(|w| is_speech_verb(&w)))
+            .then(|| m.character.to_owned())
+    })
+}
+
 /// The focus character a quote introduces as its speaker: "I'm Joseph Stangerson", "I
 /// am Holmes", "my name is Mary Morstan", "you may address me as the Count".
 fn introduces(quote: &str, namer: &Namer) -> Option<String> {
@@ -376,10 +392,22 @@ impl Voices<'_> {
         self.narrator.is_some_and(|n| s.focus() == Some(n))
     }
 
-    /// Turn-taking: the speaker before the last one, different from it.
+    /// Turn-taking: the speaker before the last one, different from it; when only one
+    /// has spoken yet, the one other person on stage, if there is exactly one.
     fn alternate(&self) -> Option<Speaker> {
         let last = self.spoken.last()?;
-        self.spoken.iter().rev().find(|s| *s != last).cloned()
+        if let Some(before) = self.spoken.iter().rev().find(|s| *s != last) {
+            return Some(before.clone());
+        }
+        let mut others = self
+            .narrator
+            .map(str::to_owned)
+            .into_iter()
+            .chain(self.shown.keys().cloned())
+            .map(Speaker::Focus)
+            .filter(|s| s != last && self.on_stage(s));
+        let other = others.next()?;
+        others.next().is_none().then_some(other)
     }
 
     /// A third person on stage: the nearest candidate known to take the pronoun, else
@@ -557,6 +585,7 @@ pub fn prepare(
                     // quote of the paragraph a name does not tag.
                     let named_tag =
                         matches!(after.as_ref().or(before.as_ref()), Some(Tag::Focus(_)));
+                    let after_is_tag = after.is_some();
                     let tag = introduced
                         .clone()
                         .filter(|_| !named_tag)
@@ -573,7 +602,12 @@ pub fn prepare(
                             .or_else(|| voices.speaker_of(tag, &in_paragraph)),
                         _ => voices.speaker_of(tag, &in_paragraph),
                     });
-                    let vocative = vocative(q, namer).map(Speaker::Focus);
+                    // "…," I said to Mrs. Hudson: she is addressed, and likely answers.
+                    let told = match segs.get(i + 1) {
+                        Some(Segment::Narration(n)) if after_is_tag => said_to(n, namer),
+                        _ => None,
+                    };
+                    let vocative = vocative(q, namer).or(told).map(Speaker::Focus);
                     // A tag that names no one who can be found leaves the line unknown;
                     // only an untagged line is given by the conversation.
                     let untagged = || !has_tag;

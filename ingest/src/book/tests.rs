@@ -377,3 +377,28 @@ fn names_in_the_narrator_s_reflections_and_possessives_put_no_one_on_stage() {
     let on_stage: Vec<&String> = scene.entries.keys().collect();
     assert_eq!(on_stage, ["john", "sherlock"]);
 }
+
+#[test]
+fn an_untagged_reply_goes_to_the_one_other_person_there_or_to_whom_the_last_line_was_said() {
+    let ids = |scene: &super::scenes::Scene| -> Vec<String> {
+        scene
+            .utterances
+            .iter()
+            .map(|u| u.speaker.focus().unwrap_or("?").to_owned())
+            .collect()
+    };
+    let list = "John Watson | Watson | narrator\nMrs. Hudson | our landlady\n\
+                Sherlock Holmes | Holmes, Mr. Holmes\n";
+    let text = "I sat alone in my room that night, and I listened to the rain until I \
+                was weary of it.\n\n\
+                \"I suppose that Mr. Holmes has gone out,\" I said to Mrs. Hudson as she \
+                came up.\n\n\
+                \"No, sir. He has gone to his room.\"\n\n\
+                \"Why so?\"";
+    assert_eq!(ids(&attributed(list, text)), ["john", "mrs", "john"]);
+    let text = "It was half-past five before Holmes returned, and I was glad to see him, \
+                for I had waited long and my tea was cold.\n\n\
+                \"There is no great mystery in this,\" he said.\n\n\
+                \"What! you have solved it already?\"";
+    assert_eq!(ids(&attributed(list, text)), ["sherlock", "john"]);
+}
