@@ -182,18 +182,30 @@ async fn sandbox_runs_the_shipped_open_story_and_refuses_a_script() {
     assert!(message.contains("is a scripted scenario"), "{message}");
 }
 
-#[tokio::test]
-async fn bad_input_is_refused_with_a_clear_message() {
+/// `dramatis run SCENARIO` on the scripted model must fail; returns its stderr.
+async fn run_refused(scenario: &str) -> String {
     let output = tokio::process::Command::new(EXE)
-        .args(["run", "no-such-scenario", "--scripted", "builtin"])
+        .args(["run", scenario, "--scripted", "builtin"])
         .current_dir(repo())
         .output()
         .await
         .expect("dramatis run");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "run {scenario} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_a_clear_message() {
+    let stderr = run_refused("no-such-scenario").await;
     assert!(
         stderr.contains("no shipped scenario named \"no-such-scenario\""),
+        "{stderr}"
+    );
+    // A folder is a scenario only when it holds scenario.toml.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let stderr = run_refused(&empty.path().to_string_lossy()).await;
+    assert!(
+        stderr.contains("a folder without a scenario.toml"),
         "{stderr}"
     );
 }
@@ -657,10 +669,10 @@ async fn bookworld_presets_import_and_run() {
         .await;
         assert!(ok, "{preset}: {err}");
         assert!(said.starts_with("wrote "), "{said}");
-        let scenario = out.join("scenario.toml");
+        // The folder is the scenario: `run FOLDER` reads its scenario.toml.
         let (ok, transcript, err) = dramatis(&[
             command,
-            &scenario.to_string_lossy(),
+            &out.to_string_lossy(),
             "--scripted",
             "builtin",
             "--shared-agent",

@@ -165,11 +165,10 @@ pub async fn play_and_probe(
     })
 }
 
-/// A scenario path, or a shipped scenario's name.
+/// A scenario file, a folder holding one, or a shipped scenario's name.
 pub fn resolve_scenario(scenario: &str) -> anyhow::Result<PathBuf> {
-    let path = Path::new(scenario);
-    if path.is_file() {
-        return Ok(path.to_path_buf());
+    if let Some(file) = dramatis_world::scenario::local_file(scenario)? {
+        return Ok(file);
     }
     let shipped = dramatis_runtime::models::scenarios_dir()
         .join(scenario)
@@ -178,7 +177,7 @@ pub fn resolve_scenario(scenario: &str) -> anyhow::Result<PathBuf> {
         Ok(shipped)
     } else {
         Err(anyhow!(
-            "no scenario file or shipped scenario named {scenario:?}"
+            "no scenario file, scenario folder or shipped scenario named {scenario:?}"
         ))
     }
 }

@@ -253,7 +253,8 @@ async fn setup(
 
 pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let scenario_path = match &args.scenario {
-        Some(path) => path.clone(),
+        Some(path) => dramatis_world::scenario::local_file(&path.to_string_lossy())?
+            .with_context(|| format!("no scenario file or folder {}", path.display()))?,
         None => args
             .probes
             .parent()

@@ -42,7 +42,7 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let source = scenario_source(&args.scenario);
+    let source = scenario_source(&args.scenario)?;
     play_locally(args, source).await
 }
 
@@ -114,8 +114,8 @@ fn scenes_that_failed(events: &[dramatis_proto::v1::Event]) -> Vec<u32> {
 
 /// `dramatis sandbox`: `run` for open stories; refuses a scripted scenario.
 pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
-    let spec = if Path::new(&args.scenario).is_file() {
-        dramatis_world::scenario::Scenario::load(Path::new(&args.scenario))?
+    let spec = if let Some(file) = dramatis_world::scenario::local_file(&args.scenario)? {
+        dramatis_world::scenario::Scenario::load(&file)?
     } else {
         let catalog = dramatis_world::scenario::ScenarioCatalog::new(
             args.scenarios_dir
@@ -141,14 +141,16 @@ pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
     play_locally(args, create_world_request::Source::Sandbox(inline)).await
 }
 
-/// A CreateWorld source: an existing file is a path, anything else a shipped name.
-pub fn scenario_source(scenario: &str) -> create_world_request::Source {
-    if Path::new(scenario).is_file() {
-        let path = std::fs::canonicalize(scenario).unwrap_or_else(|_| PathBuf::from(scenario));
-        create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
-    } else {
-        create_world_request::Source::ScenarioName(scenario.to_owned())
-    }
+/// A CreateWorld source: an existing file (or a folder holding `scenario.toml`) is a
+/// path, anything else a shipped name.
+pub fn scenario_source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
+    Ok(match dramatis_world::scenario::local_file(scenario)? {
+        Some(file) => {
+            let path = std::fs::canonicalize(&file).unwrap_or(file);
+            create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
+        }
+        None => create_world_request::Source::ScenarioName(scenario.to_owned()),
+    })
 }
 
 /// Creates the world, follows its transcript and advances it to the end of the script.

@@ -2,7 +2,6 @@
 //! world service.
 
 use clap::Args;
-use std::path::Path;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_proto::v1::{
@@ -30,16 +29,15 @@ pub struct CreateArgs {
 /// first, so a mistake names the local file and line), or a sandbox spec file, which is
 /// sent inline so the server needs no copy of it.
 fn source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
-    let path = Path::new(scenario);
-    if path.is_file() {
-        let loaded = dramatis_world::scenario::Scenario::load(path)?;
+    if let Some(path) = dramatis_world::scenario::local_file(scenario)? {
+        let loaded = dramatis_world::scenario::Scenario::load(&path)?;
         if loaded.open.is_some() {
             let spec = dramatis_world::scenario::sandbox::scenario_to_spec(&loaded)
                 .context("not an open story")?;
             return Ok(create_world_request::Source::Sandbox(spec));
         }
     }
-    Ok(scenario_source(scenario))
+    scenario_source(scenario)
 }
 
 pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
