@@ -628,7 +628,7 @@ async fn refine_graph(
         }
         text.push('.');
         // Visibility is never the model's: it follows the same rules as the text's facts.
-        let mut known_by = scene.present_at(usize::MAX);
+        let mut known_by = scene.present_at_end();
         let mut route = "observation";
         for part in [&r.subject, &r.object] {
             if let Some(m) = namer.mentions(part).first()

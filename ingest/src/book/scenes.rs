@@ -86,6 +86,16 @@ impl Scene {
         self.active.iter().chain(&self.silent)
     }
 
+    /// Those on stage when the scene ends.
+    #[must_use]
+    pub fn present_at_end(&self) -> BTreeSet<String> {
+        match self.paragraph_starts.len() {
+            // Layers written before paragraphs were recorded: entries and exits only.
+            0 => self.present_at(usize::MAX),
+            n => self.present_at(n - 1),
+        }
+    }
+
     /// Those on stage at some time between book offsets `start` and `end`.
     #[must_use]
     pub fn present_between(&self, start: usize, end: usize) -> BTreeSet<String> {
