@@ -11,7 +11,8 @@ use super::lexicon::{
     SPEECH_VERBS, TIME_WORDS, atmosphere_of,
 };
 use super::text::{
-    FocusCharacter, Namer, Segment, Span, paragraphs, quoted_paragraphs, sentences, words,
+    FocusCharacter, Namer, Segment, Span, moves_in_time, paragraphs, prefix, quoted_paragraphs,
+    sentences, words,
 };
 
 /// Who spoke a line: a focus character (its id) or someone else (the name the tag used).
@@ -395,6 +396,9 @@ struct Voices<'a> {
     now: usize,
     /// Paragraphs of narration only, up to and including each paragraph.
     clock: Vec<usize>,
+    /// Paragraphs in which the narrator moves on ("We followed him into the
+    /// housekeeper's room"): who the text does not show there is left behind.
+    moved: Vec<usize>,
 }
 
 impl Voices<'_> {
@@ -406,7 +410,12 @@ impl Voices<'_> {
     /// has spoken yet, the one other person on stage, if there is exactly one.
     fn alternate(&self) -> Option<Speaker> {
         let last = self.spoken.last()?;
-        if let Some(before) = self.spoken.iter().rev().find(|s| *s != last) {
+        if let Some(before) = self
+            .spoken
+            .iter()
+            .rev()
+            .find(|s| *s != last && self.on_stage(s))
+        {
             return Some(before.clone());
         }
         let mut others = self
@@ -450,7 +459,10 @@ impl Voices<'_> {
                     .shown
                     .get(id)
                     .and_then(|seen| seen.last())
-                    .is_some_and(|last| self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS)
+                    .is_some_and(|last| {
+                        self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS
+                            && !self.moved.iter().any(|m| *last < *m && *m <= self.now)
+                    })
         })
     }
 
@@ -503,6 +515,7 @@ pub fn prepare(
                 Some(*n)
             })
             .collect(),
+        moved: Vec::new(),
     };
     let mut utterances = Vec::new();
     let mut all_sentences = Vec::new();
@@ -553,6 +566,14 @@ pub fn prepare(
                             if !present_mention(s, m.start, m.end) {
                                 continue;
                             }
+                            tracing::debug!(
+                                target: "dramatis_ingest::presence",
+                                scene = number,
+                                paragraph = p,
+                                character = m.character,
+                                "shown by narration: {}",
+                                prefix(s, 160)
+                            );
                             entries.entry(m.character.to_owned()).or_insert(p);
                             voices.show(m.character, p);
                             in_paragraph.push(Speaker::Focus(m.character.to_owned()));
@@ -569,6 +590,17 @@ pub fn prepare(
                             Some(Tag::Pronoun(g)) => voices.resolve(&in_paragraph, g),
                             _ => other_in(s),
                         };
+                        let moves = (narrator.is_some() && moves_on(&lower)) || moves_in_time(s);
+                        if moves && voices.moved.last() != Some(&p) {
+                            tracing::debug!(
+                                target: "dramatis_ingest::presence",
+                                scene = number,
+                                paragraph = p,
+                                "moves on: {}",
+                                prefix(s, 120)
+                            );
+                            voices.moved.push(p);
+                        }
                         if let Some(who) = exit_of(s, namer, &voices) {
                             exits.entry(who).or_insert(p + 1);
                         }
@@ -644,6 +676,14 @@ pub fn prepare(
                     }
                     if let Some(speaker) = speaker {
                         if let Some(id) = speaker.focus() {
+                            tracing::debug!(
+                                target: "dramatis_ingest::presence",
+                                scene = number,
+                                paragraph = p,
+                                character = id,
+                                "speaks: {}",
+                                prefix(q, 80)
+                            );
                             entries.entry(id.to_owned()).or_insert(p);
                             voices.show(id, p);
                         }
@@ -672,18 +712,38 @@ pub fn prepare(
         if narrator == Some(id.as_str()) {
             continue;
         }
-        // Gone at the first paragraph more than FADE_PARAGRAPHS of narration later.
-        let gone = |p: usize| {
+        // Gone at the first paragraph more than FADE_PARAGRAPHS of narration later…
+        let faded = |p: usize| {
             (p..paras.len())
                 .find(|q| voices.clock[*q] - voices.clock[p] > FADE_PARAGRAPHS)
                 .unwrap_or(paras.len())
         };
+        // …or, when the text does not show them again by then, where the narrator
+        // moves on after the last time it did: who is shown again soon went along.
+        let left_behind = |p: usize| {
+            voices
+                .moved
+                .iter()
+                .find(|m| **m > p)
+                .map_or(faded(p), |m| faded(p).min(*m))
+        };
         let ranges = stays.entry(id.clone()).or_default();
+        let mut last_seen = None;
         for p in seen {
-            match ranges.last_mut() {
-                Some(last) if *p < last.1 => last.1 = gone(*p),
-                _ => ranges.push((*p, gone(*p))),
+            match (ranges.last_mut(), last_seen) {
+                (Some(last), Some(before)) if *p < faded(before) => last.1 = faded(*p),
+                (Some(last), _) => {
+                    if let Some(before) = last_seen {
+                        last.1 = left_behind(before);
+                    }
+                    ranges.push((*p, faded(*p)));
+                }
+                (None, _) => ranges.push((*p, faded(*p))),
             }
+            last_seen = Some(*p);
+        }
+        if let (Some(last), Some(before)) = (ranges.last_mut(), last_seen) {
+            last.1 = left_behind(before);
         }
     }
     let active: BTreeSet<String> = utterances
@@ -784,6 +844,53 @@ const THOUGHT_WORDS: &[&str] = &[
     "dreamed",
 ];
 
+/// Phrases that put a sentence at a grave or a death, or leave someone behind ("Miss
+/// Morstan had remained behind with the frightened housekeeper"): the people it names
+/// are not shown where the story goes on.
+const DEATH_CUES: &[&str] = &[
+    " died",
+    "was dead",
+    "is dead",
+    "was gone",
+    "were gone",
+    "grave",
+    "buried",
+    "epitaph",
+    "corpse",
+    "funeral",
+    "remained behind",
+    "stayed behind",
+    "left behind",
+];
+
+/// Words before "to" that tie a name to a thing, not to an action in the room:
+/// "belonged to Miss Morstan", "a letter addressed to Holmes".
+const NOT_PRESENCE_BEFORE_TO: &[&str] = &[
+    "belonged",
+    "belongs",
+    "belonging",
+    "owed",
+    "due",
+    "according",
+    "known",
+    "unknown",
+    "married",
+    "engaged",
+    "related",
+    "left",
+    "bequeathed",
+    "sent",
+    "addressed",
+    "devoted",
+    "loyal",
+    "faithful",
+    "attached",
+    "similar",
+    "letter",
+    "message",
+    "note",
+];
+
 /// Words before a name that bring the person into the action: "turned to Holmes", "sat
 /// with Lucy", "glanced at Lestrade".
 const PRESENCE_WORDS: &[&str] = &[
@@ -817,7 +924,26 @@ fn present_mention(sentence: &str, start: usize, end: usize) -> bool {
     let dead = words(&sentence[start..end])
         .chain(before.last().cloned())
         .any(|w| DEAD_WORDS.contains(&w.as_str()));
-    if aside || topic || dead {
+    // An inscription ("JOHN FERRIER, … Died August 4th"), a grave, a death: no one is
+    // shown by a sentence that buries them.
+    let inscription = sentence[start..end]
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .count()
+        > 1
+        && !sentence[start..end].chars().any(char::is_lowercase);
+    let lower = sentence.to_lowercase();
+    let burial = DEATH_CUES.iter().any(|c| lower.contains(c));
+    // "Mrs. Cecil Forrester was out for the evening".
+    let next_two: Vec<String> = words(&sentence[end..]).take(2).collect();
+    let away = matches!(
+        next_two.first().map(String::as_str),
+        Some("was" | "is" | "were")
+    ) && matches!(
+        next_two.get(1).map(String::as_str),
+        Some("out" | "away" | "absent")
+    );
+    if aside || topic || dead || inscription || burial || away {
         return false;
     }
     // "Sholto's death", "Morstan's baggage": a name that only qualifies a thing shows
@@ -826,20 +952,30 @@ fn present_mention(sentence: &str, start: usize, end: usize) -> bool {
     if possessive && before.len() > 2 {
         return false;
     }
+    // "Holmes and I", "…, when Lestrade entered"; not the last of a list ("Stangerson,
+    // Kemball, Johnston, and Drebber").
     let subject = before.len() <= 2
-        || before
-            .last()
-            .is_some_and(|w| matches!(w.as_str(), "and" | "then" | "when" | "while" | "as"));
+        || before.last().is_some_and(|w| match w.as_str() {
+            "and" => before.len() <= 4,
+            "then" | "when" | "while" | "as" => true,
+            _ => false,
+        });
     // "turned to Holmes", "I recognized young Stamford": the person an action in the
     // past tense is directed at (a description's own first word skipped).
-    let verb = before.iter().rev().find(|w| {
+    let verb = before.iter().rposition(|w| {
         !matches!(
             w.as_str(),
-            "young" | "old" | "little" | "the" | "my" | "our"
+            "young" | "old" | "little" | "the" | "my" | "our" | "miss" | "mr" | "mrs" | "dr"
         )
     });
-    let directed = verb.is_some_and(|w| {
-        PRESENCE_WORDS.contains(&w.as_str()) || (w.len() > 3 && w.ends_with("ed"))
+    let directed = verb.is_some_and(|at| {
+        let w = before[at].as_str();
+        // The word before the verb, adverbs skipped: "belonged rightfully to Miss
+        // Morstan", "had possessed Major Sholto".
+        let prior = before[..at].iter().rev().find(|w| !w.ends_with("ly"));
+        let pluperfect = prior.is_some_and(|p| ASIDE_WORDS.contains(&p.as_str()) || p == "have");
+        let owed = w == "to" && prior.is_some_and(|p| NOT_PRESENCE_BEFORE_TO.contains(&p.as_str()));
+        !pluperfect && !owed && (PRESENCE_WORDS.contains(&w) || (w.len() > 3 && w.ends_with("ed")))
     });
     // "our landlady entered", "before Holmes returned": the subject of a verb in the
     // past tense, wherever the clause starts.
@@ -896,6 +1032,109 @@ const PAST_VERBS: &[&str] = &[
 fn is_past_verb(word: &str) -> bool {
     PAST_VERBS.contains(&word)
         || (word.len() > 4 && word.ends_with("ed") && !matches!(word, "indeed" | "need" | "seed"))
+}
+
+/// Verbs by which people go somewhere.
+const MOTION_VERBS: &[&str] = &[
+    "went",
+    "walked",
+    "drove",
+    "ascended",
+    "descended",
+    "climbed",
+    "passed",
+    "hurried",
+    "ran",
+    "entered",
+    "left",
+    "stepped",
+    "mounted",
+    "crossed",
+    "rattled",
+    "proceeded",
+    "dashed",
+    "rushed",
+    "emerged",
+    "returned",
+    "reached",
+    "arrived",
+    "made",
+    "set",
+    "started",
+    "sped",
+    "turned",
+    "came",
+    "clambered",
+    "filed",
+];
+
+/// Does a narration sentence (its lowercased words) move the narrator on: "we" or "I"
+/// opening a clause, a verb of motion within the next few words ("Twice as we ascended",
+/// "Then I went upstairs"; not "we followed him" or "we all descended together", where
+/// the company goes along)?
+fn moves_on(lower: &[String]) -> bool {
+    // "They landed me at Vauxhall": the narrator alone is taken on ("brought us" takes
+    // the company along).
+    let carried = lower.windows(2).any(|pair| {
+        matches!(
+            pair[0].as_str(),
+            "brought" | "landed" | "took" | "carried" | "drove" | "led" | "conveyed"
+        ) && pair[1] == "me"
+    });
+    if carried {
+        return true;
+    }
+    // "we" or "I" opening the sentence or a clause ("Holmes nodded, and we ascended"),
+    // not "the room which we entered".
+    lower.iter().enumerate().any(|(at, w)| {
+        (w == "we" || w == "i")
+            && (at == 0
+                || matches!(
+                    lower[at - 1].as_str(),
+                    "and" | "then" | "so" | "as" | "when" | "while" | "till" | "until" | "now"
+                ))
+            && (at + 1..lower.len().min(at + 4)).any(|v| goes(lower, v))
+    }) && !lower.iter().any(|w| w == "together" || w == "all")
+}
+
+/// Is `lower[at]` a verb of going: one that only means going ("ascended"), or one that
+/// may ("passed", "left", "made") followed by where to ("passed into", "made our way")?
+fn goes(lower: &[String], at: usize) -> bool {
+    let verb = lower[at].as_str();
+    if !MOTION_VERBS.contains(&verb) {
+        return false;
+    }
+    if !matches!(
+        verb,
+        "passed" | "left" | "turned" | "made" | "set" | "came" | "started" | "returned"
+    ) {
+        return true;
+    }
+    lower.get(at + 1).is_some_and(|next| match next.as_str() {
+        "our" | "my" => verb == "made",
+        w => matches!(
+            w,
+            "out"
+                | "off"
+                | "into"
+                | "through"
+                | "up"
+                | "down"
+                | "along"
+                | "over"
+                | "across"
+                | "to"
+                | "away"
+                | "back"
+                | "in"
+                | "from"
+                | "round"
+                | "towards"
+                | "toward"
+                | "on"
+                | "the"
+        ),
+    })
 }
 
 /// The focus character a sentence takes off the stage, if any.

@@ -402,3 +402,105 @@ fn an_untagged_reply_goes_to_the_one_other_person_there_or_to_whom_the_last_line
                 \"What! you have solved it already?\"";
     assert_eq!(ids(&attributed(list, text)), ["sherlock", "john"]);
 }
+
+#[test]
+fn a_middle_initial_ends_no_sentence_and_one_person_named_twice_is_one_mention() {
+    assert_eq!(
+        sentences("They were those of Enoch J. Drebber, of Cleveland. \"No,\" said I. Then"),
+        [
+            "They were those of Enoch J. Drebber, of Cleveland.",
+            "\"No,\" said I.",
+            "Then"
+        ]
+    );
+    let characters = parse_characters("McMurdo | the ex-prize-fighter\nSherlock Holmes | Holmes\n")
+        .expect("list");
+    let namer = Namer::new(&characters);
+    let text = "The ex-prize-fighter McMurdo had, I found, been arrested.";
+    let mentions = namer.mentions(text);
+    assert_eq!(mentions.len(), 1, "{mentions:?}");
+    assert_eq!(
+        &text[mentions[0].start..mentions[0].end],
+        "The ex-prize-fighter McMurdo"
+    );
+    assert!(mentions[0].by_name);
+}
+
+#[test]
+fn a_span_of_days_opens_a_scene_and_a_plain_for_does_not() {
+    let text = format!(
+        "CHAPTER I\n\n{}\n\nFor five days he toiled footsore through the defiles.\n\n{}\n\n\
+         For he was weary, and the night was long.\n\n{}\n",
+        body(200, "alpha"),
+        body(200, "beta"),
+        body(200, "gamma")
+    );
+    let p = partition(&text);
+    assert_eq!(p.scenes.len(), 2, "{:?}", p.scenes);
+    assert!(text[p.scenes[1].start..].starts_with("For five days"));
+}
+
+#[test]
+fn graves_absences_lists_and_things_owed_put_no_one_on_stage() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                John Ferrier | Ferrier\nMary Morstan | Miss Morstan\nMajor Sholto | Sholto\n\
+                Enoch Drebber | Drebber\nMrs. Forrester | Mrs. Forrester\n";
+    let text = "I sat with Holmes by the window, and I watched the street below us, as I \
+                often did.\n\n\
+                JOHN FERRIER, Formerly of Salt Lake City, Died August 4th, 1860.\n\n\
+                That, or part of it, belonged rightfully to Miss Morstan.\n\n\
+                It was no groundless terror which had possessed Major Sholto.\n\n\
+                The four principal Elders were Stangerson, Kemball, Johnston, and Drebber.\n\n\
+                Mrs. Forrester was out for the evening.";
+    let scene = attributed(list, text);
+    let on_stage: Vec<&String> = scene.entries.keys().collect();
+    assert_eq!(on_stage, ["john-watson", "sherlock"]);
+    // The one an action is directed at still comes on stage.
+    let scene = attributed(
+        list,
+        "I was alone, and I waited for an hour, as I had promised.\n\nI turned to Miss Morstan.",
+    );
+    assert!(scene.entries.contains_key("mary"), "{:?}", scene.entries);
+}
+
+#[test]
+fn when_the_narrator_moves_on_those_not_shown_again_are_left_behind() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Mrs. Bernstone | the housekeeper\n";
+    let text = "I stood in the passage, and I waited for my friend, as I had promised.\n\n\
+                The housekeeper wrung her hands by the lamp.\n\n\
+                \"He has locked himself in,\" said the housekeeper.\n\n\
+                Holmes nodded, and we ascended the stair.\n\n\
+                \"Look at this,\" said Holmes.\n\n\
+                The dead man sat in his chair, grinning.";
+    let scene = attributed(list, text);
+    assert!(scene.present_at(2).contains("mrs"), "{:?}", scene.stays);
+    assert!(!scene.present_at(4).contains("mrs"), "{:?}", scene.stays);
+    assert!(!scene.present_at(5).contains("mrs"), "{:?}", scene.stays);
+    assert!(
+        scene.present_at(5).contains("sherlock"),
+        "{:?}",
+        scene.stays
+    );
+    // All together, the company goes along.
+    let text = text.replace("we ascended the stair", "we all ascended the stair together");
+    let scene = attributed(list, &text);
+    assert!(scene.present_at(5).contains("mrs"), "{:?}", scene.stays);
+}
+
+#[test]
+fn remarked_and_observed_tag_the_narrator_and_others() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Jonathan Small | Small\n";
+    let text = "I sat with Holmes after Small was taken away, and I smoked.\n\n\
+                \"Well, and there is the end of our little drama,\" I remarked. \"I fear it is \
+                the last.\"\n\n\
+                \"I feared as much,\" observed Holmes.";
+    let scene = attributed(list, text);
+    let speakers: Vec<&str> = scene
+        .utterances
+        .iter()
+        .map(|u| u.speaker.focus().unwrap_or("?"))
+        .collect();
+    assert_eq!(speakers, ["john", "john", "sherlock"]);
+}

@@ -381,6 +381,20 @@ const TIME_SHIFTS: &[&str] = &[
     "day they",
 ];
 
+/// Does a sentence of narration move the story in time or place within its first words
+/// ("Upon rising next morning he found…", "But that night…")? Unlike a paragraph that
+/// opens a scene, a sentence that goes on ("but", "still") counts.
+#[must_use]
+pub fn moves_in_time(sentence: &str) -> bool {
+    let head: String = sentence
+        .split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    TIME_SHIFTS.iter().any(|m| head.contains(m))
+}
+
 /// Does this paragraph (narration only) open at another time?
 fn shifts_time(paragraph: &str) -> bool {
     let joined = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -401,7 +415,13 @@ fn shifts_time(paragraph: &str) -> bool {
         )
     });
     let first = sentences(&head).into_iter().next().unwrap_or("").to_owned();
-    !goes_on && TIME_SHIFTS.iter().any(|m| first.contains(m))
+    // "For five days he toiled…", "For some months Jefferson Hope lingered…": a span
+    // of time passes, though "for" alone goes on.
+    let lasting = first.starts_with("for ")
+        && words(&first)
+            .take(5)
+            .any(|w| matches!(w.as_str(), "days" | "weeks" | "months" | "years" | "hours"));
+    lasting || (!goes_on && TIME_SHIFTS.iter().any(|m| first.contains(m)))
 }
 
 /// Cuts the book into chapters and scenes.
@@ -645,8 +665,14 @@ pub fn sentences(text: &str) -> Vec<&str> {
         if next.is_some_and(|n| !n.is_whitespace()) {
             continue;
         }
-        let word = text[start..*at].rsplit(' ').next().unwrap_or("");
-        if *c == '.' && ABBREVIATIONS.contains(&word) {
+        let word = text[start..*at]
+            .rsplit(char::is_whitespace)
+            .next()
+            .unwrap_or("")
+            .trim_start_matches(|c: char| !c.is_alphanumeric());
+        // "Mr.", and a middle initial ("Enoch J. Drebber"): "I." ends a sentence.
+        let initial = word.len() == 1 && word != "I" && word.chars().all(char::is_uppercase);
+        if *c == '.' && (ABBREVIATIONS.contains(&word) || initial) {
             continue;
         }
         let end = at + c.len_utf8();
@@ -724,7 +750,22 @@ impl Namer {
             }
         }
         out.sort_by_key(|m| m.start);
-        out
+        // "the ex-prize-fighter McMurdo": a description and a name of one person side by
+        // side are one mention.
+        let mut merged: Vec<Mention<'a>> = Vec::with_capacity(out.len());
+        for m in out {
+            match merged.last_mut() {
+                Some(last)
+                    if last.character == m.character
+                        && text[last.end..m.start].trim().is_empty() =>
+                {
+                    last.end = m.end;
+                    last.by_name |= m.by_name;
+                }
+                _ => merged.push(m),
+            }
+        }
+        merged
     }
 }
 
