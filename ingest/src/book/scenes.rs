@@ -256,10 +256,14 @@ fn is_speech_verb(word: &str) -> bool {
 /// Whom the words at the start of `head` name: a focus character, the narrator, a
 /// pronoun, a description or a capitalised name. `words` are `head`'s words, lowercased.
 fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<Tag> {
-    if let Some(m) = namer.mentions(head).first().filter(|m| m.start <= 4) {
+    let first = words.first()?;
+    // "Holmes", "Mr. Holmes", or a description before the name ("the wary Jones").
+    let described = DETERMINERS.contains(&first.as_str());
+    if let Some(m) = namer.mentions(head).first().filter(|m| {
+        m.start <= 4 || (described && head[..m.start].split_whitespace().count() <= 2)
+    }) {
         return Some(Tag::Focus(m.character.to_owned()));
     }
-    let first = words.first()?;
     match first.as_str() {
         "i" => Some(Tag::Narrator),
         "he" => Some(Tag::Pronoun(Gender::He)),
@@ -539,6 +543,7 @@ pub fn prepare(
             .map(|n| Speaker::Other(n.clone()))
     };
     let mut open_speaker: Option<Speaker> = None;
+    let mut returns: BTreeSet<(String, usize)> = BTreeSet::new();
     for (p, para) in paras.iter().enumerate() {
         voices.now = p;
         let segs = &para.segments;
@@ -575,6 +580,11 @@ pub fn prepare(
                                 prefix(s, 160)
                             );
                             entries.entry(m.character.to_owned()).or_insert(p);
+                            // "Lestrade, who had been in the front room…, reappeared":
+                            // he was away since the text last showed him.
+                            if comes_back(s, m.end) {
+                                returns.insert((m.character.to_owned(), p));
+                            }
                             voices.show(m.character, p);
                             in_paragraph.push(Speaker::Focus(m.character.to_owned()));
                             voices
@@ -603,6 +613,21 @@ pub fn prepare(
                         }
                         if let Some(who) = exit_of(s, namer, &voices) {
                             exits.entry(who).or_insert(p + 1);
+                        }
+                        // "…," remarked the wary Jones as they left the room: the people
+                        // it names and the one the line was said to leave.
+                        let lower_s = s.to_lowercase();
+                        if EXIT_PHRASES
+                            .iter()
+                            .any(|x| lower_s.contains(&format!("they {x}")))
+                        {
+                            let leaving = mentions
+                                .iter()
+                                .map(|m| m.character)
+                                .chain(addressed.as_ref().and_then(Speaker::focus));
+                            for who in leaving {
+                                exits.entry(who.to_owned()).or_insert(p + 1);
+                            }
                         }
                         all_sentences.push(Sentence {
                             text: s.to_owned(),
@@ -730,7 +755,13 @@ pub fn prepare(
         let ranges = stays.entry(id.clone()).or_default();
         let mut last_seen = None;
         for p in seen {
+            let returned = returns.contains(&(id.clone(), *p));
             match (ranges.last_mut(), last_seen) {
+                // Back from somewhere: away since the paragraph after the last showing.
+                (Some(last), Some(before)) if returned && before < *p => {
+                    last.1 = last.1.min(before + 1);
+                    ranges.push((*p, faded(*p)));
+                }
                 (Some(last), Some(before)) if *p < faded(before) => last.1 = faded(*p),
                 (Some(last), _) => {
                     if let Some(before) = last_seen {
@@ -1032,6 +1063,16 @@ const PAST_VERBS: &[&str] = &[
 fn is_past_verb(word: &str) -> bool {
     PAST_VERBS.contains(&word)
         || (word.len() > 4 && word.ends_with("ed") && !matches!(word, "indeed" | "need" | "seed"))
+}
+
+/// Does the sentence bring the character named before `end` back ("Lestrade, who had
+/// been in the front room…, reappeared", "Holmes returned")?
+fn comes_back(sentence: &str, end: usize) -> bool {
+    let lower = sentence.to_lowercase();
+    ["reappeared", "came back", "re-entered", "reentered"]
+        .iter()
+        .any(|w| lower.contains(w))
+        || words(&sentence[end..]).next().as_deref() == Some("returned")
 }
 
 /// Verbs by which people go somewhere.

@@ -72,10 +72,27 @@ fn character_lists_give_ids_and_refuse_bad_lines() {
     let ids: Vec<&str> = list.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(
         ids,
-        ["john-smith", "john-jones", "mary"],
-        "a shared first word takes the whole name"
+        ["john-smith", "john-jones", "mary-ann"],
+        "ids are whole names"
     );
     assert_eq!(list[0].description(), Some("the smith"));
+    let titled = parse_characters(
+        "Mr. Merryweather\nBrother Anselm\nMrs. Hudson\nMr. Hudson\nJohn H. Watson\nThe Count\n",
+    )
+    .expect("list");
+    let ids: Vec<&str> = titled.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "merryweather",
+            "anselm",
+            "mrs-hudson",
+            "mr-hudson",
+            "john-h-watson",
+            "the-count"
+        ],
+        "titles are not ids; two who would share one keep theirs"
+    );
     let err = parse_characters("Mary | x\n | nobody\n").expect_err("no name");
     assert!(err.to_string().starts_with("line 2:"), "{err}");
     let err = parse_characters("Mary\nMary\n").expect_err("twice");
@@ -118,17 +135,23 @@ fn speakers_come_from_tags_narration_and_turn_taking() {
         None,
     );
     let speakers: Vec<&Speaker> = scene.utterances.iter().map(|u| &u.speaker).collect();
-    let ann = Speaker::Focus("ann".into());
-    let ben = Speaker::Focus("ben".into());
+    let ann = Speaker::Focus("ann-lee".into());
+    let ben = Speaker::Focus("ben-cole".into());
     let silas = Speaker::Other("Silas".into());
     assert_eq!(speakers, [&ann, &ben, &ann, &ben, &silas, &ann, &ann]);
     assert_eq!(scene.location, "the parlour");
-    assert_eq!(scene.active, ["ann".to_owned(), "ben".to_owned()].into());
+    assert_eq!(
+        scene.active,
+        ["ann-lee".to_owned(), "ben-cole".to_owned()].into()
+    );
     // "He went out" takes Silas (not a focus character) off; "Ben went out", Ben, from
     // the paragraph after it.
     assert_eq!(scene.exits.len(), 1, "{:?}", scene.exits);
-    let gone = scene.exits["ben"];
-    assert!(!scene.present_at(gone).contains("ben") && scene.present_at(gone - 1).contains("ben"));
+    let gone = scene.exits["ben-cole"];
+    assert!(
+        !scene.present_at(gone).contains("ben-cole")
+            && scene.present_at(gone - 1).contains("ben-cole")
+    );
 }
 
 #[test]
@@ -263,7 +286,7 @@ fn the_first_person_narrator_speaks_as_i_and_is_on_stage_throughout() {
     let list =
         "John Watson | Watson | narrator\nStamford | young Stamford\nSherlock Holmes | Holmes\n";
     let scene = attributed(list, text);
-    assert_eq!(scene.narrator.as_deref(), Some("john"));
+    assert_eq!(scene.narrator.as_deref(), Some("john-watson"));
     let said: Vec<(String, String)> = scene
         .utterances
         .iter()
@@ -284,13 +307,13 @@ fn the_first_person_narrator_speaks_as_i_and_is_on_stage_throughout() {
         .collect();
     let expected = [
         ("stamford", "Whatever have"),
-        ("john", "Looking for"),
+        ("john-watson", "Looking for"),
         ("stamford", "That's a"),
         ("stamford", "you are"),
-        ("john", "And who"),
+        ("john-watson", "And who"),
         ("stamford", "A fellow"),
         ("stamford", "But he"),
-        ("john", "Why, what"),
+        ("john-watson", "Why, what"),
         ("stamford", "Nothing, Watson."),
     ];
     let expected: Vec<(String, String)> = expected
@@ -299,14 +322,14 @@ fn the_first_person_narrator_speaks_as_i_and_is_on_stage_throughout() {
         .collect();
     assert_eq!(said, expected);
     // The narrator is there from the first paragraph; Holmes is only talked about.
-    assert_eq!(scene.entries.get("john"), Some(&0));
+    assert_eq!(scene.entries.get("john-watson"), Some(&0));
     assert!(scene.present().any(|c| c == "stamford"));
     assert!(
-        !scene.present().any(|c| c == "sherlock"),
+        !scene.present().any(|c| c == "sherlock-holmes"),
         "{:?}",
         scene.entries
     );
-    assert!(scene.referenced.contains("sherlock"));
+    assert!(scene.referenced.contains("sherlock-holmes"));
 }
 
 #[test]
@@ -317,7 +340,7 @@ fn without_a_mark_the_narrator_is_the_one_addressed_by_name_and_third_person_has
                  \"I am, Holmes,\" I said. \"Very.\"\n\n\
                  \"Then sleep, Watson.\"";
     let scene = attributed("John Watson | Watson\nSherlock Holmes | Holmes\n", first);
-    assert_eq!(scene.narrator.as_deref(), Some("john"));
+    assert_eq!(scene.narrator.as_deref(), Some("john-watson"));
     let third = "Holmes sat by the fire, and Watson stood at the window. He said \
                  nothing for a while, and the clock ticked.\n\n\
                  \"You look tired, Watson,\" said Holmes.";
@@ -338,11 +361,14 @@ fn a_line_nobody_can_be_given_stays_unattributed_and_entrances_bound_what_is_hea
     let scene = attributed("Ann Lee | Ann\nBen Cole | Ben\n", text);
     // The first line: no tag, no one on stage, no conversation: nobody's.
     assert_eq!(scene.utterances.len(), 1, "{:?}", scene.utterances);
-    assert_eq!(scene.utterances[0].speaker, Speaker::Focus("ben".into()));
-    assert_eq!(scene.entries.get("ann"), Some(&2));
-    assert_eq!(scene.entries.get("ben"), Some(&3));
-    assert!(!scene.present_at(1).contains("ann"));
-    assert!(scene.present_at(3).contains("ann") && scene.present_at(3).contains("ben"));
+    assert_eq!(
+        scene.utterances[0].speaker,
+        Speaker::Focus("ben-cole".into())
+    );
+    assert_eq!(scene.entries.get("ann-lee"), Some(&2));
+    assert_eq!(scene.entries.get("ben-cole"), Some(&3));
+    assert!(!scene.present_at(1).contains("ann-lee"));
+    assert!(scene.present_at(3).contains("ann-lee") && scene.present_at(3).contains("ben-cole"));
 }
 
 #[test]
@@ -356,8 +382,8 @@ fn a_speaker_who_says_who_he_is_is_that_character() {
         text,
     );
     let speakers: Vec<&Speaker> = scene.utterances.iter().map(|u| &u.speaker).collect();
-    let joseph = Speaker::Focus("joseph".into());
-    let john = Speaker::Focus("john".into());
+    let joseph = Speaker::Focus("joseph-stangerson".into());
+    let john = Speaker::Focus("john-ferrier".into());
     assert_eq!(speakers, [&joseph, &joseph, &john]);
 }
 
@@ -375,7 +401,7 @@ fn names_in_the_narrator_s_reflections_and_possessives_put_no_one_on_stage() {
         text,
     );
     let on_stage: Vec<&String> = scene.entries.keys().collect();
-    assert_eq!(on_stage, ["john", "sherlock"]);
+    assert_eq!(on_stage, ["john-watson", "sherlock-holmes"]);
 }
 
 #[test]
@@ -395,12 +421,18 @@ fn an_untagged_reply_goes_to_the_one_other_person_there_or_to_whom_the_last_line
                 came up.\n\n\
                 \"No, sir. He has gone to his room.\"\n\n\
                 \"Why so?\"";
-    assert_eq!(ids(&attributed(list, text)), ["john", "mrs", "john"]);
+    assert_eq!(
+        ids(&attributed(list, text)),
+        ["john-watson", "hudson", "john-watson"]
+    );
     let text = "It was half-past five before Holmes returned, and I was glad to see him, \
                 for I had waited long and my tea was cold.\n\n\
                 \"There is no great mystery in this,\" he said.\n\n\
                 \"What! you have solved it already?\"";
-    assert_eq!(ids(&attributed(list, text)), ["sherlock", "john"]);
+    assert_eq!(
+        ids(&attributed(list, text)),
+        ["sherlock-holmes", "john-watson"]
+    );
 }
 
 #[test]
@@ -454,13 +486,17 @@ fn graves_absences_lists_and_things_owed_put_no_one_on_stage() {
                 Mrs. Forrester was out for the evening.";
     let scene = attributed(list, text);
     let on_stage: Vec<&String> = scene.entries.keys().collect();
-    assert_eq!(on_stage, ["john-watson", "sherlock"]);
+    assert_eq!(on_stage, ["john-watson", "sherlock-holmes"]);
     // The one an action is directed at still comes on stage.
     let scene = attributed(
         list,
         "I was alone, and I waited for an hour, as I had promised.\n\nI turned to Miss Morstan.",
     );
-    assert!(scene.entries.contains_key("mary"), "{:?}", scene.entries);
+    assert!(
+        scene.entries.contains_key("mary-morstan"),
+        "{:?}",
+        scene.entries
+    );
 }
 
 #[test]
@@ -474,18 +510,37 @@ fn when_the_narrator_moves_on_those_not_shown_again_are_left_behind() {
                 \"Look at this,\" said Holmes.\n\n\
                 The dead man sat in his chair, grinning.";
     let scene = attributed(list, text);
-    assert!(scene.present_at(2).contains("mrs"), "{:?}", scene.stays);
-    assert!(!scene.present_at(4).contains("mrs"), "{:?}", scene.stays);
-    assert!(!scene.present_at(5).contains("mrs"), "{:?}", scene.stays);
     assert!(
-        scene.present_at(5).contains("sherlock"),
+        scene.present_at(2).contains("bernstone"),
+        "{:?}",
+        scene.stays
+    );
+    assert!(
+        !scene.present_at(4).contains("bernstone"),
+        "{:?}",
+        scene.stays
+    );
+    assert!(
+        !scene.present_at(5).contains("bernstone"),
+        "{:?}",
+        scene.stays
+    );
+    assert!(
+        scene.present_at(5).contains("sherlock-holmes"),
         "{:?}",
         scene.stays
     );
     // All together, the company goes along.
-    let text = text.replace("we ascended the stair", "we all ascended the stair together");
+    let text = text.replace(
+        "we ascended the stair",
+        "we all ascended the stair together",
+    );
     let scene = attributed(list, &text);
-    assert!(scene.present_at(5).contains("mrs"), "{:?}", scene.stays);
+    assert!(
+        scene.present_at(5).contains("bernstone"),
+        "{:?}",
+        scene.stays
+    );
 }
 
 #[test]
@@ -502,5 +557,29 @@ fn remarked_and_observed_tag_the_narrator_and_others() {
         .iter()
         .map(|u| u.speaker.focus().unwrap_or("?"))
         .collect();
-    assert_eq!(speakers, ["john", "john", "sherlock"]);
+    assert_eq!(speakers, ["john-watson", "john-watson", "sherlock-holmes"]);
+}
+
+#[test]
+fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_shown() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Athelney Jones | Jones\nJonathan Small | Small\nLestrade\n";
+    let text = "I sat with Holmes and the prisoner, and I said nothing, as I was tired.\n\n\
+                \"You first, Small,\" remarked the wary Jones as they left the room.\n\n\
+                \"Well, and there is the end of our little drama,\" I remarked.";
+    let scene = attributed(list, text);
+    assert!(scene.present_at(1).contains("athelney-jones"), "{:?}", scene.exits);
+    assert!(!scene.present_at(2).contains("athelney-jones"), "{:?}", scene.exits);
+    assert!(!scene.present_at(2).contains("jonathan-small"), "{:?}", scene.exits);
+
+    let text = "I stood in the hall with Holmes, and I listened, as I always did.\n\n\
+                Lestrade came in and nodded to us.\n\n\
+                \"We telegraphed this morning,\" said Holmes.\n\n\
+                \"I asked about Stangerson,\" said Holmes.\n\n\
+                Holmes chuckled, when Lestrade, who had been in the front room, reappeared \
+                upon the scene.";
+    let scene = attributed(list, text);
+    assert!(scene.present_at(1).contains("lestrade"), "{:?}", scene.stays);
+    assert!(!scene.present_at(3).contains("lestrade"), "{:?}", scene.stays);
+    assert!(scene.present_at(4).contains("lestrade"), "{:?}", scene.stays);
 }

@@ -93,14 +93,78 @@ pub fn is_description(form: &str) -> bool {
 
 /// Reads the character list: one `Canonical Name | alias, alias | marks` per line (the
 /// aliases and marks may be left out; the only mark is `narrator`); blank lines and `#`
-/// comments are skipped. Ids are the first word of the name, lowercased (the
-/// whole name when two characters share a first word).
+/// comments are skipped. Ids are the name without its titles, lowercased, words joined
+/// by `-` (the whole name when two characters would share one).
 pub fn read_characters(path: &Path) -> anyhow::Result<Vec<FocusCharacter>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     parse_characters(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// Words that give a rank, an office or a form of address before a name.
+const TITLE_WORDS: &[&str] = &[
+    "mr",
+    "mrs",
+    "ms",
+    "miss",
+    "dr",
+    "doctor",
+    "sir",
+    "lady",
+    "lord",
+    "dame",
+    "captain",
+    "capt",
+    "major",
+    "colonel",
+    "col",
+    "general",
+    "lieutenant",
+    "lt",
+    "sergeant",
+    "sgt",
+    "inspector",
+    "constable",
+    "brother",
+    "sister",
+    "father",
+    "elder",
+    "professor",
+    "prof",
+    "rev",
+    "reverend",
+    "madame",
+    "madam",
+    "monsieur",
+    "mademoiselle",
+    "herr",
+    "frau",
+    "king",
+    "queen",
+    "prince",
+    "princess",
+    "count",
+    "countess",
+    "baron",
+    "baroness",
+    "duke",
+    "duchess",
+    "saint",
+    "st",
+    "uncle",
+    "aunt",
+    "master",
+    "mistress",
+    "the",
+];
+
+fn is_title_word(word: &str) -> bool {
+    let bare = word.trim_end_matches('.').to_lowercase();
+    TITLE_WORDS.contains(&bare.as_str())
+}
+
+/// Reads a character list: one `Canonical Name | alias, alias | narrator` per line. A
+/// character's id is its name without titles, in lowercase words joined by `-`.
 pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
     let mut list: Vec<(usize, String, Vec<String>, bool)> = Vec::new();
     for (n, line) in text.lines().enumerate() {
@@ -142,14 +206,26 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
     if list.is_empty() {
         bail!("no characters: write one `Canonical Name | alias, alias` per line");
     }
-    let first_word =
-        |name: &str| id_from(name.split_whitespace().next().unwrap_or(name), "character");
+    // The name without its titles ("Mr. Merryweather" is `merryweather`, "Sherlock
+    // Holmes" `sherlock-holmes`); the whole name when two would share one.
+    let untitled = |name: &str| {
+        let words: Vec<&str> = name.split_whitespace().collect();
+        let first = words
+            .iter()
+            .position(|w| !is_title_word(w))
+            .unwrap_or(words.len());
+        if first == words.len() {
+            id_from(name, "character")
+        } else {
+            id_from(&words[first..].join(" "), "character")
+        }
+    };
     let mut out: Vec<FocusCharacter> = Vec::new();
     for (line, name, aliases, narrator) in &list {
-        let short = first_word(name);
+        let short = untitled(name);
         let shared = list
             .iter()
-            .filter(|(_, n, _, _)| first_word(n) == short)
+            .filter(|(_, n, _, _)| untitled(n) == short)
             .count()
             > 1;
         let id = if shared {
