@@ -271,6 +271,14 @@ async fn bad_books_and_lists_get_clear_errors() {
         "Ebenezer Scrooge | Scrooge\nJacob Marley | Marley\n",
     )
     .expect("test data");
+    // A contents list and nothing under it.
+    let contents = dir.path().join("contents.txt");
+    std::fs::write(
+        &contents,
+        "THE BOOK\n\nCONTENTS\n\nCHAPTER I. The Crossing\nCHAPTER II. The Lighthouse\n\
+         CHAPTER III. The Return\n",
+    )
+    .expect("test data");
     let malformed = dir.path().join("malformed.txt");
     std::fs::write(&malformed, "Maren Hale | Maren\n | the widow\n").expect("test data");
     let book_file = book().join("book.txt");
@@ -288,6 +296,11 @@ async fn bad_books_and_lists_get_clear_errors() {
             "is not UTF-8 text (invalid bytes at offset 16)",
         ),
         (&huge, &characters, "ingest reads books up to 16 MB"),
+        (
+            &contents,
+            &characters,
+            "no story text: the book's chapters hold",
+        ),
         (
             &book_file,
             &nobody,
@@ -312,5 +325,51 @@ async fn bad_books_and_lists_get_clear_errors() {
         assert!(!ok, "{} was accepted", book_path.display());
         assert!(err.contains(expect), "{}: {err}", book_path.display());
         assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn a_book_without_quotes_and_a_list_naming_a_stranger_ingest_with_warnings() {
+    let dir = tempfile::tempdir().expect("test data");
+    let text = std::fs::read_to_string(book().join("book.txt")).expect("test book");
+    let unquoted = dir.path().join("unquoted.txt");
+    std::fs::write(&unquoted, text.replace(['"', '“', '”'], "")).expect("test data");
+    let list = dir.path().join("characters.txt");
+    let mut characters = std::fs::read_to_string(book().join("characters.txt")).expect("list");
+    characters.push_str("Ebenezer Scrooge | Scrooge\n");
+    std::fs::write(&list, characters).expect("test data");
+    for (book_path, warning, other) in [
+        (
+            unquoted,
+            "warning: no quoted speech in the book",
+            "warning: the book never names ebenezer-scrooge",
+        ),
+        (
+            book().join("book.txt"),
+            "warning: the book never names ebenezer-scrooge (by name or alias)",
+            "warning: no quoted speech",
+        ),
+    ] {
+        let out = dir.path().join("out");
+        let (ok, stdout, err) = dramatis(&[
+            "ingest",
+            book_path.to_str().expect("test data"),
+            "--characters",
+            list.to_str().expect("test data"),
+            "--out",
+            out.to_str().expect("test data"),
+            "--no-model",
+        ])
+        .await;
+        assert!(ok, "{err}");
+        assert!(err.contains(warning), "{err}");
+        assert!(stdout.contains("wrote"), "{stdout}");
+        // The stranger is in both runs; only the unquoted book lacks speech.
+        if book_path.ends_with("book.txt") {
+            assert!(!err.contains(other), "{err}");
+        } else {
+            assert!(err.contains(other), "{err}");
+        }
+        std::fs::remove_dir_all(&out).expect("clean");
     }
 }

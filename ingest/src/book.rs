@@ -100,6 +100,10 @@ impl Progress for Quiet {
     fn finish(&self, _: &str, _: &str) {}
 }
 
+/// Fewer words than this under the book's chapters is no story to ingest (a contents
+/// list, a title page).
+const MIN_STORY_WORDS: usize = 100;
+
 /// The analysis of the whole book: every stage's result.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Analysis {
@@ -177,6 +181,21 @@ pub async fn analyse(
             Ok((parts.title, parts.chapters, scenes))
         })
         .await?;
+    let story_words: usize = analysis
+        .scenes
+        .iter()
+        .map(|s| book[s.span.start..s.span.end].split_whitespace().count())
+        .sum();
+    if story_words < MIN_STORY_WORDS {
+        bail!(
+            "no story text: the book's chapters hold {} words (fewer than {}), out of {} \
+             in the file; it looks like headings, a contents list or front matter only: give \
+             the file with the chapters' text",
+            story_words,
+            MIN_STORY_WORDS,
+            book.split_whitespace().count()
+        );
+    }
     if analysis.on_stage().is_empty() {
         let looked: Vec<&str> = characters.iter().map(|c| c.name.as_str()).collect();
         bail!(

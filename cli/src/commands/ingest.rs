@@ -164,12 +164,31 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
         &bars,
     )
     .await?;
+    warn(&done);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
     } else {
         print_report(&done);
     }
     Ok(())
+}
+
+/// What a user should fix or know about the book and the list, on stderr whatever the
+/// output format.
+fn warn(done: &Done) {
+    if !done.unnamed.is_empty() {
+        eprintln!(
+            "warning: the book never names {} (by name or alias): no agent, no knowledge; \
+             check the list against the text",
+            done.unnamed.join(", ")
+        );
+    }
+    if done.quoted_lines == 0 {
+        eprintln!(
+            "warning: no quoted speech in the book (dialogue in \"…\" or “…”): no line has a \
+             speaker and no character has speech patterns"
+        );
+    }
 }
 
 fn print_report(done: &Done) {

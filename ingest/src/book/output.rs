@@ -49,8 +49,14 @@ pub struct Done {
     pub stages: Vec<(String, StageCost)>,
     pub rejections: Vec<Rejection>,
     pub layers: Vec<LayerRow>,
-    /// Characters of the list never on stage (referenced only, or never named).
+    /// Characters of the list never on stage but talked about.
     pub offstage: Vec<String>,
+    /// Characters of the list the book never names (by their name or an alias).
+    #[serde(default)]
+    pub unnamed: Vec<String>,
+    /// Quoted lines the book holds (none: no speaker, no speech patterns).
+    #[serde(default)]
+    pub quoted_lines: usize,
     pub seconds: f64,
     pub stopped_after: Option<String>,
 }
@@ -68,6 +74,11 @@ pub(super) fn write(
     seconds: f64,
 ) -> anyhow::Result<Done> {
     let world = analysis.on_stage();
+    let named: std::collections::BTreeSet<&String> = analysis
+        .scenes
+        .iter()
+        .flat_map(|s| s.present().chain(&s.referenced))
+        .collect();
     let past = options.past.count(analysis.scenes.len());
     let layers_dir = out.join("layers");
     std::fs::create_dir_all(&layers_dir)
@@ -143,9 +154,19 @@ pub(super) fn write(
         layers,
         offstage: characters
             .iter()
-            .filter(|c| !world.contains(&c.id))
+            .filter(|c| !world.contains(&c.id) && named.contains(&c.id))
             .map(|c| c.id.clone())
             .collect(),
+        unnamed: characters
+            .iter()
+            .filter(|c| !named.contains(&c.id))
+            .map(|c| c.id.clone())
+            .collect(),
+        quoted_lines: super::text::paragraphs(book)
+            .iter()
+            .flatten()
+            .filter(|s| matches!(s, super::text::Segment::Quote(_)))
+            .count(),
         seconds,
         stopped_after: options.stop_after.clone().filter(|_| stopped),
     };

@@ -259,9 +259,11 @@ fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<Tag> {
     let first = words.first()?;
     // "Holmes", "Mr. Holmes", or a description before the name ("the wary Jones").
     let described = DETERMINERS.contains(&first.as_str());
-    if let Some(m) = namer.mentions(head).first().filter(|m| {
-        m.start <= 4 || (described && head[..m.start].split_whitespace().count() <= 2)
-    }) {
+    if let Some(m) = namer
+        .mentions(head)
+        .first()
+        .filter(|m| m.start <= 4 || (described && head[..m.start].split_whitespace().count() <= 2))
+    {
         return Some(Tag::Focus(m.character.to_owned()));
     }
     match first.as_str() {

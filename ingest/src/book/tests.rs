@@ -568,9 +568,21 @@ fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_s
                 \"You first, Small,\" remarked the wary Jones as they left the room.\n\n\
                 \"Well, and there is the end of our little drama,\" I remarked.";
     let scene = attributed(list, text);
-    assert!(scene.present_at(1).contains("athelney-jones"), "{:?}", scene.exits);
-    assert!(!scene.present_at(2).contains("athelney-jones"), "{:?}", scene.exits);
-    assert!(!scene.present_at(2).contains("jonathan-small"), "{:?}", scene.exits);
+    assert!(
+        scene.present_at(1).contains("athelney-jones"),
+        "{:?}",
+        scene.exits
+    );
+    assert!(
+        !scene.present_at(2).contains("athelney-jones"),
+        "{:?}",
+        scene.exits
+    );
+    assert!(
+        !scene.present_at(2).contains("jonathan-small"),
+        "{:?}",
+        scene.exits
+    );
 
     let text = "I stood in the hall with Holmes, and I listened, as I always did.\n\n\
                 Lestrade came in and nodded to us.\n\n\
@@ -579,7 +591,19 @@ fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_s
                 Holmes chuckled, when Lestrade, who had been in the front room, reappeared \
                 upon the scene.";
     let scene = attributed(list, text);
-    assert!(scene.present_at(1).contains("lestrade"), "{:?}", scene.stays);
-    assert!(!scene.present_at(3).contains("lestrade"), "{:?}", scene.stays);
-    assert!(scene.present_at(4).contains("lestrade"), "{:?}", scene.stays);
+    assert!(
+        scene.present_at(1).contains("lestrade"),
+        "{:?}",
+        scene.stays
+    );
+    assert!(
+        !scene.present_at(3).contains("lestrade"),
+        "{:?}",
+        scene.stays
+    );
+    assert!(
+        scene.present_at(4).contains("lestrade"),
+        "{:?}",
+        scene.stays
+    );
 }
