@@ -232,13 +232,21 @@ fn print_report(done: &Done) {
         );
     }
     println!();
+    // Ids are whole names: the column is as wide as the longest.
+    let width = done
+        .layers
+        .iter()
+        .map(|r| r.character.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("character".len());
     println!(
-        "{:<12} {:>7} {:>9} {:>6} {:>9}   starting shard: {:>9} {:>6} {:>9}",
+        "{:<width$} {:>7} {:>9} {:>6} {:>9}   starting shard: {:>9} {:>6} {:>9}",
         "character", "scenes", "memories", "facts", "patterns", "memories", "facts", "patterns"
     );
     for r in &done.layers {
         println!(
-            "{:<12} {:>7} {:>9} {:>6} {:>9}                   {:>9} {:>6} {:>9}",
+            "{:<width$} {:>7} {:>9} {:>6} {:>9}                   {:>9} {:>6} {:>9}",
             r.character,
             r.scenes,
             r.memories,
