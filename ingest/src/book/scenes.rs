@@ -405,6 +405,10 @@ struct Voices<'a> {
     /// Paragraphs in which the narrator moves on ("We followed him into the
     /// housekeeper's room"): who the text does not show there is left behind.
     moved: Vec<usize>,
+    /// Someone off the list the narration just brought in ("the door was thrown open by
+    /// a Hindoo servant"), its pronoun, and the paragraph: the "he" of a line in the next
+    /// two paragraphs, unless a focus character it could be is shown first.
+    newcomer: Option<(Speaker, Gender, usize)>,
 }
 
 impl Voices<'_> {
@@ -452,6 +456,13 @@ impl Voices<'_> {
                 .chain(self.mentioned.iter().rev().cloned())
                 .filter(|s| !self.is_narrator(s) && self.on_stage(s))
         };
+        if let Some((who, gender, at)) = &self.newcomer {
+            let fits =
+                pronoun == Gender::Unknown || *gender == Gender::Unknown || *gender == pronoun;
+            if fits && self.now <= at + 2 {
+                return Some(who.clone());
+            }
+        }
         // Someone known to take the pronoun first; someone not known not to, after.
         candidates()
             .find(|s| self.facts.is(s, pronoun))
@@ -474,6 +485,12 @@ impl Voices<'_> {
 
     /// The text shows `id` at paragraph `p`.
     fn show(&mut self, id: &str, p: usize) {
+        let could_be = self.newcomer.as_ref().is_some_and(|(_, gender, _)| {
+            self.narrator != Some(id) && self.facts.fits(&Speaker::Focus(id.to_owned()), *gender)
+        });
+        if could_be {
+            self.newcomer = None;
+        }
         let seen = self.shown.entry(id.to_owned()).or_default();
         if seen.last() != Some(&p) {
             seen.push(p);
@@ -522,6 +539,7 @@ pub fn prepare(
             })
             .collect(),
         moved: Vec::new(),
+        newcomer: None,
     };
     let mut utterances = Vec::new();
     let mut all_sentences = Vec::new();
@@ -595,6 +613,12 @@ pub fn prepare(
                         }
                         if let Some(o) = other_in(s) {
                             in_paragraph.push(o);
+                        }
+                        if mentions.is_empty()
+                            && let Some((noun, gender)) = newcomer_in(&lower)
+                        {
+                            voices.newcomer =
+                                Some((Speaker::Other(format!("the {noun}")), gender, p));
                         }
                         actor = match subject_at(s, &lower, namer) {
                             Some(Tag::Focus(id)) => Some(Speaker::Focus(id)),
@@ -1075,6 +1099,60 @@ fn comes_back(sentence: &str, end: usize) -> bool {
         .iter()
         .any(|w| lower.contains(w))
         || words(&sentence[end..]).next().as_deref() == Some("returned")
+}
+
+/// Nouns for a person the narration brings in without a name, and the pronoun each
+/// takes.
+const PERSON_NOUNS: &[(&str, Gender)] = &[
+    ("man", Gender::He),
+    ("fellow", Gender::He),
+    ("gentleman", Gender::He),
+    ("boy", Gender::He),
+    ("lad", Gender::He),
+    ("coachman", Gender::He),
+    ("cabman", Gender::He),
+    ("policeman", Gender::He),
+    ("constable", Gender::He),
+    ("commissionaire", Gender::He),
+    ("footman", Gender::He),
+    ("butler", Gender::He),
+    ("woman", Gender::She),
+    ("lady", Gender::She),
+    ("girl", Gender::She),
+    ("maid", Gender::She),
+    ("servant", Gender::Unknown),
+    ("voice", Gender::Unknown),
+    ("stranger", Gender::Unknown),
+    ("visitor", Gender::Unknown),
+    ("messenger", Gender::Unknown),
+    ("figure", Gender::Unknown),
+];
+
+/// Words before "a …" that make the person one who comes or acts.
+const AGENT_BEFORE: &[&str] = &[
+    "by", "before", "when", "came", "entered", "appeared", "then", "suddenly", "heard",
+];
+
+/// An unnamed person brought in by an indefinite description among a sentence's words:
+/// "a small, dark, brisk man", "a Hindoo servant", "a deep voice below".
+fn newcomer_in(lower: &[String]) -> Option<(&'static str, Gender)> {
+    lower.iter().enumerate().find_map(|(at, w)| {
+        // One who comes or acts: at the start, or after "by", "before", "came"… ("thrown
+        // open by a Hindoo servant"); not a likeness or a predicate ("like a man
+        // possessed", "to a lonely man").
+        let agent = at
+            .checked_sub(1)
+            .is_none_or(|b| AGENT_BEFORE.contains(&lower[b].as_str()));
+        if (w != "a" && w != "an") || !agent {
+            return None;
+        }
+        lower.iter().skip(at + 1).take(4).find_map(|n| {
+            PERSON_NOUNS
+                .iter()
+                .find(|(noun, _)| noun == n)
+                .map(|(noun, gender)| (*noun, *gender))
+        })
+    })
 }
 
 /// Verbs by which people go somewhere.

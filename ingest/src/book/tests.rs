@@ -607,3 +607,30 @@ fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_s
         scene.stays
     );
 }
+
+#[test]
+fn a_stranger_the_narration_brings_in_is_the_next_he_not_a_listed_character() {
+    let list =
+        "John Watson | Watson | narrator\nSherlock Holmes | Holmes\nMary Morstan | Miss Morstan\n";
+    let text = "I stood with Holmes and Miss Morstan by the pillar, and I waited, as I had \
+                been told.\n\n\
+                The clock struck before a small, dark, brisk man in the dress of a coachman \
+                accosted us.\n\n\
+                \"Are you the parties who come with Miss Morstan?\" he asked.\n\n\
+                \"I am Miss Morstan,\" said she.\n\n\
+                Holmes looked at the man like a man who knows. \"Quite so,\" he said.";
+    let scene = attributed(list, text);
+    let speakers: Vec<String> = scene
+        .utterances
+        .iter()
+        .map(|u| match &u.speaker {
+            Speaker::Focus(id) => id.clone(),
+            Speaker::Other(n) => format!("other:{n}"),
+        })
+        .collect();
+    assert_eq!(
+        speakers,
+        ["other:the man", "mary-morstan", "sherlock-holmes"],
+        "a listed man shown since takes the pronoun"
+    );
+}
