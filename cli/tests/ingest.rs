@@ -312,16 +312,7 @@ async fn bad_books_and_lists_get_clear_errors() {
             "malformed.txt: line 2: expected `Canonical Name | alias",
         ),
     ] {
-        let (ok, _, err) = dramatis(&[
-            "ingest",
-            book_path.to_str().expect("test data"),
-            "--characters",
-            list.to_str().expect("test data"),
-            "--out",
-            out.to_str().expect("test data"),
-            "--no-model",
-        ])
-        .await;
+        let (ok, _, err) = ingest_no_model(book_path, list, &out).await;
         assert!(!ok, "{} was accepted", book_path.display());
         assert!(err.contains(expect), "{}: {err}", book_path.display());
         assert!(!err.contains("panicked"), "{err}");
@@ -338,29 +329,21 @@ async fn a_book_without_quotes_and_a_list_naming_a_stranger_ingest_with_warnings
     let mut characters = std::fs::read_to_string(book().join("characters.txt")).expect("list");
     characters.push_str("Ebenezer Scrooge | Scrooge\n");
     std::fs::write(&list, characters).expect("test data");
+    let book_file = book().join("book.txt");
     for (book_path, warning, other) in [
         (
-            unquoted,
+            unquoted.as_path(),
             "warning: no quoted speech in the book",
             "warning: the book never names ebenezer-scrooge",
         ),
         (
-            book().join("book.txt"),
+            book_file.as_path(),
             "warning: the book never names ebenezer-scrooge (by name or alias)",
             "warning: no quoted speech",
         ),
     ] {
         let out = dir.path().join("out");
-        let (ok, stdout, err) = dramatis(&[
-            "ingest",
-            book_path.to_str().expect("test data"),
-            "--characters",
-            list.to_str().expect("test data"),
-            "--out",
-            out.to_str().expect("test data"),
-            "--no-model",
-        ])
-        .await;
+        let (ok, stdout, err) = ingest_no_model(book_path, &list, &out).await;
         assert!(ok, "{err}");
         assert!(err.contains(warning), "{err}");
         assert!(stdout.contains("wrote"), "{stdout}");
@@ -372,4 +355,18 @@ async fn a_book_without_quotes_and_a_list_naming_a_stranger_ingest_with_warnings
         }
         std::fs::remove_dir_all(&out).expect("clean");
     }
+}
+
+/// `dramatis ingest BOOK --characters LIST --out OUT --no-model`.
+async fn ingest_no_model(book: &Path, list: &Path, out: &Path) -> (bool, String, String) {
+    dramatis(&[
+        "ingest",
+        book.to_str().expect("test data"),
+        "--characters",
+        list.to_str().expect("test data"),
+        "--out",
+        out.to_str().expect("test data"),
+        "--no-model",
+    ])
+    .await
 }

@@ -643,9 +643,10 @@ pub fn prepare(
                         // "…," remarked the wary Jones as they left the room: the people
                         // it names and the one the line was said to leave.
                         let lower_s = s.to_lowercase();
-                        if EXIT_PHRASES
-                            .iter()
-                            .any(|x| lower_s.contains(&format!("they {x}")))
+                        if lower_s.contains("they ")
+                            && EXIT_PHRASES
+                                .iter()
+                                .any(|x| lower_s.contains(&format!("they {x}")))
                         {
                             let leaving = mentions
                                 .iter()

@@ -269,6 +269,17 @@ fn attributed(list: &str, text: &str) -> super::scenes::Scene {
     )
 }
 
+/// Whether `id` is on stage at `paragraph`, with the scene's stays and exits on failure.
+fn assert_on_stage(scene: &super::scenes::Scene, paragraph: usize, id: &str, on_stage: bool) {
+    assert_eq!(
+        scene.present_at(paragraph).contains(id),
+        on_stage,
+        "{id} at paragraph {paragraph}: stays {:?}, exits {:?}",
+        scene.stays,
+        scene.exits
+    );
+}
+
 #[test]
 fn the_first_person_narrator_speaks_as_i_and_is_on_stage_throughout() {
     let text = "I was standing at the bar when young Stamford found me, and I \
@@ -510,37 +521,17 @@ fn when_the_narrator_moves_on_those_not_shown_again_are_left_behind() {
                 \"Look at this,\" said Holmes.\n\n\
                 The dead man sat in his chair, grinning.";
     let scene = attributed(list, text);
-    assert!(
-        scene.present_at(2).contains("bernstone"),
-        "{:?}",
-        scene.stays
-    );
-    assert!(
-        !scene.present_at(4).contains("bernstone"),
-        "{:?}",
-        scene.stays
-    );
-    assert!(
-        !scene.present_at(5).contains("bernstone"),
-        "{:?}",
-        scene.stays
-    );
-    assert!(
-        scene.present_at(5).contains("sherlock-holmes"),
-        "{:?}",
-        scene.stays
-    );
+    assert_on_stage(&scene, 2, "bernstone", true);
+    assert_on_stage(&scene, 4, "bernstone", false);
+    assert_on_stage(&scene, 5, "bernstone", false);
+    assert_on_stage(&scene, 5, "sherlock-holmes", true);
     // All together, the company goes along.
     let text = text.replace(
         "we ascended the stair",
         "we all ascended the stair together",
     );
     let scene = attributed(list, &text);
-    assert!(
-        scene.present_at(5).contains("bernstone"),
-        "{:?}",
-        scene.stays
-    );
+    assert_on_stage(&scene, 5, "bernstone", true);
 }
 
 #[test]
@@ -568,21 +559,9 @@ fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_s
                 \"You first, Small,\" remarked the wary Jones as they left the room.\n\n\
                 \"Well, and there is the end of our little drama,\" I remarked.";
     let scene = attributed(list, text);
-    assert!(
-        scene.present_at(1).contains("athelney-jones"),
-        "{:?}",
-        scene.exits
-    );
-    assert!(
-        !scene.present_at(2).contains("athelney-jones"),
-        "{:?}",
-        scene.exits
-    );
-    assert!(
-        !scene.present_at(2).contains("jonathan-small"),
-        "{:?}",
-        scene.exits
-    );
+    assert_on_stage(&scene, 1, "athelney-jones", true);
+    assert_on_stage(&scene, 2, "athelney-jones", false);
+    assert_on_stage(&scene, 2, "jonathan-small", false);
 
     let text = "I stood in the hall with Holmes, and I listened, as I always did.\n\n\
                 Lestrade came in and nodded to us.\n\n\
@@ -591,21 +570,9 @@ fn those_who_leave_together_are_gone_and_one_who_reappears_was_away_since_last_s
                 Holmes chuckled, when Lestrade, who had been in the front room, reappeared \
                 upon the scene.";
     let scene = attributed(list, text);
-    assert!(
-        scene.present_at(1).contains("lestrade"),
-        "{:?}",
-        scene.stays
-    );
-    assert!(
-        !scene.present_at(3).contains("lestrade"),
-        "{:?}",
-        scene.stays
-    );
-    assert!(
-        scene.present_at(4).contains("lestrade"),
-        "{:?}",
-        scene.stays
-    );
+    assert_on_stage(&scene, 1, "lestrade", true);
+    assert_on_stage(&scene, 3, "lestrade", false);
+    assert_on_stage(&scene, 4, "lestrade", true);
 }
 
 #[test]

@@ -462,13 +462,18 @@ const TIME_SHIFTS: &[&str] = &[
 /// opens a scene, a sentence that goes on ("but", "still") counts.
 #[must_use]
 pub fn moves_in_time(sentence: &str) -> bool {
-    let head: String = sentence
-        .split_whitespace()
+    let head = head_words(sentence);
+    TIME_SHIFTS.iter().any(|m| head.contains(m))
+}
+
+/// The first eight words of a text, lowercased, one space apart: where a change of time
+/// is said.
+fn head_words(text: &str) -> String {
+    text.split_whitespace()
         .take(8)
         .collect::<Vec<_>>()
         .join(" ")
-        .to_lowercase();
-    TIME_SHIFTS.iter().any(|m| head.contains(m))
+        .to_lowercase()
 }
 
 /// Does this paragraph (narration only) open at another time?
@@ -477,12 +482,7 @@ fn shifts_time(paragraph: &str) -> bool {
     if joined.contains(['"', '“']) {
         return false;
     }
-    let head: String = joined
-        .split_whitespace()
-        .take(8)
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
+    let head = head_words(&joined);
     // "Yet upon that afternoon…", "But that night…": the story goes on, same scene.
     let goes_on = head.split_whitespace().next().is_some_and(|w| {
         matches!(
