@@ -26,21 +26,21 @@ struct Floor {
 const FLOORS: [Floor; 2] = [
     Floor {
         book: "a-study-in-scarlet",
-        speakers: 0.60,
+        speakers: 0.65,
         roster_precision: 0.90,
         roster_recall: 0.95,
         known_by_precision: 0.97,
         known_by_recall: 0.72,
-        leaks: 1,
+        leaks: 0,
     },
     Floor {
         book: "the-sign-of-the-four",
-        speakers: 0.76,
+        speakers: 0.78,
         roster_precision: 0.89,
         roster_recall: 0.89,
         known_by_precision: 0.96,
-        known_by_recall: 0.66,
-        leaks: 2,
+        known_by_recall: 0.64,
+        leaks: 0,
     },
 ];
 
@@ -51,7 +51,7 @@ fn number(score: &Value, key: &str) -> f64 {
 }
 
 #[tokio::test]
-async fn both_novels_ingest_with_their_narrators_bound_and_no_more_leaks_than_today() {
+async fn both_novels_ingest_with_their_narrators_bound_and_no_leaks() {
     let books = repo().join("../shared/books");
     if !books.is_dir() {
         eprintln!("SKIPPED: {} is absent", books.display());

@@ -441,13 +441,15 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
             narrators_bound += 1;
         }
     }
-    // Speakers: the ingested utterance that holds each quote's first words.
+    // Speakers: the ingested utterance that holds each quote's first words; a line
+    // retold inside another's quote is the retold one.
     let mut speakers_right = 0;
     let mut lines_missing = 0;
     for (at, quote, speaker) in &answers.lines {
         let found = containing(*at).and_then(|s| {
-            s.utterances
+            s.retold
                 .iter()
+                .chain(&s.utterances)
                 .find(|u| fold(&u.text).contains(quote.as_str()))
         });
         match found {

@@ -11,8 +11,8 @@ use super::lexicon::{
     SPEECH_VERBS, TIME_WORDS, atmosphere_of,
 };
 use super::text::{
-    FocusCharacter, Namer, Segment, Span, moves_in_time, paragraphs, prefix, quoted_paragraphs,
-    sentences, words,
+    FocusCharacter, Namer, Segment, Span, inner_segments, moves_in_time, paragraphs, prefix,
+    quoted_paragraphs, sentences, words,
 };
 
 /// Who spoke a line: a focus character (its id) or someone else (the name the tag used).
@@ -61,6 +61,11 @@ pub struct Scene {
     pub silent: BTreeSet<String>,
     pub referenced: BTreeSet<String>,
     pub utterances: Vec<Utterance>,
+    /// Lines a speaker retells inside its own quote ("'God forgive you!' cried Madame
+    /// Charpentier"), each with the one who first said it. Who says them here is the
+    /// teller (in `utterances`); those who first said them need not be here at all.
+    #[serde(default)]
+    pub retold: Vec<Utterance>,
     pub sentences: Vec<Sentence>,
     /// Focus characters who leave, and the paragraph from which they are gone.
     pub exits: BTreeMap<String, usize>,
@@ -409,6 +414,8 @@ struct Voices<'a> {
     /// a Hindoo servant"), its pronoun, and the paragraph: the "he" of a line in the next
     /// two paragraphs, unless a focus character it could be is shown first.
     newcomer: Option<(Speaker, Gender, usize)>,
+    /// Who left, and the paragraph from which they are gone.
+    exits: BTreeMap<String, usize>,
 }
 
 impl Voices<'_> {
@@ -467,19 +474,41 @@ impl Voices<'_> {
         candidates()
             .find(|s| self.facts.is(s, pronoun))
             .or_else(|| candidates().find(|s| self.facts.fits(s, pronoun)))
+            .or_else(|| self.went_along(pronoun))
+    }
+
+    /// The one character the narrator's last move may have taken along: shown before
+    /// the move, within [`FADE_PARAGRAPHS`], not gone, and the only one known to take
+    /// the pronoun ("Yet upon that afternoon … 'It is cocaine,' he said"). Who is shown
+    /// again soon after a move went along.
+    fn went_along(&self, pronoun: Gender) -> Option<Speaker> {
+        if pronoun == Gender::Unknown {
+            return None;
+        }
+        let mut fitting = self.shown.iter().filter(|(id, seen)| {
+            self.narrator != Some(id.as_str())
+                && self.exits.get(*id).is_none_or(|gone| self.now < *gone)
+                && seen
+                    .last()
+                    .is_some_and(|last| self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS)
+                && self.facts.is(&Speaker::Focus((*id).clone()), pronoun)
+        });
+        let (id, _) = fitting.next()?;
+        fitting.next().is_none().then(|| Speaker::Focus(id.clone()))
     }
 
     fn on_stage(&self, s: &Speaker) -> bool {
         s.focus().is_none_or(|id| {
             self.narrator == Some(id)
-                || self
-                    .shown
-                    .get(id)
-                    .and_then(|seen| seen.last())
-                    .is_some_and(|last| {
-                        self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS
-                            && !self.moved.iter().any(|m| *last < *m && *m <= self.now)
-                    })
+                || self.exits.get(id).is_none_or(|gone| self.now < *gone)
+                    && self
+                        .shown
+                        .get(id)
+                        .and_then(|seen| seen.last())
+                        .is_some_and(|last| {
+                            self.clock[self.now] - self.clock[*last] <= FADE_PARAGRAPHS
+                                && !self.moved.iter().any(|m| *last < *m && *m <= self.now)
+                        })
         })
     }
 
@@ -508,6 +537,101 @@ impl Voices<'_> {
             }),
             Tag::Unnamed => self.resolve(in_paragraph, Gender::Unknown),
         }
+    }
+}
+
+/// One speaker's retelling of what others said, through its quoted paragraphs: whom its
+/// words name, and whose lines it has retold.
+#[derive(Default)]
+struct Retelling {
+    teller: Option<Speaker>,
+    /// Focus characters its words named, with the paragraph.
+    mentioned: Vec<(Speaker, usize)>,
+    spoken: Vec<Speaker>,
+}
+
+impl Retelling {
+    /// The lines retold in quote `q` (paragraph `p`), each given to the one its tag
+    /// names: "I" is the teller, "he" or "she" someone the retelling named, an untagged
+    /// line the one who spoke the retold line before it. A line nobody fits is left out.
+    fn lines(&mut self, q: &str, p: usize, namer: &Namer, facts: &BookFacts) -> Vec<Utterance> {
+        let Some(inner) = inner_segments(q) else {
+            self.mentioned.extend(
+                namer
+                    .mentions(q)
+                    .iter()
+                    .map(|m| (Speaker::Focus(m.character.to_owned()), p)),
+            );
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut last: Option<Speaker> = None;
+        for (i, seg) in inner.iter().enumerate() {
+            let line = match seg {
+                Segment::Narration(n) => {
+                    self.mentioned.extend(
+                        namer
+                            .mentions(n)
+                            .iter()
+                            .map(|m| (Speaker::Focus(m.character.to_owned()), p)),
+                    );
+                    continue;
+                }
+                Segment::Quote(line) => line,
+            };
+            let tag = match inner.get(i + 1) {
+                Some(Segment::Narration(n)) => speech_tag(n, namer),
+                _ => None,
+            }
+            .or_else(|| match i.checked_sub(1).map(|j| &inner[j]) {
+                Some(Segment::Narration(n)) => lead_in(n, namer),
+                _ => None,
+            });
+            let addressed = vocative(line, namer).map(Speaker::Focus);
+            let speaker = match tag {
+                Some(Tag::Focus(id)) => Some(Speaker::Focus(id)),
+                Some(Tag::Named(name)) => Some(Speaker::Other(name)),
+                Some(Tag::Narrator) => self.teller.clone(),
+                Some(Tag::Pronoun(g)) => self.resolve(g, p, facts),
+                // "said the taller of the pair": someone the list does not name.
+                Some(Tag::Unnamed) => None,
+                None => last.clone().or_else(|| {
+                    let before = self.spoken.last()?;
+                    self.spoken.iter().rev().find(|s| *s != before).cloned()
+                }),
+            }
+            .filter(|s| Some(s) != addressed.as_ref());
+            let Some(speaker) = speaker else { continue };
+            if self.spoken.last() != Some(&speaker) {
+                self.spoken.push(speaker.clone());
+            }
+            last = Some(speaker.clone());
+            out.push(Utterance {
+                speaker,
+                text: line.clone(),
+                paragraph: p,
+            });
+        }
+        out
+    }
+
+    /// "he" or "she" in a retelling: the one the teller named in this paragraph or the
+    /// one before, or retold last, that is known to take it, else that it fits; never the
+    /// teller.
+    fn resolve(&self, pronoun: Gender, p: usize, facts: &BookFacts) -> Option<Speaker> {
+        let candidates = || {
+            self.mentioned
+                .iter()
+                .rev()
+                .filter(|(_, at)| at + 1 >= p)
+                .map(|(s, _)| s)
+                .chain(self.spoken.iter().rev())
+                .filter(|s| Some(*s) != self.teller.as_ref())
+        };
+        candidates()
+            .find(|s| facts.is(s, pronoun))
+            .or_else(|| candidates().find(|s| facts.fits(s, pronoun)))
+            .cloned()
     }
 }
 
@@ -540,10 +664,10 @@ pub fn prepare(
             .collect(),
         moved: Vec::new(),
         newcomer: None,
+        exits: BTreeMap::new(),
     };
     let mut utterances = Vec::new();
     let mut all_sentences = Vec::new();
-    let mut exits = BTreeMap::new();
     // Who is on stage from which paragraph: by speaking, or named on stage by the
     // narration.
     let mut entries: BTreeMap<String, usize> = BTreeMap::new();
@@ -563,6 +687,8 @@ pub fn prepare(
             .map(|n| Speaker::Other(n.clone()))
     };
     let mut open_speaker: Option<Speaker> = None;
+    let mut retold = Vec::new();
+    let mut retelling = Retelling::default();
     let mut returns: BTreeSet<(String, usize)> = BTreeSet::new();
     for (p, para) in paras.iter().enumerate() {
         voices.now = p;
@@ -572,6 +698,10 @@ pub fn prepare(
         let mut actor: Option<Speaker> = None;
         let mut paragraph_speaker: Option<Speaker> = None;
         let continued = open_speaker.take();
+        // A retelling goes on only through one teller's quoted paragraphs.
+        if matches!(segs.first(), Some(Segment::Narration(_))) {
+            retelling = Retelling::default();
+        }
         let introduced = segs.iter().find_map(|s| match s {
             Segment::Quote(q) => introduces(q, namer),
             Segment::Narration(_) => None,
@@ -638,7 +768,7 @@ pub fn prepare(
                             voices.moved.push(p);
                         }
                         if let Some(who) = exit_of(s, namer, &voices) {
-                            exits.entry(who).or_insert(p + 1);
+                            voices.exits.entry(who).or_insert(p + 1);
                         }
                         // "…," remarked the wary Jones as they left the room: the people
                         // it names and the one the line was said to leave.
@@ -648,12 +778,39 @@ pub fn prepare(
                                 .iter()
                                 .any(|x| lower_s.contains(&format!("they {x}")))
                         {
-                            let leaving = mentions
+                            let leaving: Vec<String> = mentions
                                 .iter()
-                                .map(|m| m.character)
-                                .chain(addressed.as_ref().and_then(Speaker::focus));
+                                .map(|m| m.character.to_owned())
+                                .chain(
+                                    addressed
+                                        .as_ref()
+                                        .and_then(Speaker::focus)
+                                        .map(str::to_owned),
+                                )
+                                .collect();
                             for who in leaving {
-                                exits.entry(who.to_owned()).or_insert(p + 1);
+                                voices.exits.entry(who).or_insert(p + 1);
+                            }
+                        } else if mentions.is_empty() && they_go(&lower) {
+                            // "He handed them a shilling each, and away they buzzed down
+                            // the stairs": those sent off, everyone on stage but the
+                            // narrator, the one who spoke last and those this paragraph
+                            // shows.
+                            let last = voices.spoken.last().and_then(Speaker::focus);
+                            let leaving: Vec<String> = voices
+                                .shown
+                                .iter()
+                                .filter(|(id, seen)| {
+                                    Some(id.as_str()) != last
+                                        && narrator != Some(id.as_str())
+                                        && seen.last() != Some(&p)
+                                        && voices.on_stage(&Speaker::Focus((*id).clone()))
+                                })
+                                .map(|(id, _)| id)
+                                .cloned()
+                                .collect();
+                            for who in leaving {
+                                voices.exits.entry(who).or_insert(p + 1);
                             }
                         }
                         all_sentences.push(Sentence {
@@ -726,6 +883,13 @@ pub fn prepare(
                     if vocative.is_some() {
                         addressed = vocative;
                     }
+                    if retelling.teller != speaker {
+                        retelling = Retelling {
+                            teller: speaker.clone(),
+                            ..Retelling::default()
+                        };
+                    }
+                    retold.extend(retelling.lines(q, p, namer, facts));
                     if let Some(speaker) = speaker {
                         if let Some(id) = speaker.focus() {
                             tracing::debug!(
@@ -851,8 +1015,9 @@ pub fn prepare(
         silent,
         referenced,
         utterances,
+        retold,
         sentences: all_sentences,
-        exits,
+        exits: voices.exits,
         entries,
         stays,
         paragraph_starts: paras.iter().map(|p| span.start + p.start).collect(),
@@ -1001,7 +1166,26 @@ fn present_mention(sentence: &str, start: usize, end: usize) -> bool {
         next_two.get(1).map(String::as_str),
         Some("out" | "away" | "absent")
     );
-    if aside || topic || dead || inscription || burial || away {
+    // "against the glare of the furnace I could see old Smith": seen from afar, not
+    // among those who see and hear what happens here.
+    let tail = before
+        .iter()
+        .rev()
+        .take(4)
+        .rev()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let distant = [
+        "could see",
+        "could make out",
+        "could discern",
+        "sight of",
+        "could just see",
+    ]
+    .iter()
+    .any(|c| tail.contains(c));
+    if aside || topic || dead || inscription || burial || away || distant {
         return false;
     }
     // "Sholto's death", "Morstan's baggage": a name that only qualifies a thing shows
@@ -1256,6 +1440,27 @@ fn goes(lower: &[String], at: usize) -> bool {
                 | "on"
                 | "the"
         ),
+    })
+}
+
+/// Does a sentence send a group off ("away they buzzed down the stairs", "the clatter
+/// of horses' hoofs told him that they were beyond his reach")? "they" then, within
+/// three words, a verb of going followed by away, out, off or down, or "were gone",
+/// "were beyond".
+fn they_go(lower: &[String]) -> bool {
+    lower.iter().enumerate().any(|(at, w)| {
+        let near = |v: usize| lower.get(v).map_or("", String::as_str);
+        w == "they"
+            && (at + 1..lower.len().min(at + 4)).any(|v| {
+                let going = MOTION_VERBS.contains(&near(v))
+                    || matches!(
+                        near(v),
+                        "buzzed" | "scampered" | "trooped" | "scurried" | "rode" | "galloped"
+                    );
+                (going
+                    && (v + 1..v + 3).any(|d| matches!(near(d), "away" | "out" | "off" | "down")))
+                    || (near(v) == "were" && matches!(near(v + 1), "gone" | "beyond"))
+            })
     })
 }
 

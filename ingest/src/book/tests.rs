@@ -1,5 +1,7 @@
 //! The text layer and the deterministic stages on small, made-up passages.
 
+use std::collections::BTreeSet;
+
 use super::scenes::{BookFacts, Speaker, place_phrase, prepare};
 use super::text::{Namer, Segment, Span, paragraphs, parse_characters, partition, sentences};
 
@@ -600,4 +602,91 @@ fn a_stranger_the_narration_brings_in_is_the_next_he_not_a_listed_character() {
         ["other:the man", "mary-morstan", "sherlock-holmes"],
         "a listed man shown since takes the pronoun"
     );
+}
+
+#[test]
+fn lines_retold_inside_a_quote_are_given_to_those_who_first_said_them() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Tobias Gregson | Gregson\nMadame Charpentier | the mother\n\
+                Alice Charpentier | Alice, the daughter\nEnoch Drebber | Drebber\n";
+    let text = "I sat with Holmes when Gregson came in, and I listened, as he talked.\n\n\
+                \"I called at the house,\" said Gregson. \"The mother was there, and Alice \
+                too.\n\n\
+                \"'No good can ever come of falsehood, mother,' the daughter said. 'We did \
+                see Mr. Drebber again.'\n\n\
+                \"'God forgive you!' cried Madame Charpentier. 'You have ruined us.'\n\n\
+                \"'You had best tell me all,' I said.\"\n\n\
+                \"Capital!\" said Holmes.";
+    let scene = attributed(list, text);
+    let retold: Vec<(&str, &str)> = scene
+        .retold
+        .iter()
+        .map(|u| (u.speaker.focus().unwrap_or("?"), &u.text[..12]))
+        .collect();
+    assert_eq!(
+        retold,
+        [
+            ("alice-charpentier", "No good can "),
+            ("alice-charpentier", "We did see M"),
+            ("charpentier", "God forgive "),
+            ("charpentier", "You have rui"),
+            ("tobias-gregson", "You had best"),
+        ]
+    );
+    // The teller says all of it here; those it retells are not in the room.
+    let tellers: BTreeSet<&str> = scene
+        .utterances
+        .iter()
+        .filter_map(|u| u.speaker.focus())
+        .collect();
+    assert_eq!(
+        tellers,
+        BTreeSet::from(["tobias-gregson", "sherlock-holmes"])
+    );
+    assert!(!scene.present().any(|c| c.contains("charpentier")));
+}
+
+#[test]
+fn a_group_sent_off_leaves_and_a_figure_seen_from_afar_is_not_in_the_room() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Wiggins | young Wiggins\nMordecai Smith | old Smith\n";
+    let text = "I sat with Holmes in our rooms, and I waited, as the boys came up.\n\n\
+                Wiggins stood in front of the others.\n\n\
+                \"Got your message, sir,\" said Wiggins.\n\n\
+                \"Now off you go!\" said Holmes. He handed them a shilling each, and away \
+                they buzzed down the stairs.\n\n\
+                \"Toby could eat these scraps,\" I said.\n\n\
+                \"Then we shall go,\" said Holmes.";
+    let scene = attributed(list, text);
+    assert_on_stage(&scene, 2, "wiggins", true);
+    assert_on_stage(&scene, 4, "wiggins", false);
+    assert_on_stage(&scene, 5, "sherlock-holmes", true);
+
+    let text = "I stood with Holmes on the deck, and I watched, as the launch closed in.\n\n\
+                Against the glare of the furnace I could see old Smith, stripped to the \
+                waist, shovelling coals.\n\n\
+                \"We shall have them,\" said Holmes.";
+    let scene = attributed(list, text);
+    assert_on_stage(&scene, 2, "mordecai-smith", false);
+    // Seen up close, he is there.
+    let text = text.replace("I could see old Smith", "old Smith stood");
+    let scene = attributed(list, &text);
+    assert_on_stage(&scene, 2, "mordecai-smith", true);
+}
+
+#[test]
+fn after_a_move_in_time_the_one_man_just_shown_is_the_he_of_the_next_line() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n";
+    let text = "Sherlock Holmes took his bottle from the mantelpiece. I watched, and I said \
+                nothing.\n\n\
+                Yet upon that afternoon I could hold out no longer.\n\n\
+                \"Which is it to-day?\" I asked.\n\n\
+                \"It is cocaine,\" he said.";
+    let scene = attributed(list, text);
+    let speakers: Vec<&str> = scene
+        .utterances
+        .iter()
+        .map(|u| u.speaker.focus().unwrap_or("?"))
+        .collect();
+    assert_eq!(speakers, ["john-watson", "sherlock-holmes"]);
 }

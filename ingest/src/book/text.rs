@@ -711,6 +711,44 @@ fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
     (out, quoted)
 }
 
+/// Speech retold inside a quote, in single quotes: `'No good can come of falsehood,
+/// mother,' she said. 'Let us be frank.'` The quote's words split into the teller's
+/// narration and the quoted lines it retells; `None` when it retells none. A single
+/// quote opens before a capital letter after a space (not `don't`, not `'em`) and closes
+/// after punctuation before a space or the end; one left open closes at the end.
+#[must_use]
+pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
+    let chars: Vec<char> = quote.chars().collect();
+    let mut out = Vec::new();
+    let mut piece = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for (i, &c) in chars.iter().enumerate() {
+        let before = i.checked_sub(1).map(|j| chars[j]);
+        let after = chars.get(i + 1).copied();
+        let opens = c == '‘'
+            || (c == '\''
+                && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '—' | '-'))
+                && after.is_some_and(char::is_uppercase));
+        let closes = c == '’'
+            || (c == '\''
+                && before.is_some_and(|b| matches!(b, ',' | '.' | '!' | '?' | ';' | '-' | '—'))
+                && after.is_none_or(|a| !a.is_alphanumeric()));
+        if opens && !quoted {
+            push_segment(&mut out, &mut piece, false);
+            quoted = true;
+            any = true;
+        } else if closes && quoted {
+            push_segment(&mut out, &mut piece, true);
+            quoted = false;
+        } else {
+            piece.push(c);
+        }
+    }
+    push_segment(&mut out, &mut piece, quoted);
+    any.then_some(out)
+}
+
 fn push_segment(out: &mut Vec<Segment>, piece: &mut String, quoted: bool) {
     let text = piece.trim().to_owned();
     piece.clear();
