@@ -49,8 +49,9 @@ use self::text::{FocusCharacter, Namer, contains_phrase, partition, prefix};
 /// The stages, in order.
 pub const STAGES: [&str; 5] = ["scenes", "episodic", "graph", "personality", "identity"];
 
-/// Bumped when a stage's output changes shape or meaning, so old caches are not read.
-const STAGE_VERSION: &str = "2";
+/// A fingerprint of the ingest's own sources (see `build.rs`): a stage result cached by
+/// one build is read only by a build that computes it the same way.
+const STAGE_VERSION: &str = env!("DRAMATIS_INGEST_SOURCE");
 
 /// Where the book splits into the characters' past and the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +129,9 @@ impl Analysis {
             .collect()
     }
 
-    /// Focus characters on stage in at least one scene: the world's characters.
+    /// Focus characters on stage in at least one scene: the world's characters, each
+    /// with an agent. One who lives only in what others tell (a father whose deathbed
+    /// words a son retells) has none: the dead do not walk in a sandbox.
     #[must_use]
     pub fn on_stage(&self) -> BTreeSet<String> {
         self.scenes

@@ -355,12 +355,23 @@ pub fn extract(
                 fact.route = "observation".into();
                 s.present_at(sentence.paragraph)
             };
+            // The narration's subject ("Holmes took the lamp"); a line about someone
+            // ("Holmes is a fool") reaches only those there, and whom it says acted.
             if let Some(m) = mentions.first().filter(|m| m.start == 0)
+                && sentence.spoken_by.is_none()
                 && world.contains(m.character)
                 && !common
             {
                 known_by.insert(m.character.to_owned());
                 fact.route = "direct_experience".into();
+            }
+            // Who lived what the sentence tells knows it, told in the room or not.
+            if !common {
+                for who in sentence.actors.iter().filter(|a| world.contains(*a)) {
+                    if known_by.insert(who.clone()) {
+                        fact.route = "direct_experience".into();
+                    }
+                }
             }
             for org in &organisations {
                 if org

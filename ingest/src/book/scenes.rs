@@ -46,6 +46,11 @@ pub struct Sentence {
     pub text: String,
     pub paragraph: usize,
     pub spoken_by: Option<Speaker>,
+    /// Focus characters who lived what it tells, here or not: who it says acted
+    /// ("Drebber swallowed the pill", "my father received a letter", by whoever says
+    /// it), and who first said a line it retells.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub actors: BTreeSet<String>,
 }
 
 /// A prepared scene.
@@ -150,6 +155,10 @@ enum Gender {
 pub struct BookFacts {
     genders: BTreeMap<String, Gender>,
     other_speakers: BTreeSet<String>,
+    /// Each focus character's family name (the last word of its name) and whether its
+    /// name marks an elder (a rank, "old", "elder"): whom "my father" or "my brother"
+    /// may mean.
+    families: BTreeMap<String, (String, bool)>,
 }
 
 impl BookFacts {
@@ -200,10 +209,52 @@ impl BookFacts {
             };
             genders.insert(c.id.clone(), gender);
         }
+        let families = characters
+            .iter()
+            .filter_map(|c| {
+                let family = c.name.split_whitespace().last()?.to_lowercase();
+                let elder = c
+                    .forms()
+                    .any(|f| words(f).any(|w| ELDER_WORDS.contains(&w.as_str())));
+                Some((c.id.clone(), (family, elder)))
+            })
+            .collect();
         Self {
             genders,
             other_speakers,
+            families,
         }
+    }
+
+    /// Whom `speaker` means by "my father", "our brother", "my daughter": the one other
+    /// focus character of its family name not known to be of the other sex, or, of
+    /// several, the one elder (a parent) or the one not (a sibling or child).
+    #[must_use]
+    pub fn kin(&self, speaker: &str, word: &str) -> Option<String> {
+        let (gender, elder) = KIN_WORDS
+            .iter()
+            .find(|(w, _, _)| *w == word)
+            .map(|(_, g, e)| (*g, *e))?;
+        let (family, _) = self.families.get(speaker)?;
+        let of_kind: Vec<(&String, bool)> = self
+            .families
+            .iter()
+            .filter(|(id, (f, _))| {
+                *id != speaker && f == family && self.fits(&Speaker::Focus((*id).clone()), gender)
+            })
+            .map(|(id, (_, e))| (id, *e))
+            .collect();
+        let pick = match of_kind.as_slice() {
+            [(one, _)] => Some(*one),
+            many => {
+                let mut fitting = many.iter().filter(|(_, e)| *e == elder);
+                match (fitting.next(), fitting.next()) {
+                    (Some((one, _)), None) => Some(*one),
+                    _ => None,
+                }
+            }
+        };
+        pick.cloned()
     }
 
     /// Known to take this pronoun.
@@ -223,6 +274,23 @@ impl BookFacts {
         }
     }
 }
+
+/// Family words, the sex they name, and whether they name an elder.
+const KIN_WORDS: &[(&str, Gender, bool)] = &[
+    ("father", Gender::He, true),
+    ("mother", Gender::She, true),
+    ("brother", Gender::He, false),
+    ("sister", Gender::She, false),
+    ("son", Gender::He, false),
+    ("daughter", Gender::She, false),
+    ("uncle", Gender::He, true),
+    ("aunt", Gender::She, true),
+];
+
+/// Words in a name that mark an elder of a family: a rank, "old", "elder".
+const ELDER_WORDS: &[&str] = &[
+    "major", "colonel", "captain", "general", "old", "elder", "senior", "madame", "mrs",
+];
 
 /// A character the text stops showing (no line, no action, not acted on) is taken to
 /// have left the story's focus after this many paragraphs of narration (paragraphs with
@@ -540,6 +608,85 @@ impl Voices<'_> {
     }
 }
 
+/// Who lived what `sentence` tells, as [`Sentence::actors`]: those it names who act
+/// next, the family of `teller` it names so ("My father received a letter"), and who
+/// first said the retold line it is part of.
+fn actors(
+    sentence: &str,
+    teller: Option<&str>,
+    retold_by: Option<&Speaker>,
+    namer: &Namer,
+    facts: &BookFacts,
+) -> BTreeSet<String> {
+    let named = namer
+        .mentions(sentence)
+        .into_iter()
+        .filter(|m| acts_after(&sentence[m.end..]))
+        .map(|m| m.character.to_owned());
+    let kin = teller
+        .map(|t| kin_refs(sentence, t, facts))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(start, end, _)| *start == 0 || acts_after(&sentence[*end..]))
+        .map(|(_, _, id)| id);
+    named
+        .chain(kin)
+        .chain(retold_by.and_then(Speaker::focus).map(str::to_owned))
+        .collect()
+}
+
+/// Does the text after a name say that person acted: a verb of acting in the past
+/// next, adverbs skipped ("quietly took"), not a state ("was", "had") nor speech?
+fn acts_after(rest: &str) -> bool {
+    if rest.starts_with("'s") || rest.starts_with("’s") || rest.starts_with(',') {
+        return false;
+    }
+    words(rest).find(|w| !w.ends_with("ly")).is_some_and(|w| {
+        is_past_verb(&w)
+            && !matches!(
+                w.as_str(),
+                "said" | "cried" | "asked" | "answered" | "shouted" | "whispered"
+            )
+    })
+}
+
+/// "my father", "our brother" in `text` said by `teller`: where, and whom it means.
+fn kin_refs(text: &str, teller: &str, facts: &BookFacts) -> Vec<(usize, usize, String)> {
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    for owner in ["my ", "our "] {
+        for (at, _) in lower.match_indices(owner) {
+            if at > 0
+                && lower[..at]
+                    .chars()
+                    .last()
+                    .is_some_and(char::is_alphanumeric)
+            {
+                continue;
+            }
+            let rest = &lower[at + owner.len()..];
+            let word: String = rest.chars().take_while(|c| c.is_alphabetic()).collect();
+            if let Some(id) = facts.kin(teller, &word) {
+                out.push((at, at + owner.len() + word.len(), id));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Does a retold line hold a sentence of the quote that retells it: the sentence's
+/// first words, up to a quote mark, are in the line?
+fn holds(line: &str, sentence: &str) -> bool {
+    let core: String = sentence
+        .trim_start_matches(|c: char| c == '\'' || c == '‘' || c.is_whitespace())
+        .chars()
+        .take_while(|c| *c != '\'' && *c != '’')
+        .take(24)
+        .collect();
+    core.len() >= 8 && line.contains(core.trim_end())
+}
+
 /// One speaker's retelling of what others said, through its quoted paragraphs: whom its
 /// words name, and whose lines it has retold.
 #[derive(Default)]
@@ -547,6 +694,12 @@ struct Retelling {
     teller: Option<Speaker>,
     /// Focus characters its words named, with the paragraph.
     mentioned: Vec<(Speaker, usize)>,
+    /// Those named in the last sentence of its words so far: whom a "he" or "she" just
+    /// after most likely means.
+    last_named: Vec<Speaker>,
+    /// Those the teller says lived it alongside ("my brother and I", "I and Holmes"):
+    /// what the teller says "we" did, and the lines retold, they lived too.
+    companions: BTreeSet<String>,
     spoken: Vec<Speaker>,
 }
 
@@ -556,12 +709,7 @@ impl Retelling {
     /// line the one who spoke the retold line before it. A line nobody fits is left out.
     fn lines(&mut self, q: &str, p: usize, namer: &Namer, facts: &BookFacts) -> Vec<Utterance> {
         let Some(inner) = inner_segments(q) else {
-            self.mentioned.extend(
-                namer
-                    .mentions(q)
-                    .iter()
-                    .map(|m| (Speaker::Focus(m.character.to_owned()), p)),
-            );
+            self.name_in(q, p, namer, facts);
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -569,12 +717,7 @@ impl Retelling {
         for (i, seg) in inner.iter().enumerate() {
             let line = match seg {
                 Segment::Narration(n) => {
-                    self.mentioned.extend(
-                        namer
-                            .mentions(n)
-                            .iter()
-                            .map(|m| (Speaker::Focus(m.character.to_owned()), p)),
-                    );
+                    self.name_in(n, p, namer, facts);
                     continue;
                 }
                 Segment::Quote(line) => line,
@@ -595,10 +738,16 @@ impl Retelling {
                 Some(Tag::Pronoun(g)) => self.resolve(g, p, facts),
                 // "said the taller of the pair": someone the list does not name.
                 Some(Tag::Unnamed) => None,
-                None => last.clone().or_else(|| {
-                    let before = self.spoken.last()?;
-                    self.spoken.iter().rev().find(|s| *s != before).cloned()
-                }),
+                // Untagged: the one who spoke the retold line before it in this
+                // paragraph; at the paragraph's start, turn-taking. A phrase quoted
+                // inside the teller's own sentence ("with 'The sign of the four'
+                // scrawled across it") is nobody's line.
+                None if last.is_some() => last.clone(),
+                None if i == 0 => self
+                    .spoken
+                    .last()
+                    .and_then(|before| self.spoken.iter().rev().find(|s| *s != before).cloned()),
+                None => None,
             }
             .filter(|s| Some(s) != addressed.as_ref());
             let Some(speaker) = speaker else { continue };
@@ -615,17 +764,60 @@ impl Retelling {
         out
     }
 
-    /// "he" or "she" in a retelling: the one the teller named in this paragraph or the
-    /// one before, or retold last, that is known to take it, else that it fits; never the
+    /// Records whom the teller's own words in `text` name, by name or as its family
+    /// ("my father"), in order.
+    fn name_in(&mut self, text: &str, p: usize, namer: &Namer, facts: &BookFacts) {
+        let mut named: Vec<(usize, String)> = namer
+            .mentions(text)
+            .iter()
+            .map(|m| (m.start, m.character.to_owned()))
+            .collect();
+        if let Some(teller) = self.teller.as_ref().and_then(Speaker::focus) {
+            named.extend(
+                kin_refs(text, teller, facts)
+                    .into_iter()
+                    .map(|(at, _, id)| (at, id)),
+            );
+        }
+        named.sort();
+        for (at, id) in &named {
+            let before = &text[..*at];
+            let after = &text[*at..];
+            let with_me = after.split_once(" and I").is_some_and(|(name, rest)| {
+                !name.contains([',', '.', ';'])
+                    && name.split_whitespace().count() <= 4
+                    && !rest.starts_with(|c: char| c.is_alphanumeric())
+            });
+            if with_me || before.ends_with("I and ") {
+                self.companions.insert(id.clone());
+            }
+        }
+        let last_start = sentences(text).last().map_or(0, |l| text.len() - l.len());
+        self.last_named = named
+            .iter()
+            .filter(|(at, _)| *at >= last_start)
+            .map(|(_, id)| Speaker::Focus(id.clone()))
+            .collect();
+        self.mentioned
+            .extend(named.into_iter().map(|(_, id)| (Speaker::Focus(id), p)));
+    }
+
+    /// "he" or "she" in a retelling: the one the teller named in its last sentence,
+    /// else retold last, else named in this paragraph or the three before, that is known to take it, else that it fits; never the
     /// teller.
     fn resolve(&self, pronoun: Gender, p: usize, facts: &BookFacts) -> Option<Speaker> {
         let candidates = || {
-            self.mentioned
+            self.last_named
                 .iter()
                 .rev()
-                .filter(|(_, at)| at + 1 >= p)
-                .map(|(s, _)| s)
                 .chain(self.spoken.iter().rev())
+                .chain(
+                    self.mentioned
+                        .iter()
+                        .rev()
+                        .filter(|(_, at)| at + 3 >= p)
+                        .map(|(s, _)| s),
+                )
                 .filter(|s| Some(*s) != self.teller.as_ref())
         };
         candidates()
@@ -817,6 +1009,7 @@ pub fn prepare(
                             text: s.to_owned(),
                             paragraph: p,
                             spoken_by: None,
+                            actors: actors(s, narrator, None, namer, facts),
                         });
                     }
                 }
@@ -873,23 +1066,48 @@ pub fn prepare(
                         })
                         .or_else(|| voices.alternate().filter(|_| untagged()))
                         .filter(|s| Some(s) != vocative.as_ref());
-                    for s in sentences(q) {
-                        all_sentences.push(Sentence {
-                            text: s.to_owned(),
-                            paragraph: p,
-                            spoken_by: speaker.clone(),
-                        });
-                    }
-                    if vocative.is_some() {
-                        addressed = vocative;
-                    }
                     if retelling.teller != speaker {
                         retelling = Retelling {
                             teller: speaker.clone(),
                             ..Retelling::default()
                         };
                     }
-                    retold.extend(retelling.lines(q, p, namer, facts));
+                    let lines = retelling.lines(q, p, namer, facts);
+                    for s in sentences(q) {
+                        let retold_by =
+                            lines.iter().find(|u| holds(&u.text, s)).map(|u| &u.speaker);
+                        let mut actors = actors(
+                            s,
+                            speaker.as_ref().and_then(Speaker::focus),
+                            retold_by,
+                            namer,
+                            facts,
+                        );
+                        // "When we entered his room…": the teller's companions lived it.
+                        if retold_by.is_some() || words(s).any(|w| w == "we") {
+                            actors.extend(retelling.companions.iter().cloned());
+                        }
+                        all_sentences.push(Sentence {
+                            text: s.to_owned(),
+                            paragraph: p,
+                            spoken_by: speaker.clone(),
+                            actors,
+                        });
+                    }
+                    for u in &lines {
+                        tracing::debug!(
+                            target: "dramatis_ingest::presence",
+                            scene = number,
+                            paragraph = p,
+                            speaker = ?u.speaker,
+                            "retold: {}",
+                            prefix(&u.text, 80)
+                        );
+                    }
+                    retold.extend(lines);
+                    if vocative.is_some() {
+                        addressed = vocative;
+                    }
                     if let Some(speaker) = speaker {
                         if let Some(id) = speaker.focus() {
                             tracing::debug!(

@@ -690,3 +690,40 @@ fn after_a_move_in_time_the_one_man_just_shown_is_the_he_of_the_next_line() {
         .collect();
     assert_eq!(speakers, ["john-watson", "sherlock-holmes"]);
 }
+
+#[test]
+fn those_a_teller_says_acted_or_lived_it_alongside_know_what_is_told() {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n\
+                Thaddeus Sholto | Thaddeus\nBartholomew Sholto | Bartholomew\n\
+                Major John Sholto | Major Sholto, the major\nArthur Morstan | Morstan\n";
+    let text = "I sat with Holmes and Thaddeus in the little room, and I listened.\n\n\
+                \"My brother and I were called to him,\" said Thaddeus. \"Early in that year \
+                my father received a letter from India. He kept it from us.\n\n\
+                \"When we entered his room he was propped up with pillows.\n\n\
+                \"'I will tell you how Morstan died,' he said. 'He had a weak heart.' Morstan \
+                was a brave man, they say. Then the major wrote a note.\"\n\n\
+                \"A singular story,\" said Holmes.";
+    let scene = attributed(list, text);
+    let actors_of = |start: &str| -> Vec<&str> {
+        let s = scene
+            .sentences
+            .iter()
+            .find(|s| s.text.trim_start_matches(['\'', '"']).starts_with(start))
+            .unwrap_or_else(|| panic!("no sentence {start}: {:#?}", scene.sentences));
+        s.actors.iter().map(String::as_str).collect()
+    };
+    // "my father", said by a Sholto: the family's elder.
+    assert_eq!(actors_of("Early in that year"), ["john-sholto"]);
+    // "we", after "my brother and I": the brother lived it too.
+    assert_eq!(actors_of("When we entered"), ["bartholomew-sholto"]);
+    // A retold line: who first said it, and who heard it with the teller.
+    assert_eq!(
+        actors_of("I will tell you how Morstan died"),
+        ["bartholomew-sholto", "john-sholto"]
+    );
+    // Talked about is not acting; a name then a past act is.
+    assert!(actors_of("Morstan was a brave man").is_empty());
+    assert_eq!(actors_of("Then the major wrote"), ["john-sholto"]);
+    // The teller's own words are not the retold father's.
+    assert!(!actors_of("He kept it from us").contains(&"john-sholto"));
+}

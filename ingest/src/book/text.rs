@@ -715,7 +715,8 @@ fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
 /// mother,' she said. 'Let us be frank.'` The quote's words split into the teller's
 /// narration and the quoted lines it retells; `None` when it retells none. A single
 /// quote opens before a capital letter after a space (not `don't`, not `'em`) and closes
-/// after punctuation before a space or the end; one left open closes at the end.
+/// after a word or punctuation before a space, punctuation or the end; one left open
+/// closes at the end.
 #[must_use]
 pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
     let chars: Vec<char> = quote.chars().collect();
@@ -730,9 +731,11 @@ pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
             || (c == '\''
                 && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '—' | '-'))
                 && after.is_some_and(char::is_uppercase));
+        // "four' scrawled", "out'!": a word's last letter may end the quote too (a
+        // dropped letter, "goin' home", closes it early: less is given, never more).
         let closes = c == '’'
             || (c == '\''
-                && before.is_some_and(|b| matches!(b, ',' | '.' | '!' | '?' | ';' | '-' | '—'))
+                && before.is_some_and(|b| b.is_alphanumeric() || ",.!?;-—".contains(b))
                 && after.is_none_or(|a| !a.is_alphanumeric()));
         if opens && !quoted {
             push_segment(&mut out, &mut piece, false);
@@ -776,7 +779,10 @@ pub fn sentences(text: &str) -> Vec<&str> {
             continue;
         }
         let next = chars.get(i + 1).map(|(_, c)| *c);
-        if next.is_some_and(|n| !n.is_whitespace()) {
+        // "…a weak heart.' Morstan": a closing quote mark ends the sentence with it.
+        let quoted = next.is_some_and(|n| matches!(n, '\'' | '’' | '"' | '”'))
+            && chars.get(i + 2).is_none_or(|(_, c)| c.is_whitespace());
+        if next.is_some_and(|n| !n.is_whitespace()) && !quoted {
             continue;
         }
         let word = text[start..*at]
@@ -789,7 +795,10 @@ pub fn sentences(text: &str) -> Vec<&str> {
         if *c == '.' && (ABBREVIATIONS.contains(&word) || initial) {
             continue;
         }
-        let end = at + c.len_utf8();
+        let end = match (quoted, next) {
+            (true, Some(q)) => at + c.len_utf8() + q.len_utf8(),
+            _ => at + c.len_utf8(),
+        };
         let sentence = text[start..end].trim();
         if !sentence.is_empty() {
             out.push(sentence);
