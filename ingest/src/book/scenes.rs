@@ -308,8 +308,12 @@ enum Tag {
     /// "I": the narrator.
     Narrator,
     /// A description the list does not hold ("my companion", "the stranger"): one of
-    /// the people in the conversation, never the narrator.
-    Unnamed,
+    /// the people in the conversation, never the narrator. "her preserver" is not the
+    /// one "her" means (`owner`); "the other" is the turn-taking partner.
+    Unnamed {
+        owner: Option<Gender>,
+        other: bool,
+    },
 }
 
 /// Words that open a description ("my companion", "the inspector").
@@ -345,7 +349,14 @@ fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<Tag> {
         "she" => Some(Tag::Pronoun(Gender::She)),
         // A thing or a group speaks no quoted line we can give anyone.
         "it" | "they" | "we" | "you" | "there" | "this" | "these" | "those" => None,
-        w if DETERMINERS.contains(&w) => Some(Tag::Unnamed),
+        w if DETERMINERS.contains(&w) => Some(Tag::Unnamed {
+            owner: match w {
+                "his" => Some(Gender::He),
+                "her" => Some(Gender::She),
+                _ => None,
+            },
+            other: words.get(1).is_some_and(|n| n == "other"),
+        }),
         _ => {
             let raw = clean_word(head.split_whitespace().next()?);
             raw.chars()
@@ -520,6 +531,16 @@ impl Voices<'_> {
     /// speakers, the last named on stage). Never the narrator, never someone who has not
     /// come on stage: a guess must not put anyone in the room.
     fn resolve(&self, in_paragraph: &[Speaker], pronoun: Gender) -> Option<Speaker> {
+        self.resolve_except(in_paragraph, pronoun, None)
+    }
+
+    /// [`Self::resolve`], passing over `except`.
+    fn resolve_except(
+        &self,
+        in_paragraph: &[Speaker],
+        pronoun: Gender,
+        except: Option<&Speaker>,
+    ) -> Option<Speaker> {
         let candidates = || {
             in_paragraph
                 .iter()
@@ -529,7 +550,7 @@ impl Voices<'_> {
                 .chain(self.alternate())
                 .chain(self.spoken.iter().rev().cloned())
                 .chain(self.mentioned.iter().rev().cloned())
-                .filter(|s| !self.is_narrator(s) && self.on_stage(s))
+                .filter(|s| !self.is_narrator(s) && self.on_stage(s) && Some(s) != except)
         };
         if let Some((who, gender, at)) = &self.newcomer {
             let fits =
@@ -603,7 +624,14 @@ impl Voices<'_> {
                 Some(id) => Speaker::Focus(id.to_owned()),
                 None => Speaker::Other("I".to_owned()),
             }),
-            Tag::Unnamed => self.resolve(in_paragraph, Gender::Unknown),
+            Tag::Unnamed { other: true, .. } => self.alternate(),
+            Tag::Unnamed { owner: None, .. } => self.resolve(in_paragraph, Gender::Unknown),
+            // "said her preserver": someone there other than the one "her" means.
+            Tag::Unnamed { owner: Some(g), .. } => {
+                let owner = self.resolve(in_paragraph, g);
+                self.resolve_except(in_paragraph, Gender::Unknown, owner.as_ref())
+                    .filter(|s| Some(s) != owner.as_ref())
+            }
         }
     }
 }
@@ -737,7 +765,7 @@ impl Retelling {
                 Some(Tag::Narrator) => self.teller.clone(),
                 Some(Tag::Pronoun(g)) => self.resolve(g, p, facts),
                 // "said the taller of the pair": someone the list does not name.
-                Some(Tag::Unnamed) => None,
+                Some(Tag::Unnamed { .. }) => None,
                 // Untagged: the one who spoke the retold line before it in this
                 // paragraph; at the paragraph's start, turn-taking. A phrase quoted
                 // inside the teller's own sentence ("with 'The sign of the four'

@@ -727,3 +727,23 @@ fn those_a_teller_says_acted_or_lived_it_alongside_know_what_is_told() {
     // The teller's own words are not the retold father's.
     assert!(!actors_of("He kept it from us").contains(&"john-sholto"));
 }
+
+#[test]
+fn her_companion_is_not_she_and_the_other_is_the_partner_in_the_exchange() {
+    let list = "Lucy Ferrier | Lucy\nJefferson Hope | Hope, the young hunter\n";
+    let text = "Hope came up on his roan, and he caught the bridle. Lucy looked up at him, \
+                and she laughed.\n\n\
+                \"Thank God you kept your seat,\" said her companion.\n\n\
+                \"I'm awful frightened,\" she said.\n\n\
+                \"Neither would I be anything else,\" the other said.";
+    let scene = attributed(list, text);
+    let speakers: Vec<&str> = scene
+        .utterances
+        .iter()
+        .map(|u| u.speaker.focus().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        speakers,
+        ["jefferson-hope", "lucy-ferrier", "jefferson-hope"]
+    );
+}
