@@ -345,17 +345,32 @@ async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
     }
     let facts = parsed["facts"].as_array().expect("test data");
     assert!(facts.len() >= 20, "{} facts", facts.len());
+    let mut read_clauses = 0;
     for f in facts {
         let text = f["text"].as_str().expect("test data");
-        for w in text
+        let subject = f.get("subject").and_then(|v| v.as_str()).unwrap_or("");
+        let predicate = f.get("predicate").and_then(|v| v.as_str()).unwrap_or("");
+        let object = f.get("object").and_then(|v| v.as_str()).unwrap_or("");
+        if !subject.is_empty() && !predicate.is_empty() {
+            read_clauses += 1;
+        }
+        // What a fact's subject and object say is held to the same rule as its text.
+        let spoken = format!("{text} {subject} {object}");
+        for w in spoken
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| w.len() > 2)
         {
             assert!(
                 contains_phrase(past_text, w) || !contains_phrase(later_text, w),
-                "a starting fact uses `{w}` from the script's scenes: {text}"
+                "a starting fact uses `{w}` from the script's scenes: {spoken}"
             );
         }
     }
+    // Facts carry the clause they state, not just their sentence.
+    assert!(
+        read_clauses * 2 > facts.len(),
+        "{read_clauses} of {} starting facts have a subject and a predicate",
+        facts.len()
+    );
     done
 }

@@ -442,14 +442,18 @@ fn scenario_file(
         .filter(|f| f.scene <= past)
         .enumerate()
     {
-        // One copy per wording: a knower who does not know a name gets the description.
-        let mut wordings: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        // One copy per wording: a knower who does not know a name gets the description,
+        // in the sentence and in its subject and object alike.
+        let mut wordings: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
         for knower in f.known_by.iter().filter(|k| world.contains(*k)) {
-            let text = as_known(&f.text, knower, names_at(f.scene), characters, &namer);
-            wordings.entry(text).or_default().push(knower.clone());
+            let known = |t: &str| as_known(t, knower, names_at(f.scene), characters, &namer);
+            wordings
+                .entry((known(&f.text), known(&f.subject), known(&f.object)))
+                .or_default()
+                .push(knower.clone());
         }
         let several = wordings.len() > 1;
-        for (i, (text, known_by)) in wordings.into_iter().enumerate() {
+        for (i, ((text, subject, object), known_by)) in wordings.into_iter().enumerate() {
             facts.push(Fact {
                 id: if several {
                     format!("s{}-f{}-{}", f.scene, n + 1, i + 1)
@@ -458,9 +462,9 @@ fn scenario_file(
                 },
                 text,
                 known_by,
-                subject: String::new(),
-                predicate: String::new(),
-                object: String::new(),
+                subject,
+                predicate: f.predicate.clone(),
+                object,
                 cause: String::new(),
                 route: f.route.clone(),
             });

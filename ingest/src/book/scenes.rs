@@ -1517,7 +1517,7 @@ const PAST_VERBS: &[&str] = &[
 ];
 
 /// A verb in the simple past: the common irregular ones, or a regular "-ed" form.
-fn is_past_verb(word: &str) -> bool {
+pub(super) fn is_past_verb(word: &str) -> bool {
     PAST_VERBS.contains(&word)
         || (word.len() > 4 && word.ends_with("ed") && !matches!(word, "indeed" | "need" | "seed"))
 }

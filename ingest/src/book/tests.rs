@@ -747,3 +747,67 @@ fn her_companion_is_not_she_and_the_other_is_the_partner_in_the_exchange() {
         ["jefferson-hope", "lucy-ferrier", "jefferson-hope"]
     );
 }
+
+#[test]
+fn a_fact_reads_its_main_clause_not_its_first_words() {
+    use super::graph::Clause;
+    let read = |text: &str, names: &[&str], teller: Option<&str>, he: Option<&str>| {
+        let named: Vec<(usize, usize, String)> = names
+            .iter()
+            .map(|n| {
+                let at = text.find(n).expect("name in text");
+                (at, at + n.len(), (*n).to_owned())
+            })
+            .collect();
+        let c = Clause::read(text, &named, teller, he);
+        (c.subject, c.predicate, c.object)
+    };
+    let own = |s: &str, p: &str, o: &str| (s.to_owned(), p.to_owned(), o.to_owned());
+    // A name, adverbs skipped, an auxiliary and its verb, a name as object.
+    assert_eq!(
+        read(
+            "Then Holmes quietly had shown Drebber the ring.",
+            &["Holmes", "Drebber"],
+            None,
+            None
+        ),
+        own("Holmes", "had shown", "Drebber")
+    );
+    // "I" is the teller; a leading clause is passed over.
+    assert_eq!(
+        read(
+            "When we reached the house, I knocked at the door.",
+            &[],
+            Some("John Watson"),
+            None
+        ),
+        own("John Watson", "knocked", "at the door")
+    );
+    // "he" is the one the paragraph named; a pronoun inside a phrase is the subject.
+    assert_eq!(
+        read(
+            "According to my notion he dropped it there.",
+            &[],
+            None,
+            Some("Jefferson Hope")
+        ),
+        own("Jefferson Hope", "dropped", "it there")
+    );
+    // A noun phrase; a prepositional phrase holding a verb is the main clause.
+    assert_eq!(
+        read("The window of the room was found open.", &[], None, None),
+        own("The window of the room", "was found", "open")
+    );
+    assert_eq!(
+        read(
+            "On that the Secretary gave it up, and left.",
+            &[],
+            None,
+            None
+        )
+        .1,
+        "gave"
+    );
+    // No clause, no subject or predicate.
+    assert_eq!(read("Capital!", &[], None, None), own("", "", ""));
+}
