@@ -178,6 +178,7 @@ pub async fn analyse(
                 let narrator = narrators.get(&span.chapter).map(String::as_str);
                 let mut scene = scenes::prepare(i + 1, *span, text, &namer, &facts, narrator);
                 refine_scene(refiner, &mut scene, text, &namer).await;
+                refine_speakers(refiner, &mut scene, book, characters, &namer).await;
                 scenes.push(scene);
                 progress.step();
             }
@@ -427,6 +428,188 @@ async fn refine_scene(refiner: &Refiner, scene: &mut Scene, text: &str, namer: &
                 scene.silent.insert(m.character.to_owned());
             }
         }
+    }
+}
+
+#[derive(Deserialize)]
+struct SpeakersAnswer {
+    speakers: Vec<SpeakerAnswer>,
+}
+
+#[derive(Deserialize)]
+struct SpeakerAnswer {
+    line: usize,
+    speaker: String,
+}
+
+/// Lines a model may be asked about in one call.
+const SPEAKER_LINES_PER_CALL: usize = 24;
+
+/// The model path of speaker attribution: for the lines no rule gave a speaker, the
+/// model picks one of those on stage at that line (the narrator as "I") or "unknown".
+/// A name off that list, or the one the line addresses, refuses the answer; a speaker
+/// is never put on stage by the model, so no one hears more for it.
+async fn refine_speakers(
+    refiner: &Refiner,
+    scene: &mut Scene,
+    book: &str,
+    characters: &[FocusCharacter],
+    namer: &Namer,
+) {
+    if !refiner.has_model() || scene.unattributed.is_empty() {
+        return;
+    }
+    let name_of = |id: &str| {
+        characters
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| id.to_owned(), |c| c.name.clone())
+    };
+    let paragraph = |p: usize| -> &str {
+        let start = scene
+            .paragraph_starts
+            .get(p)
+            .copied()
+            .unwrap_or(scene.span.start);
+        let end = scene
+            .paragraph_starts
+            .get(p + 1)
+            .copied()
+            .unwrap_or(scene.span.end);
+        book.get(start..end).unwrap_or("").trim()
+    };
+    // Each line with its context and whom it may be.
+    let asked: Vec<(usize, String, Vec<String>)> = scene
+        .unattributed
+        .iter()
+        .take(SPEAKER_LINES_PER_CALL)
+        .map(|(p, text)| {
+            let cast: Vec<String> = scene.present_at(*p).into_iter().collect();
+            (*p, text.clone(), cast)
+        })
+        .filter(|(_, _, cast)| !cast.is_empty())
+        .collect();
+    if asked.is_empty() {
+        return;
+    }
+    let mut body = String::new();
+    for (n, (p, text, cast)) in asked.iter().enumerate() {
+        let names: Vec<String> = cast
+            .iter()
+            .map(|id| {
+                if scene.narrator.as_deref() == Some(id.as_str()) {
+                    format!("{} (the narrator, \"I\")", name_of(id))
+                } else {
+                    name_of(id)
+                }
+            })
+            .collect();
+        let before = p.checked_sub(1).map(paragraph).unwrap_or("");
+        body.push_str(&format!(
+            "Line {}: \"{}\"\nIt may be said by: {}\nContext:\n{}\n{}\n\n",
+            n + 1,
+            prefix(text, 200),
+            names.join(", "),
+            prefix(before, 500),
+            prefix(paragraph(*p), 700),
+        ));
+    }
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "speakers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "line": {"type": "integer"},
+                        "speaker": {"type": "string"}
+                    },
+                    "required": ["line", "speaker"]
+                }
+            }
+        },
+        "required": ["speakers"]
+    });
+    let task = "Who speaks each numbered line of quoted speech? For each line answer with one                 of the names it may be said by, or \"unknown\" when the text does not make it                 clear. Someone a line addresses by name does not say it. Answer every line.";
+    let narrator = scene.narrator.clone();
+    let resolve = |name: &str, cast: &[String]| -> Option<String> {
+        let id = if name.trim() == "I" {
+            narrator.clone()?
+        } else {
+            namer
+                .mentions(name)
+                .first()
+                .map(|m| m.character.to_owned())?
+        };
+        cast.contains(&id).then_some(id)
+    };
+    let answer: Option<SpeakersAnswer> = refiner
+        .ask(
+            Ask {
+                stage: "scenes",
+                chunk: format!("scene {} speakers", scene.number),
+                task,
+                body: &body,
+                schema,
+                max_tokens: 40 + 16 * asked.len() as u32,
+            },
+            |a: &SpeakersAnswer| {
+                for s in &a.speakers {
+                    let Some((_, text, cast)) = s.line.checked_sub(1).and_then(|i| asked.get(i))
+                    else {
+                        return Err(format!("there is no line {}", s.line));
+                    };
+                    if s.speaker.trim().eq_ignore_ascii_case("unknown") {
+                        continue;
+                    }
+                    let Some(id) = resolve(&s.speaker, cast) else {
+                        return Err(format!(
+                            "`{}` is not one who may say line {}",
+                            prefix(&s.speaker, 40),
+                            s.line
+                        ));
+                    };
+                    if scenes::vocative(text, namer).as_deref() == Some(id.as_str()) {
+                        return Err(format!(
+                            "line {} addresses `{}`",
+                            s.line,
+                            prefix(&s.speaker, 40)
+                        ));
+                    }
+                }
+                Ok(())
+            },
+        )
+        .await;
+    let Some(answer) = answer else { return };
+    for s in answer.speakers {
+        let Some((p, text, cast)) = s.line.checked_sub(1).and_then(|i| asked.get(i)) else {
+            continue;
+        };
+        let Some(id) = resolve(&s.speaker, cast) else {
+            continue;
+        };
+        scene.unattributed.retain(|(q, t)| !(q == p && t == text));
+        let at = scene.utterances.partition_point(|u| u.paragraph <= *p);
+        scene.utterances.insert(
+            at,
+            scenes::Utterance {
+                speaker: scenes::Speaker::Focus(id.clone()),
+                text: text.clone(),
+                paragraph: *p,
+            },
+        );
+        for sentence in &mut scene.sentences {
+            if sentence.paragraph == *p
+                && sentence.spoken_by.is_none()
+                && text.contains(sentence.text.as_str())
+            {
+                sentence.spoken_by = Some(scenes::Speaker::Focus(id.clone()));
+            }
+        }
+        scene.silent.remove(&id);
+        scene.active.insert(id);
     }
 }
 

@@ -71,6 +71,10 @@ pub struct Scene {
     /// teller (in `utterances`); those who first said them need not be here at all.
     #[serde(default)]
     pub retold: Vec<Utterance>,
+    /// Quoted lines no rule could give a speaker (the model path may, among those on
+    /// stage): their text and paragraph.
+    #[serde(default)]
+    pub unattributed: Vec<(usize, String)>,
     pub sentences: Vec<Sentence>,
     /// Focus characters who leave, and the paragraph from which they are gone.
     pub exits: BTreeMap<String, usize>,
@@ -422,7 +426,7 @@ fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
 
 /// The focus character a quote addresses by name ("Whatever have you been doing with
 /// yourself, Watson?", "Watson, come here"): not the one who says it.
-fn vocative(quote: &str, namer: &Namer) -> Option<String> {
+pub(super) fn vocative(quote: &str, namer: &Namer) -> Option<String> {
     namer.mentions(quote).into_iter().find_map(|m| {
         let after = quote[m.end..].chars().next();
         let before = quote[..m.start].trim_end();
@@ -908,6 +912,7 @@ pub fn prepare(
     };
     let mut open_speaker: Option<Speaker> = None;
     let mut retold = Vec::new();
+    let mut unattributed = Vec::new();
     let mut retelling = Retelling::default();
     let mut returns: BTreeSet<(String, usize)> = BTreeSet::new();
     for (p, para) in paras.iter().enumerate() {
@@ -1136,6 +1141,9 @@ pub fn prepare(
                     if vocative.is_some() {
                         addressed = vocative;
                     }
+                    if speaker.is_none() {
+                        unattributed.push((p, q.clone()));
+                    }
                     if let Some(speaker) = speaker {
                         if let Some(id) = speaker.focus() {
                             tracing::debug!(
@@ -1262,6 +1270,7 @@ pub fn prepare(
         referenced,
         utterances,
         retold,
+        unattributed,
         sentences: all_sentences,
         exits: voices.exits,
         entries,

@@ -811,3 +811,84 @@ fn a_fact_reads_its_main_clause_not_its_first_words() {
     // No clause, no subject or predicate.
     assert_eq!(read("Capital!", &[], None, None), own("", "", ""));
 }
+
+/// A scene whose one untagged line no rule can give: Holmes and Lestrade are both on
+/// stage and neither is its turn-taking partner.
+fn scene_with_an_unknown_line() -> (
+    String,
+    super::scenes::Scene,
+    Vec<super::text::FocusCharacter>,
+) {
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\nLestrade\n\
+                Enoch Drebber | Drebber\n";
+    let text = "I stood in the room with Holmes and Lestrade, and I watched, as I had \
+                been told.\n\n\
+                Holmes knelt by the body. Lestrade stood at the door.\n\n\
+                \"There has been foul play here.\"\n\n\
+                \"Capital,\" said Holmes."
+        .to_owned();
+    let scene = attributed(list, &text);
+    (text, scene, parse_characters(list).expect("list"))
+}
+
+#[tokio::test]
+async fn the_model_gives_an_unknown_line_to_one_on_stage_and_no_one_else() {
+    use std::sync::Arc;
+
+    use dramatis_llm::{ScriptRule, ScriptedModel};
+
+    use super::refine::Refiner;
+
+    let (text, scene, characters) = scene_with_an_unknown_line();
+    let namer = Namer::new(&characters);
+    assert_eq!(
+        scene.unattributed,
+        [(2, "There has been foul play here.".to_owned())],
+        "{:?}",
+        scene.utterances
+    );
+    let run = |reply: &str| {
+        let model = ScriptedModel::new(vec![ScriptRule {
+            when: vec!["Who speaks each numbered line".into()],
+            reply: reply.into(),
+        }]);
+        let refiner = Refiner::new(Some(Arc::new(model.clone())), None).expect("refiner");
+        let mut scene = scene.clone();
+        let text = text.clone();
+        let (characters, namer) = (characters.clone(), namer.clone());
+        async move {
+            super::refine_speakers(&refiner, &mut scene, &text, &characters, &namer).await;
+            (scene, refiner.rejections(), model.prompts())
+        }
+    };
+    // One of those on stage: the line is theirs.
+    let (done, rejected, prompts) =
+        run(r#"{"speakers": [{"line": 1, "speaker": "Lestrade"}]}"#).await;
+    assert!(rejected.is_empty(), "{rejected:?}");
+    assert!(done.unattributed.is_empty());
+    let line = done
+        .utterances
+        .iter()
+        .find(|u| u.text.starts_with("There has been"))
+        .expect("given");
+    assert_eq!(line.speaker, Speaker::Focus("lestrade".into()));
+    assert!(done.active.contains("lestrade"));
+    // The prompt offers only those on stage, the narrator as "I".
+    let prompt = prompts[0].text();
+    assert!(
+        prompt.contains("Sherlock Holmes") && prompt.contains("(the narrator"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("Enoch Drebber"), "{prompt}");
+    // Someone not on stage is refused (asked twice), and the line stays unknown.
+    let (done, rejected, prompts) =
+        run(r#"{"speakers": [{"line": 1, "speaker": "Drebber"}]}"#).await;
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(
+        rejected[0].reason.contains("not one who may say"),
+        "{rejected:?}"
+    );
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(done.unattributed.len(), 1);
+    assert!(!done.present().any(|c| c == "enoch-drebber"));
+}
