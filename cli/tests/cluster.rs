@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tonic::transport::Channel;
 
 mod common;
-use common::{EXE, line_with, repo};
+use common::{EXE, ledger, line_with, repo};
 
 /// A `dramatis agent` on the scripted model, keeping shards in JetStream at `shards`
 /// when given; its endpoint.
@@ -227,16 +227,6 @@ async fn stack_of(agents: usize, replicas: usize, shards: bool) -> Option<Stack>
         replicas: running,
         _dir: dir,
     })
-}
-
-/// The shipped open story as an inline spec, with `rounds` rounds.
-fn ledger(rounds: u32) -> dramatis_proto::v1::SandboxSpec {
-    let path = repo().join("scenarios/lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
-    let mut spec =
-        dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("an open story");
-    spec.rounds = rounds;
-    spec
 }
 
 async fn create(client: &mut WorldClient<Channel>, id: &str, rounds: u32) {

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{serve_scripted, serve_scripted_with};
+use common::{Dice, serve_scripted, serve_scripted_with};
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
     AdvanceRequest, AskRequest, CreateWorldRequest, Event, GetWorldRequest, WatchRequest,
@@ -18,31 +18,6 @@ use dramatis_proto::v1::{
 use tonic::transport::Channel;
 
 const WORLD: &str = "kills";
-
-/// A small deterministic generator; the seed is printed so a failure can be replayed.
-struct Dice(u64);
-
-impl Dice {
-    fn seeded() -> Self {
-        let seed = std::env::var("DRAMATIS_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(7, |d| d.as_nanos() as u64)
-            });
-        eprintln!("DRAMATIS_TEST_SEED={seed}");
-        Self(seed | 1)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
 
 /// Process ids of the agents running on `shards` (their lock files).
 fn agent_pids(shards: &Path) -> Vec<i32> {

@@ -92,3 +92,38 @@ pub async fn serve_scripted_with(
     let url = format!("http://{}", ready.split_whitespace().nth(1).expect("addr"));
     (server, url)
 }
+
+/// A small deterministic generator; the seed is printed so a failure can be replayed.
+pub struct Dice(u64);
+
+impl Dice {
+    pub fn seeded() -> Self {
+        let seed = std::env::var("DRAMATIS_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(7, |d| d.as_nanos() as u64)
+            });
+        eprintln!("DRAMATIS_TEST_SEED={seed}");
+        Self(seed | 1)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// The shipped open story as an inline spec, with `rounds` rounds.
+pub fn ledger(rounds: u32) -> dramatis_proto::v1::SandboxSpec {
+    let path = repo().join("scenarios/lamplighters-ledger/scenario.toml");
+    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
+    let mut spec =
+        dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("an open story");
+    spec.rounds = rounds;
+    spec
+}

@@ -97,6 +97,21 @@ macro_rules! routed {
     }};
 }
 
+/// Runs a call's work to its end whatever the caller does. A client that gives up (its
+/// deadline passes, Ctrl-C) makes tonic drop the handler's future; dropped halfway, a
+/// world change would be half made: an event logged but never applied (the next append
+/// is then refused as fenced and the world abandons itself), a world created without
+/// being recorded, one deleted from memory but not from its log. On its own task the
+/// change completes, and only the answer is lost.
+async fn to_completion<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, Status>> + Send + 'static,
+) -> Result<T, Status> {
+    use tracing::Instrument as _;
+    tokio::spawn(work.in_current_span())
+        .await
+        .map_err(|e| Status::internal(format!("the call's work ended abnormally: {e}")))?
+}
+
 impl WorldGrpc {
     /// A watcher of a world this replica does not own, served from the shared log.
     async fn watch_from_log(
@@ -252,12 +267,15 @@ impl WorldApi for WorldGrpc {
             }
         };
         let world_id = Some(request.world_id).filter(|w| !w.is_empty());
-        let world = self
-            .worlds
-            .create(source, world_id)
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(world.info()))
+        let worlds = self.worlds.clone();
+        to_completion(async move {
+            let world = worlds
+                .create(source, world_id)
+                .await
+                .map_err(Status::from)?;
+            Ok(Response::new(world.info()))
+        })
+        .await
     }
 
     async fn get_world(
@@ -330,8 +348,12 @@ impl WorldApi for WorldGrpc {
             request,
             delete_world,
             |world| {
-                self.worlds.delete(world.id()).await.map_err(Status::from)?;
-                Ok(Response::new(pb::DeleteWorldResponse {}))
+                let worlds = self.worlds.clone();
+                to_completion(async move {
+                    worlds.delete(world.id()).await.map_err(Status::from)?;
+                    Ok(Response::new(pb::DeleteWorldResponse {}))
+                })
+                .await
             }
         )
     }
@@ -366,11 +388,14 @@ impl WorldApi for WorldGrpc {
             request,
             advance,
             |world| {
-                let events = world.advance(until).await.map_err(Status::from)?;
-                Ok(Response::new(pb::AdvanceResponse {
-                    events,
-                    world: Some(world.info()),
-                }))
+                to_completion(async move {
+                    let events = world.advance(until).await.map_err(Status::from)?;
+                    Ok(Response::new(pb::AdvanceResponse {
+                        events,
+                        world: Some(world.info()),
+                    }))
+                })
+                .await
             }
         )
     }

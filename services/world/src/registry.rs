@@ -524,6 +524,7 @@ impl Worlds {
             Err(error) => {
                 self.inner.agents.release(&id).await;
                 self.give_up_lease(&id).await;
+                self.forget_sandbox(&id);
                 return Err(error);
             }
         };
@@ -600,17 +601,27 @@ impl Worlds {
         worlds
     }
 
-    /// Stops a world, frees its agents and removes its log.
+    /// Stops a world, removes its log, then frees its agents. The log goes first: once
+    /// the world is gone from this service it is gone from its log too, so a restart
+    /// (even one that cut this deletion short) never brings it back; a deletion cut
+    /// short before that leaves the world whole, to be deleted again.
     pub async fn delete(&self, world_id: &str) -> Result<(), WorldError> {
-        let (_, world) = self
+        let world = self
             .inner
             .worlds
-            .remove(world_id)
+            .get(world_id)
+            .map(|w| Arc::clone(w.value()))
             .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))?;
+        world.stop().await;
+        self.inner.log.delete_world(world_id).await?;
+        self.forget_sandbox(world_id);
+        if self.inner.worlds.remove(world_id).is_none() {
+            // Another deletion of it got here first and does the rest.
+            return Ok(());
+        }
         self.count_worlds();
         world.shut().await;
         self.inner.agents.release(world_id).await;
-        self.inner.log.delete_world(world_id).await?;
         self.give_up_lease(world_id).await;
         tracing::info!(world_id, "world deleted");
         Ok(())
@@ -621,6 +632,17 @@ impl Worlds {
     /// Publishes how many worlds this service holds.
     fn count_worlds(&self) {
         crate::metrics::WORLDS.set(i64::try_from(self.inner.worlds.len()).unwrap_or(i64::MAX));
+    }
+
+    /// Removes the scenario file kept for an inline sandbox spec of `world_id`, if any:
+    /// a world deleted or never made leaves none behind.
+    fn forget_sandbox(&self, world_id: &str) {
+        let file = self.inner.sandboxes.join(format!("{world_id}.toml"));
+        if let Err(error) = std::fs::remove_file(&file)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(world_id, %error, "cannot remove the sandbox's scenario file");
+        }
     }
 
     /// Releases this replica's lease on `world_id`, if it is in a cluster.

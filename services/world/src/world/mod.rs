@@ -391,14 +391,19 @@ impl World {
         self.abandoned.load(Ordering::Relaxed)
     }
 
-    /// Stops the world and detaches its characters (best effort).
-    pub(crate) async fn shut(&self) {
-        // No sleep starts from here on, and one under way (its characters leaving their
-        // agents, each saving first) ends before the check below: caught in between,
-        // they would be neither attached, to have their shards deleted, nor asleep, to
-        // be woken for it. Calls under way end too; the next sees the world deleted.
+    /// Stops the world for its deletion: nothing runs in it from here on. No sleep starts,
+    /// and one under way (its characters leaving their agents, each saving first) ends
+    /// before this returns: caught in between, they would be neither attached, to have
+    /// their shards deleted, nor asleep, to be woken for it. Calls under way end too;
+    /// the next sees the world deleted, so nothing more is logged for it.
+    pub(crate) async fn stop(&self) {
         self.deleted.store(true, Ordering::Relaxed);
         drop(self.activity.write().await);
+    }
+
+    /// Stops the world and detaches its characters (best effort).
+    pub(crate) async fn shut(&self) {
+        self.stop().await;
         // A sleeping world's shards are deleted by its agents, so wake it first.
         if self.is_asleep()
             && let Err(error) = self.wake().await
