@@ -214,3 +214,64 @@ async fn calls_cut_off_by_their_deadlines_leave_every_world_whole() {
     let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
     assert_eq!(seqs, expected, "the log's seqs after a restart");
 }
+
+/// Creates a world for each id, all at once.
+async fn at_once(
+    client: &WorldClient<Channel>,
+    ids: impl Iterator<Item = String>,
+) -> Vec<Result<tonic::Response<dramatis_proto::v1::WorldInfo>, tonic::Status>> {
+    let mut set = tokio::task::JoinSet::new();
+    for id in ids {
+        let mut client = client.clone();
+        set.spawn(async move { client.create_world(create(&id)).await });
+    }
+    set.join_all().await
+}
+
+/// Fifty creations at once against `--max-worlds 4` make four worlds, and ten at once
+/// with one id make one; the rest are refused, and no agent of a refused world is left
+/// attached (the service's world count says so).
+#[tokio::test]
+async fn the_world_limit_and_ids_hold_under_concurrent_creations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let (_server, url) =
+        common::serve_scripted_with(data.to_str().expect("utf-8"), &["--max-worlds", "4"]).await;
+    let client = WorldClient::connect(url).await.expect("connect");
+    let results = at_once(&client, (0..50).map(|i| format!("many-{i}"))).await;
+    let made = results.iter().filter(|r| r.is_ok()).count();
+    let full = results
+        .iter()
+        .filter(|r| {
+            r.as_ref()
+                .is_err_and(|s| s.code() == Code::ResourceExhausted)
+        })
+        .count();
+    assert_eq!((made, full), (4, 46), "{results:?}");
+    let mut lister = client.clone();
+    let listed = lister
+        .list_worlds(ListWorldsRequest::default())
+        .await
+        .expect("list")
+        .into_inner()
+        .worlds
+        .len();
+    assert_eq!(listed, 4);
+
+    // One id, ten creations at once (after room is made).
+    for w in results.iter().flatten() {
+        lister
+            .delete_world(DeleteWorldRequest {
+                world_id: w.get_ref().world_id.clone(),
+            })
+            .await
+            .expect("delete");
+    }
+    let results = at_once(&client, (0..10).map(|_| "one-id".to_owned())).await;
+    let made = results.iter().filter(|r| r.is_ok()).count();
+    let exists = results
+        .iter()
+        .filter(|r| r.as_ref().is_err_and(|s| s.code() == Code::AlreadyExists))
+        .count();
+    assert_eq!((made, exists), (1, 9), "{results:?}");
+}

@@ -84,6 +84,21 @@ struct Inner {
     limits: Arc<Limits>,
     security: dramatis_runtime::grpc::Security,
     cluster: Option<Arc<Cluster>>,
+    /// Ids of worlds being created: they count against `--max-worlds`, and a second
+    /// creation of one waits for nothing (it is refused as existing).
+    creating: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// A world id held while its world is created; let go when dropped.
+struct Creating<'a> {
+    inner: &'a Inner,
+    id: String,
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        dramatis_runtime::lock(&self.inner.creating).remove(&self.id);
+    }
 }
 
 impl Worlds {
@@ -123,6 +138,7 @@ impl Worlds {
                     ),
                 },
                 cluster: options.cluster.clone(),
+                creating: std::sync::Mutex::default(),
                 roots: std::iter::once(&options.scenarios_dir)
                     .chain(&options.scenario_roots)
                     .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| lexical(d)))
@@ -480,14 +496,29 @@ impl Worlds {
             }
             None => uuid::Uuid::new_v4().to_string(),
         };
-        if self.inner.worlds.contains_key(&id) || self.inner.log.world(&id).await?.is_some() {
+        // The id and a place under the limit are held from here until the world is in
+        // the table (or its creation failed): of concurrent creations, only as many as
+        // the limit allows go on, and only one per id.
+        let _creating = {
+            let mut creating = dramatis_runtime::lock(&self.inner.creating);
+            if self.inner.worlds.contains_key(&id) || creating.contains(&id) {
+                return Err(WorldError::WorldExists(id));
+            }
+            if self.inner.worlds.len() + creating.len() >= limits.max_worlds {
+                return Err(WorldError::Full(format!(
+                    "this service holds {} worlds, its limit (serve --max-worlds); delete one \
+                     first",
+                    limits.max_worlds
+                )));
+            }
+            creating.insert(id.clone());
+            Creating {
+                inner: &self.inner,
+                id: id.clone(),
+            }
+        };
+        if self.inner.log.world(&id).await?.is_some() {
             return Err(WorldError::WorldExists(id));
-        }
-        if self.inner.worlds.len() >= limits.max_worlds {
-            return Err(WorldError::Full(format!(
-                "this service holds {} worlds, its limit (serve --max-worlds); delete one first",
-                limits.max_worlds
-            )));
         }
         // An inline spec is kept as a scenario file beside the log, so the world can be
         // restored after a restart like any other.
