@@ -70,8 +70,9 @@ async fn the_scripted_model_refines_every_stage_and_an_interrupted_ingest_repeat
     assert!(stopped["scenario"].is_null());
     let scene_calls = calls(&stopped, "scenes");
     let episodic_calls = calls(&stopped, "episodic");
-    // Eight scenes; the six whose first paragraph has no schoolhouse are retried once.
-    assert_eq!(scene_calls, 2 + 6 * 2);
+    // Eight scenes; the six whose first paragraph has no schoolhouse are retried once;
+    // the four holding a line no rule gives a speaker ask once more, about that line.
+    assert_eq!(scene_calls, 2 + 6 * 2 + 4);
     assert_eq!(
         episodic_calls, 18,
         "one summary per character present per scene"
