@@ -463,6 +463,51 @@ impl Drop for AgentLock {
     }
 }
 
+/// The lock a world service holds on its data directory while it runs (the kernel lets
+/// it go when the process ends, by any means).
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+}
+
+/// Takes `data_dir`'s lock (`serve.lock`), before anything in the directory is touched:
+/// a second service on it would write a new CA into `pki/` and end the first one's
+/// agents as stale. Refused, naming the process that holds it, when another service
+/// does.
+pub fn hold_data_dir(data_dir: &Path) -> anyhow::Result<DataDirLock> {
+    use std::io::{Read as _, Seek as _, Write as _};
+    std::fs::create_dir_all(data_dir).with_context(|| format!("create {}", data_dir.display()))?;
+    let path = data_dir.join("serve.lock");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            anyhow::bail!(
+                "another dramatis service (pid {}) is using the data directory {}: stop it, \
+                 or give this one another --data-dir",
+                holder.trim(),
+                data_dir.display()
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("lock {}", path.display()));
+        }
+    }
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| write!(file, "{}", std::process::id()))
+        .with_context(|| format!("write {}", path.display()))?;
+    Ok(DataDirLock { _file: file })
+}
+
 /// In an agent process: takes this process's lock file in `shards`, held until the
 /// returned guard is dropped.
 pub fn hold_agent_lock(shards: &Path) -> anyhow::Result<AgentLock> {

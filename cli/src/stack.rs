@@ -24,6 +24,7 @@ pub struct LocalStack {
     shutdown: Shutdown,
     server: Option<tokio::task::JoinHandle<Result<(), ServeError>>>,
     _llm: Option<Spawned>,
+    _data_dir: crate::spawn::DataDirLock,
     _temp: Option<tempfile::TempDir>,
 }
 
@@ -60,6 +61,7 @@ impl LocalStack {
                 (temp.path().to_path_buf(), Some(temp))
             }
         };
+        let data_dir_lock = crate::spawn::hold_data_dir(&data_dir)?;
         let logs = data_dir.join("logs");
         let mut llm = None;
         if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() {
@@ -109,6 +111,7 @@ impl LocalStack {
             shutdown,
             server: Some(server),
             _llm: llm,
+            _data_dir: data_dir_lock,
             _temp: temp,
         })
     }

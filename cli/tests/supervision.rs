@@ -363,6 +363,67 @@ async fn a_service_ends_agents_left_running_on_its_data_directory() {
     let _ = server.kill().await;
 }
 
+/// A second `dramatis serve` on a data directory a running one uses refuses at once,
+/// naming the first, and touches nothing: the first's certificates stay, its agents
+/// live, and its story goes on (before, the second wrote a new CA into `pki/` and ended
+/// the first one's agents as stale, and every later call of the first failed).
+#[tokio::test]
+async fn a_second_service_on_a_data_directory_refuses_and_leaves_the_first_alone() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let dir = data.path().to_str().expect("utf-8");
+    let (mut server, url) = serve_scripted(dir).await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    advance(&mut world, 2).await;
+    let pki = std::fs::read(data.path().join("pki/ca.pem")).expect("the service's CA");
+    let agents = running_agents(&data.path().join("shards")).await;
+
+    let second = tokio::time::timeout(
+        Duration::from_secs(30),
+        common::dramatis(&[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--scripted",
+            "builtin",
+            "--no-viewer",
+            "--data-dir",
+            dir,
+        ]),
+    )
+    .await
+    .expect("the second service ends by itself");
+    let (ok, _, err) = second;
+    assert!(!ok, "the second service must refuse");
+    let first = server.id().expect("the first service's pid").to_string();
+    assert!(
+        err.contains("another dramatis service") && err.contains(&first),
+        "the refusal names the first service ({first}): {err}"
+    );
+    assert_eq!(
+        std::fs::read(data.path().join("pki/ca.pem")).expect("the CA"),
+        pki,
+        "the first service's CA was replaced"
+    );
+    assert!(
+        agents.iter().all(|pid| alive(*pid)),
+        "the first service's agents were ended"
+    );
+    advance(&mut world, 2).await;
+    let _ = server.kill().await;
+}
+
+/// Advances the test world by `turns`, which must succeed.
+async fn advance(world: &mut WorldClient<Channel>, turns: u32) {
+    world
+        .advance(AdvanceRequest {
+            world_id: WORLD.into(),
+            until: Some(advance_request::Until::Turns(turns)),
+        })
+        .await
+        .expect("advance");
+}
+
 /// The pids of the agents running on `shards`, waiting (up to 30 s) for at least one.
 async fn running_agents(shards: &Path) -> Vec<i32> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

@@ -332,6 +332,8 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
     args.metrics.start(&shutdown).await?;
+    // Before anything in the data directory is touched: one service per directory.
+    let _data_dir = crate::spawn::hold_data_dir(&args.data_dir)?;
     let logs = args.data_dir.join("logs");
     let mut _llm = None;
     let agents: Arc<dyn AgentDirectory> = if args.agent_endpoints.is_empty() {
