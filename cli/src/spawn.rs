@@ -470,13 +470,29 @@ pub struct DataDirLock {
     _file: std::fs::File,
 }
 
+/// Makes what this process (and every process it starts) creates from here on private
+/// to its user: files 0600, folders 0700. A service's data (shards, the event log,
+/// logs) is characters' private memory.
+pub fn private_files() {
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+}
+
+/// Makes `dir` (made if missing) private to this user (0700), whatever made it before.
+pub fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("make {} private", dir.display()))
+}
+
 /// Takes `data_dir`'s lock (`serve.lock`), before anything in the directory is touched:
 /// a second service on it would write a new CA into `pki/` and end the first one's
 /// agents as stale. Refused, naming the process that holds it, when another service
 /// does.
 pub fn hold_data_dir(data_dir: &Path) -> anyhow::Result<DataDirLock> {
     use std::io::{Read as _, Seek as _, Write as _};
-    std::fs::create_dir_all(data_dir).with_context(|| format!("create {}", data_dir.display()))?;
+    private_files();
+    private_dir(data_dir)?;
     let path = data_dir.join("serve.lock");
     let mut file = std::fs::OpenOptions::new()
         .read(true)

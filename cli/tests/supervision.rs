@@ -413,6 +413,48 @@ async fn a_second_service_on_a_data_directory_refuses_and_leaves_the_first_alone
     let _ = server.kill().await;
 }
 
+/// Everything a service keeps (shards, the event log, the agents' logs and
+/// certificates) is its user's alone: files 0600, folders 0700, the data directory too.
+#[tokio::test]
+async fn a_service_keeps_its_data_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let data = tempfile::tempdir().expect("temp dir");
+    let dir = data.path().join("data");
+    let (mut server, url) = serve_scripted(dir.to_str().expect("utf-8")).await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    advance(&mut world, 3).await;
+    let mut open = Vec::new();
+    let mut seen = 0;
+    let mut stack = vec![dir.clone()];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).expect("metadata");
+        // The test's own log of the service, made before it started.
+        if path == dir.join("serve.log") {
+            continue;
+        }
+        seen += 1;
+        if meta.permissions().mode() & 0o077 != 0 {
+            open.push(format!(
+                "{:o} {}",
+                meta.permissions().mode() & 0o777,
+                path.display()
+            ));
+        }
+        if meta.is_dir() {
+            stack.extend(
+                std::fs::read_dir(&path)
+                    .expect("dir")
+                    .flatten()
+                    .map(|e| e.path()),
+            );
+        }
+    }
+    assert!(seen > 10, "only {seen} entries");
+    assert!(open.is_empty(), "readable by others:\n{}", open.join("\n"));
+    let _ = server.kill().await;
+}
+
 /// Advances the test world by `turns`, which must succeed.
 async fn advance(world: &mut WorldClient<Channel>, turns: u32) {
     world

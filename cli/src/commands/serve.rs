@@ -414,6 +414,8 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 }
 
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
+    // Shards are characters' private memory.
+    crate::spawn::private_files();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
     args.metrics.start(&shutdown).await?;
