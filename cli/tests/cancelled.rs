@@ -13,7 +13,7 @@ use common::{Dice, ledger, serve_scripted};
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
     AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, GetWorldRequest, ListWorldsRequest,
-    WatchRequest, advance_request, create_world_request, watch_response,
+    advance_request, create_world_request,
 };
 use tonic::transport::Channel;
 use tonic::{Code, Request};
@@ -77,23 +77,11 @@ async fn settles(client: &mut WorldClient<Channel>, world_id: &str, want: bool) 
 
 /// The seqs of the story's whole log, replayed.
 async fn logged(client: &mut WorldClient<Channel>) -> Vec<u64> {
-    let mut stream = client
-        .watch(WatchRequest {
-            world_id: STORY.into(),
-            from_seq: 1,
-            no_follow: true,
-            pov: String::new(),
-        })
+    common::replay(client, STORY)
         .await
-        .expect("watch")
-        .into_inner();
-    let mut seqs = Vec::new();
-    while let Some(item) = stream.message().await.expect("watch stream") {
-        if let Some(watch_response::Item::Event(e)) = item.item {
-            seqs.push(e.seq);
-        }
-    }
-    seqs
+        .iter()
+        .map(|e| e.seq)
+        .collect()
 }
 
 #[tokio::test]

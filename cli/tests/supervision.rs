@@ -12,8 +12,8 @@ use std::time::Duration;
 use common::{Dice, serve_scripted, serve_scripted_with};
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CreateWorldRequest, Event, GetWorldRequest, WatchRequest,
-    WorldStatus, advance_request, create_world_request, watch_response,
+    AdvanceRequest, AskRequest, CreateWorldRequest, Event, GetWorldRequest, WorldStatus,
+    advance_request, create_world_request,
 };
 use tonic::transport::Channel;
 
@@ -64,27 +64,6 @@ async fn finished(world: &mut WorldClient<Channel>) -> bool {
         .expect("get world")
         .into_inner();
     info.status == WorldStatus::Finished as i32
-}
-
-/// The world's whole log, replayed.
-async fn replay(world: &mut WorldClient<Channel>) -> Vec<Event> {
-    let mut stream = world
-        .watch(WatchRequest {
-            world_id: WORLD.into(),
-            from_seq: 1,
-            no_follow: true,
-            pov: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(item) = stream.message().await.expect("watch stream") {
-        if let Some(watch_response::Item::Event(e)) = item.item {
-            events.push(e);
-        }
-    }
-    events
 }
 
 /// `seq`s of the events each character's saved shard holds.
@@ -220,7 +199,7 @@ async fn killed_agents_are_restarted(
     }
     assert_eq!(killed.len(), kills, "the story outlasted every kill");
 
-    let events = replay(&mut world).await;
+    let events = common::replay(&mut world, WORLD).await;
     let all: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(returned, all, "the Advance calls returned every event once");
     assert_whole(&events, &shards);
@@ -324,7 +303,7 @@ async fn a_killed_service_leaves_no_agents_and_its_successor_finishes_the_story(
             .await
             .expect("advance after the restarts");
     }
-    let events = replay(&mut world).await;
+    let events = common::replay(&mut world, WORLD).await;
     assert_whole(&events, &shards);
     assert_eq!(agent_pids(&shards).len(), 4, "one live agent per character");
     let _ = server.kill().await;
@@ -588,7 +567,7 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         Some(&(next + 1)),
         "the story went on after the logged event"
     );
-    let events = replay(&mut world).await;
+    let events = common::replay(&mut world, WORLD).await;
     assert_whole(&events, &shards);
     let _ = agent.kill().await;
     let _ = server.kill().await;

@@ -127,3 +127,28 @@ pub fn ledger(rounds: u32) -> dramatis_proto::v1::SandboxSpec {
     spec.rounds = rounds;
     spec
 }
+
+/// The whole log of world `id`, replayed through `client` (no follow).
+pub async fn replay(
+    client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+) -> Vec<dramatis_proto::v1::Event> {
+    use dramatis_proto::v1::{WatchRequest, watch_response};
+    let mut stream = client
+        .watch(WatchRequest {
+            world_id: id.into(),
+            from_seq: 1,
+            no_follow: true,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(item) = stream.message().await.expect("watch stream") {
+        if let Some(watch_response::Item::Event(e)) = item.item {
+            events.push(e);
+        }
+    }
+    events
+}

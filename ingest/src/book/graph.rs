@@ -294,12 +294,13 @@ pub fn extract(
         let mut hidden: BTreeSet<String> = BTreeSet::new();
         for sentence in &s.sentences {
             let text = sentence.text.trim();
+            let mentions = namer.mentions(text);
             if named_paragraph != Some(sentence.paragraph) {
                 paragraph_names.clear();
             }
-            if sentence.spoken_by.is_none() && !namer.mentions(text).is_empty() {
+            if sentence.spoken_by.is_none() && !mentions.is_empty() {
                 named_paragraph = Some(sentence.paragraph);
-                paragraph_names.extend(namer.mentions(text).iter().map(|m| m.character));
+                paragraph_names.extend(mentions.iter().map(|m| m.character));
             }
             // "he" or "she" is the one the paragraph's narration named, if only one.
             let last_named = match paragraph_names.iter().collect::<Vec<_>>()[..] {
@@ -313,7 +314,6 @@ pub fn extract(
             if !(4..=60).contains(&word_count) {
                 continue;
             }
-            let mentions = namer.mentions(text);
             let phrases = proper_phrases(text, &proper);
             let lower_words: Vec<String> = words(text).collect();
             let timed = lower_words

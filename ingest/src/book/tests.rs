@@ -271,6 +271,15 @@ fn attributed(list: &str, text: &str) -> super::scenes::Scene {
     )
 }
 
+/// Who speaks each of the scene's lines: a focus character's id, or `?`.
+fn focus_speakers(scene: &super::scenes::Scene) -> Vec<&str> {
+    scene
+        .utterances
+        .iter()
+        .map(|u| u.speaker.focus().unwrap_or("?"))
+        .collect()
+}
+
 /// Whether `id` is on stage at `paragraph`, with the scene's stays and exits on failure.
 fn assert_on_stage(scene: &super::scenes::Scene, paragraph: usize, id: &str, on_stage: bool) {
     assert_eq!(
@@ -545,11 +554,7 @@ fn remarked_and_observed_tag_the_narrator_and_others() {
                 the last.\"\n\n\
                 \"I feared as much,\" observed Holmes.";
     let scene = attributed(list, text);
-    let speakers: Vec<&str> = scene
-        .utterances
-        .iter()
-        .map(|u| u.speaker.focus().unwrap_or("?"))
-        .collect();
+    let speakers = focus_speakers(&scene);
     assert_eq!(speakers, ["john-watson", "john-watson", "sherlock-holmes"]);
 }
 
@@ -683,11 +688,7 @@ fn after_a_move_in_time_the_one_man_just_shown_is_the_he_of_the_next_line() {
                 \"Which is it to-day?\" I asked.\n\n\
                 \"It is cocaine,\" he said.";
     let scene = attributed(list, text);
-    let speakers: Vec<&str> = scene
-        .utterances
-        .iter()
-        .map(|u| u.speaker.focus().unwrap_or("?"))
-        .collect();
+    let speakers = focus_speakers(&scene);
     assert_eq!(speakers, ["john-watson", "sherlock-holmes"]);
 }
 
@@ -737,11 +738,7 @@ fn her_companion_is_not_she_and_the_other_is_the_partner_in_the_exchange() {
                 \"I'm awful frightened,\" she said.\n\n\
                 \"Neither would I be anything else,\" the other said.";
     let scene = attributed(list, text);
-    let speakers: Vec<&str> = scene
-        .utterances
-        .iter()
-        .map(|u| u.speaker.focus().unwrap_or("?"))
-        .collect();
+    let speakers = focus_speakers(&scene);
     assert_eq!(
         speakers,
         ["jefferson-hope", "lucy-ferrier", "jefferson-hope"]

@@ -691,52 +691,30 @@ pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
 }
 
 fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
-    let mut out = Vec::new();
-    let mut piece = String::new();
-    let mut quoted = false;
-    for c in paragraph.chars() {
-        let opens = c == '“' || (c == '"' && !quoted);
-        let closes = c == '”' || (c == '"' && quoted);
-        if opens && !quoted {
-            push_segment(&mut out, &mut piece, false);
-            quoted = true;
-        } else if closes && quoted {
-            push_segment(&mut out, &mut piece, true);
-            quoted = false;
-        } else {
-            piece.push(c);
-        }
-    }
-    push_segment(&mut out, &mut piece, quoted);
-    (out, quoted)
+    let (out, open, _) = split_quotes(paragraph, |c, _, _, quoted| {
+        (
+            c == '“' || (c == '"' && !quoted),
+            c == '”' || (c == '"' && quoted),
+        )
+    });
+    (out, open)
 }
 
-/// Speech retold inside a quote, in single quotes: `'No good can come of falsehood,
-/// mother,' she said. 'Let us be frank.'` The quote's words split into the teller's
-/// narration and the quoted lines it retells; `None` when it retells none. A single
-/// quote opens before a capital letter after a space (not `don't`, not `'em`) and closes
-/// after a word or punctuation before a space, punctuation or the end; one left open
-/// closes at the end.
-#[must_use]
-pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
-    let chars: Vec<char> = quote.chars().collect();
+/// Splits `text` into narration and quotes. `marks(c, before, after, quoted)` says
+/// whether `c` opens or closes a quote there. Returns the segments, whether the last
+/// quote was left open, and whether any quote opened.
+fn split_quotes(
+    text: &str,
+    marks: impl Fn(char, Option<char>, Option<char>, bool) -> (bool, bool),
+) -> (Vec<Segment>, bool, bool) {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut piece = String::new();
     let mut quoted = false;
     let mut any = false;
     for (i, &c) in chars.iter().enumerate() {
         let before = i.checked_sub(1).map(|j| chars[j]);
-        let after = chars.get(i + 1).copied();
-        let opens = c == '‘'
-            || (c == '\''
-                && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '—' | '-'))
-                && after.is_some_and(char::is_uppercase));
-        // "four' scrawled", "out'!": a word's last letter may end the quote too (a
-        // dropped letter, "goin' home", closes it early: less is given, never more).
-        let closes = c == '’'
-            || (c == '\''
-                && before.is_some_and(|b| b.is_alphanumeric() || ",.!?;-—".contains(b))
-                && after.is_none_or(|a| !a.is_alphanumeric()));
+        let (opens, closes) = marks(c, before, chars.get(i + 1).copied(), quoted);
         if opens && !quoted {
             push_segment(&mut out, &mut piece, false);
             quoted = true;
@@ -749,6 +727,30 @@ pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
         }
     }
     push_segment(&mut out, &mut piece, quoted);
+    (out, quoted, any)
+}
+
+/// Speech retold inside a quote, in single quotes: `'No good can come of falsehood,
+/// mother,' she said. 'Let us be frank.'` The quote's words split into the teller's
+/// narration and the quoted lines it retells; `None` when it retells none. A single
+/// quote opens before a capital letter after a space (not `don't`, not `'em`) and closes
+/// after a word or punctuation before a space, punctuation or the end; one left open
+/// closes at the end.
+#[must_use]
+pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
+    let (out, _, any) = split_quotes(quote, |c, before, after, _| {
+        let opens = c == '‘'
+            || (c == '\''
+                && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '—' | '-'))
+                && after.is_some_and(char::is_uppercase));
+        // "four' scrawled", "out'!": a word's last letter may end the quote too (a
+        // dropped letter, "goin' home", closes it early: less is given, never more).
+        let closes = c == '’'
+            || (c == '\''
+                && before.is_some_and(|b| b.is_alphanumeric() || ",.!?;-—".contains(b))
+                && after.is_none_or(|a| !a.is_alphanumeric()));
+        (opens, closes)
+    });
     any.then_some(out)
 }
 
