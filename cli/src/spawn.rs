@@ -19,7 +19,7 @@ use anyhow::{Context as _, bail};
 use async_trait::async_trait;
 use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldError;
-use dramatis_world::agent_clients::AgentDirectory;
+use dramatis_world::agent_clients::{AgentDirectory, Loss};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -369,6 +369,19 @@ impl SpawnedAgents {
         Ok(endpoint)
     }
 
+    /// Kills the agent of `group` at `endpoint` (it answers nothing); true if it ran.
+    /// It is reaped, and forgotten, as any agent that exits.
+    fn end_frozen(&self, group: &str, endpoint: &str) -> bool {
+        let mut running = self.lock();
+        let Some(agent) = running
+            .get_mut(group)
+            .and_then(|agents| agents.iter_mut().find(|a| a.endpoint == endpoint))
+        else {
+            return false;
+        };
+        agent.poll_exit().is_none() && agent.spawned.child.start_kill().is_ok()
+    }
+
     /// The agent of `group` at `endpoint`: `Some(exit status)` once it has exited (it
     /// is then forgotten), `Some(None)` while it runs, `None` if it is not ours.
     fn take_if_exited(&self, group: &str, endpoint: &str) -> Option<Option<String>> {
@@ -412,8 +425,13 @@ impl AgentDirectory for SpawnedAgents {
         world_id: &str,
         character_id: &str,
         endpoint: &str,
+        loss: Loss,
     ) -> Result<Option<String>, WorldError> {
         let group = self.layout.group(world_id, character_id);
+        if loss == Loss::Frozen && self.end_frozen(&group, endpoint) {
+            tracing::warn!(world_id, character_id, %endpoint,
+                "agent process is frozen; killed it to start a new one");
+        }
         // A killed process's sockets close a moment before it can be reaped: poll.
         let started = tokio::time::Instant::now();
         let status = loop {

@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{Dice, serve_scripted, serve_scripted_with};
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AdvanceRequest, AskRequest, CreateWorldRequest, Event, GetWorldRequest, WorldStatus,
-    advance_request, create_world_request,
+    AdvanceRequest, AskRequest, CreateWorldRequest, GetWorldRequest, WorldStatus, advance_request,
+    create_world_request,
 };
 use tonic::transport::Channel;
 
@@ -64,57 +63,6 @@ async fn finished(world: &mut WorldClient<Channel>) -> bool {
         .expect("get world")
         .into_inner();
     info.status == WorldStatus::Finished as i32
-}
-
-/// `seq`s of the events each character's saved shard holds.
-fn shard_seqs(shards: &Path) -> BTreeMap<String, Vec<u64>> {
-    let dir = shards.join(WORLD);
-    let mut seqs = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir)
-        .expect("the world's shard folder")
-        .flatten()
-    {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("redb") {
-            continue;
-        }
-        let character = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .expect("name")
-            .to_owned();
-        // Read-only, beside the agent that may still be writing it.
-        let (stored, _) = dramatis_character::shard::read_store_file(&path).expect("read shard");
-        let held = stored
-            .perceived
-            .iter()
-            .map(|p| {
-                let p: serde_json::Value = serde_json::from_slice(p).expect("json");
-                p["seq"].as_u64().expect("seq")
-            })
-            .collect();
-        seqs.insert(character, held);
-    }
-    seqs
-}
-
-/// The log is 1..=N, and each character's shard holds exactly the events whose
-/// perceivers name it, in order.
-fn assert_whole(events: &[Event], shards: &Path) {
-    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
-    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
-    assert_eq!(seqs, expected, "the log is every event once, in order");
-    let held = shard_seqs(shards);
-    assert_eq!(held.len(), 4, "four characters' shards: {:?}", held.keys());
-    for (character, held) in held {
-        let perceived: Vec<u64> = events
-            .iter()
-            .filter(|e| e.perceivers.contains(&character))
-            .map(|e| e.seq)
-            .collect();
-        assert!(!perceived.is_empty(), "{character} perceived something");
-        assert_eq!(held, perceived, "{character}'s shard");
-    }
 }
 
 fn create_request() -> CreateWorldRequest {
@@ -202,7 +150,7 @@ async fn killed_agents_are_restarted(
     let events = common::replay(&mut world, WORLD).await;
     let all: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(returned, all, "the Advance calls returned every event once");
-    assert_whole(&events, &shards);
+    common::assert_whole(&events, &shards.join(WORLD));
     // Every killed agent is reaped (no zombie is left; the reaper looks every second).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while killed
@@ -235,6 +183,96 @@ async fn killed_agents_are_restarted(
     let live = agent_pids(&shards).len();
     assert!(processes.contains(&live), "{live} live agent processes");
     let _ = server.kill().await;
+}
+
+/// The one pool agent hosting two worlds' characters is frozen (SIGSTOP, as a process
+/// swapped out or wedged) in the middle of an `Advance`. Its socket stays open, so only
+/// keepalive pings show it: the world finds it within the stated deadline, kills it,
+/// starts another, and the `Advance` completes; an `Ask` to the other world completes
+/// too. Before, both waited without end.
+#[tokio::test]
+async fn a_frozen_agent_is_found_killed_and_replaced() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let shards = data.path().join("shards");
+    let (mut server, url) =
+        serve_scripted_with(&data.path().to_string_lossy(), &["--agent-pool", "1"]).await;
+    let mut world = connect(&url).await;
+    world.create_world(create_request()).await.expect("create");
+    let other = "bystanders";
+    world
+        .create_world(CreateWorldRequest {
+            world_id: other.into(),
+            ..create_request()
+        })
+        .await
+        .expect("create the other world");
+    advance(&mut world, 2).await;
+    let frozen = running_agents(&shards).await;
+    assert_eq!(frozen.len(), 1, "one pool agent");
+    let frozen = frozen[0];
+
+    let mut dice = Dice::seeded();
+    let mut client = world.clone();
+    let call = tokio::spawn(async move {
+        client
+            .advance(AdvanceRequest {
+                world_id: WORLD.into(),
+                until: Some(advance_request::Until::Turns(3)),
+            })
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(dice.below(60))).await;
+    let stopped = tokio::time::Instant::now();
+    signal(frozen, rustix::process::Signal::STOP);
+    // Keepalive finds it within 10 s, the health probe within 5 more, and a new agent
+    // starts in a few: a minute is the bound of "without end", not a speed target.
+    let within = Duration::from_secs(60);
+    let advanced = tokio::time::timeout(within, call)
+        .await
+        .expect("the Advance waited for the frozen agent without end")
+        .expect("the call's task");
+    let taken = stopped.elapsed();
+    advanced.expect("the Advance completes on the new agent");
+    let asked = tokio::time::timeout(
+        within,
+        world.ask(AskRequest {
+            world_id: other.into(),
+            character: "watson".into(),
+            question: "Where were you today?".into(),
+            recall_only: true,
+        }),
+    )
+    .await
+    .expect("the other world's Ask waited without end")
+    .expect("the other world's Ask completes on the new agent");
+    assert_eq!(asked.into_inner().character, "watson");
+    eprintln!("frozen agent replaced; the Advance completed {taken:?} after the SIGSTOP");
+
+    // The frozen process was killed by its service (and reaped), not left stopped.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while alive(frozen) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if alive(frozen) {
+        signal(frozen, rustix::process::Signal::CONT);
+        panic!("the frozen agent {frozen} was left running");
+    }
+    let log = std::fs::read_to_string(data.path().join("serve.log")).expect("serve log");
+    assert!(log.contains("it is frozen"), "{log}");
+    let fresh = running_agents(&shards).await;
+    assert_eq!(fresh.len(), 1, "one pool agent again: {fresh:?}");
+    assert_ne!(fresh[0], frozen);
+    while !finished(&mut world).await {
+        advance(&mut world, 20).await;
+    }
+    let events = common::replay(&mut world, WORLD).await;
+    common::assert_whole(&events, &shards.join(WORLD));
+    let _ = server.kill().await;
+}
+
+fn signal(pid: i32, signal: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+    rustix::process::kill_process(pid, signal).expect("signal sent");
 }
 
 /// A service killed 5 times mid-story and restarted on its data directory: its agents
@@ -304,7 +342,7 @@ async fn a_killed_service_leaves_no_agents_and_its_successor_finishes_the_story(
             .expect("advance after the restarts");
     }
     let events = common::replay(&mut world, WORLD).await;
-    assert_whole(&events, &shards);
+    common::assert_whole(&events, &shards.join(WORLD));
     assert_eq!(agent_pids(&shards).len(), 4, "one live agent per character");
     let _ = server.kill().await;
 }
@@ -568,7 +606,7 @@ async fn an_agent_started_elsewhere_can_die_and_come_back() {
         "the story went on after the logged event"
     );
     let events = common::replay(&mut world, WORLD).await;
-    assert_whole(&events, &shards);
+    common::assert_whole(&events, &shards.join(WORLD));
     let _ = agent.kill().await;
     let _ = server.kill().await;
 }

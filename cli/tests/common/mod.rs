@@ -152,3 +152,54 @@ pub async fn replay(
     }
     events
 }
+
+/// `seq`s of the events each character's saved shard in `world_shards` (a world's
+/// shard folder) holds, by character.
+pub fn shard_seqs(world_shards: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u64>> {
+    let mut seqs = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(world_shards)
+        .expect("the world's shard folder")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("redb") {
+            continue;
+        }
+        let character = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .expect("name")
+            .to_owned();
+        // Read-only, beside the agent that may still be writing it.
+        let (stored, _) = dramatis_character::shard::read_store_file(&path).expect("read shard");
+        let held = stored
+            .perceived
+            .iter()
+            .map(|p| {
+                let p: serde_json::Value = serde_json::from_slice(p).expect("json");
+                p["seq"].as_u64().expect("seq")
+            })
+            .collect();
+        seqs.insert(character, held);
+    }
+    seqs
+}
+
+/// The log is 1..=N, and each of the four characters' shards in `world_shards` holds
+/// exactly the events whose perceivers name it, in order.
+pub fn assert_whole(events: &[dramatis_proto::v1::Event], world_shards: &std::path::Path) {
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, expected, "the log is every event once, in order");
+    let held = shard_seqs(world_shards);
+    assert_eq!(held.len(), 4, "four characters' shards: {:?}", held.keys());
+    for (character, held) in held {
+        let perceived: Vec<u64> = events
+            .iter()
+            .filter(|e| e.perceivers.contains(&character))
+            .map(|e| e.seq)
+            .collect();
+        assert!(!perceived.is_empty(), "{character} perceived something");
+        assert_eq!(held, perceived, "{character}'s shard");
+    }
+}

@@ -25,6 +25,10 @@ pub enum AgentError {
     /// longer known to match it: the character must be attached again (read anew).
     #[error("the character's shard must be read again: {0}")]
     ShardLost(String),
+    /// The disk holding the shard has no room for a save: nothing was written, and the
+    /// call may be made again once there is room.
+    #[error("shard storage: {0}")]
+    DiskFull(String),
 }
 
 impl DomainError for AgentError {
@@ -35,6 +39,7 @@ impl DomainError for AgentError {
             Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
             Self::Fenced(_) => ErrorKind::Aborted,
+            Self::DiskFull(_) => ErrorKind::ResourceExhausted,
             Self::Model(_) | Self::Embed(_) | Self::Shard(_) | Self::Storage(_) => {
                 ErrorKind::Internal
             }

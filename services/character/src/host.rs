@@ -216,10 +216,7 @@ impl CharacterAgents {
         shard.use_modules(modules);
         shard.save()?.wait().await?;
         let items = shard.memory().len();
-        if let Some(store) = shard
-            .store()
-            .filter(|_| self.options.shard_stream.is_some())
-        {
+        if let Some(store) = shard.store() {
             self.lost.insert(key.clone(), store.lost());
         }
         // A concurrent attach of the same character may have won; keep the first.
@@ -315,8 +312,8 @@ impl CharacterAgents {
         Ok((shard, resumed))
     }
 
-    /// Drops the character whose copy of its shard was lost (a save to JetStream
-    /// failed): the next call finds it detached, and its attach reads it again.
+    /// Drops the character whose copy of its shard was lost (a save to JetStream or to
+    /// disk failed): the next call finds it detached, and its attach reads it again.
     fn forget_if_lost(&self, key: &Key) {
         let lost = self
             .lost
@@ -326,7 +323,7 @@ impl CharacterAgents {
             self.lost.remove(key);
             self.shards.remove(key);
             tracing::warn!(world_id = %key.0, character = %key.1,
-                "a save to the shard stream failed; the character will be read again");
+                "a save of the shard failed; the character will be read again");
         }
     }
 

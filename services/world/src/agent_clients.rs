@@ -28,18 +28,20 @@ pub trait AgentDirectory: Send + Sync + std::fmt::Debug {
     async fn endpoint_for(&self, world_id: &str, character_id: &str) -> Result<String, WorldError>;
 
     /// A call to the agent at `endpoint` (hosting `character_id` of `world_id`) failed
-    /// at the transport level. Returns the endpoint to use from now on (a restarted
-    /// agent, or the same one once it is back), or `None` when the agent is known to
-    /// be alive, so the failure was its own answer and retrying would not help.
+    /// at the transport level, in the way `loss` says. Returns the endpoint to use from
+    /// now on (a restarted agent, or the same one once it is back), or `None` when the
+    /// agent is known to be alive, so the failure was its own answer and retrying would
+    /// not help.
     async fn recover(
         &self,
         world_id: &str,
         character_id: &str,
         endpoint: &str,
+        loss: Loss,
     ) -> Result<Option<String>, WorldError> {
         // An agent started elsewhere is restarted by whatever runs it (systemd,
         // Kubernetes): give it a moment, then try the same address again.
-        let _ = (world_id, character_id);
+        let _ = (world_id, character_id, loss);
         tokio::time::sleep(RECONNECT_PAUSE).await;
         Ok(Some(endpoint.to_owned()))
     }
@@ -47,6 +49,26 @@ pub trait AgentDirectory: Send + Sync + std::fmt::Debug {
     /// The world is gone; agents started for it may stop.
     async fn release(&self, _world_id: &str) {}
 }
+
+/// How a call to an agent was lost at the transport level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// The connection broke or was refused: the agent died or restarts, or answered
+    /// UNAVAILABLE itself (its model is down).
+    Broken,
+    /// The agent holds its socket but answers nothing, not even a health check within
+    /// [`PROBE_DEADLINE`]: its process is stopped or wedged. Waiting will not help.
+    Frozen,
+}
+
+/// How long a health check of an agent whose call failed may take before the agent is
+/// called frozen.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The backstop on any one call to an agent: longer than a turn on the slowest model
+/// (whose own calls have deadlines in the agent), so only a wedged agent reaches it.
+/// A frozen process is found much sooner, by keepalive pings.
+pub const AGENT_CALL_DEADLINE: Duration = Duration::from_secs(600);
 
 /// How long the world waits before calling an agent started elsewhere again.
 pub const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
@@ -111,15 +133,17 @@ impl AgentDirectory for StaticAgents {
     /// The same agent once it takes connections again (restarted where it ran), else
     /// the next in the character's rendezvous order that takes them: its characters
     /// move there (whole, when the agents keep shards in JetStream; otherwise the
-    /// world sends them their story again). The same one when none answers.
+    /// world sends them their story again). A frozen agent still takes connections, so
+    /// its characters move at once. The same one when none answers.
     async fn recover(
         &self,
         world_id: &str,
         character_id: &str,
         endpoint: &str,
+        loss: Loss,
     ) -> Result<Option<String>, WorldError> {
         tokio::time::sleep(RECONNECT_PAUSE).await;
-        if accepts_connections(endpoint).await {
+        if loss == Loss::Broken && accepts_connections(endpoint).await {
             return Ok(Some(endpoint.to_owned()));
         }
         for candidate in self.ranked(world_id, character_id) {
@@ -269,6 +293,7 @@ impl AgentDirectory for DnsAgents {
         world_id: &str,
         character_id: &str,
         endpoint: &str,
+        _loss: Loss,
     ) -> Result<Option<String>, WorldError> {
         // A restarted pod comes back under a new address: give DNS a moment, then
         // place the character again among the agents there are now.
@@ -303,13 +328,34 @@ impl AgentPool {
     #[must_use]
     pub fn new(tls: Option<ClientTlsConfig>) -> Self {
         Self {
-            channels: Arc::new(Channels::new(tls, Duration::from_secs(5))),
+            channels: Arc::new(
+                Channels::new(tls, Duration::from_secs(5)).with_call_deadline(AGENT_CALL_DEADLINE),
+            ),
         }
     }
 
     /// Drops the channel to `endpoint` (its agent is gone).
     pub fn forget(&self, endpoint: &str) {
         self.channels.forget(endpoint);
+    }
+
+    /// Whether the agent at `endpoint` answers a health check within
+    /// [`PROBE_DEADLINE`], on a connection of the probe's own. A refused connection
+    /// answers at once, with `Some(false)`; `None` means no answer came in time (a
+    /// frozen process's kernel still accepts the connection, and then nothing more).
+    pub async fn probe(&self, endpoint: &str) -> Option<bool> {
+        // The connection attempt outlasts the probe: only the deadline decides.
+        let Ok(channel) = self.channels.fresh(endpoint, PROBE_DEADLINE * 2) else {
+            return Some(false);
+        };
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let check = health.check(tonic_health::pb::HealthCheckRequest {
+            service: "dramatis.v1.Agent".into(),
+        });
+        tokio::time::timeout(PROBE_DEADLINE, check)
+            .await
+            .ok()
+            .map(|answer| answer.is_ok())
     }
 
     /// A client for `endpoint`, connecting lazily.

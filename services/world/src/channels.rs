@@ -7,6 +7,13 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 
+/// How often a connection to a peer is pinged, busy or idle.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// How long an unanswered ping waits before the connection is called dead: a frozen
+/// peer is found within [`KEEPALIVE_INTERVAL`] + this.
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Channels by endpoint (`http://…` or `https://…`).
 #[derive(Debug)]
 pub struct Channels {
@@ -14,6 +21,8 @@ pub struct Channels {
     /// For `https://` endpoints; without it they are refused.
     tls: Option<ClientTlsConfig>,
     connect_timeout: Duration,
+    /// The most any one call may take, if limited.
+    call_deadline: Option<Duration>,
 }
 
 impl Channels {
@@ -23,7 +32,16 @@ impl Channels {
             channels: DashMap::new(),
             tls,
             connect_timeout,
+            call_deadline: None,
         }
+    }
+
+    /// The same, ending any call that takes longer than `deadline` with
+    /// DEADLINE_EXCEEDED.
+    #[must_use]
+    pub fn with_call_deadline(mut self, deadline: Duration) -> Self {
+        self.call_deadline = Some(deadline);
+        self
     }
 
     /// The channel to `endpoint`, made (not yet connected) on first use. The error
@@ -32,10 +50,35 @@ impl Channels {
         if let Some(channel) = self.channels.get(endpoint) {
             return Ok(channel.clone());
         }
+        let target = self.target(endpoint, self.connect_timeout)?;
+        Ok(self
+            .channels
+            .entry(endpoint.to_owned())
+            .or_insert_with(|| target.connect_lazy())
+            .clone())
+    }
+
+    /// A channel to `endpoint` of its own, not shared (a probe's, which must not
+    /// depend on the state of a connection that just failed), giving up a connection
+    /// attempt after `connect_timeout`.
+    pub fn fresh(&self, endpoint: &str, connect_timeout: Duration) -> Result<Channel, String> {
+        Ok(self.target(endpoint, connect_timeout)?.connect_lazy())
+    }
+
+    fn target(&self, endpoint: &str, connect_timeout: Duration) -> Result<Endpoint, String> {
         let mut target = Endpoint::from_shared(endpoint.to_owned())
             .map_err(|e| format!("bad endpoint {endpoint:?}: {e}"))?
-            .connect_timeout(self.connect_timeout)
-            .tcp_nodelay(true);
+            .connect_timeout(connect_timeout)
+            .tcp_nodelay(true)
+            // A peer whose process is frozen (stopped, swapped out, wedged) keeps its
+            // socket open: only an unanswered ping shows it. The connection is then
+            // closed, failing the calls in flight, and the caller recovers the peer.
+            .http2_keep_alive_interval(KEEPALIVE_INTERVAL)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            .keep_alive_while_idle(true);
+        if let Some(deadline) = self.call_deadline {
+            target = target.timeout(deadline);
+        }
         if endpoint.starts_with("https://") {
             let tls = self.tls.clone().ok_or_else(|| {
                 format!("endpoint {endpoint:?} is https, but no TLS is configured")
@@ -44,11 +87,7 @@ impl Channels {
                 .tls_config(tls)
                 .map_err(|e| format!("TLS for {endpoint:?}: {e}"))?;
         }
-        Ok(self
-            .channels
-            .entry(endpoint.to_owned())
-            .or_insert_with(|| target.connect_lazy())
-            .clone())
+        Ok(target)
     }
 
     /// The channel to `endpoint` if one was made.

@@ -378,7 +378,7 @@ pub(crate) fn apply(
 }
 
 enum Job {
-    Save(Delta, oneshot::Sender<Result<(), String>>),
+    Save(Delta, oneshot::Sender<Result<(), SaveFailure>>),
     ReadAudit(oneshot::Sender<Result<Vec<AuditEntry>, String>>),
 }
 
@@ -424,9 +424,10 @@ impl ShardStore {
         Self { path, jobs, lost }
     }
 
-    /// Set once a save to the remote store failed: this copy of the shard no longer
-    /// knows where its subject ends, so the character must be read again (attached
-    /// anew). Never set for a store on disk.
+    /// Set once a save failed: this copy of the shard no longer knows where its store
+    /// ends (rows are marked saved that may not be, and a store on disk may be left
+    /// unusable by the failure), so the character must be read again (attached anew,
+    /// which opens the file anew). Every later save is refused meanwhile.
     #[must_use]
     pub fn lost(&self) -> Arc<AtomicBool> {
         Arc::clone(&self.lost)
@@ -443,7 +444,7 @@ impl ShardStore {
         if let Err(mpsc::error::SendError(Job::Save(_, done))) =
             self.jobs.send(Job::Save(delta, done))
         {
-            let _ = done.send(Err(self.stopped()));
+            let _ = done.send(Err(SaveFailure::other(self.stopped())));
         }
         PendingSave {
             answer: Some(answer),
@@ -479,7 +480,7 @@ impl ShardStore {
 /// A save in flight; [`PendingSave::wait`] returns once it is committed.
 #[must_use = "a save is only known to be on disk once waited for"]
 pub struct PendingSave {
-    answer: Option<oneshot::Receiver<Result<(), String>>>,
+    answer: Option<oneshot::Receiver<Result<(), SaveFailure>>>,
     /// The store's flag: a failed save with it set means the shard was lost.
     lost: Option<Arc<AtomicBool>>,
 }
@@ -499,7 +500,11 @@ impl PendingSave {
         };
         let failed = match answer.await {
             Ok(Ok(())) => return Ok(()),
-            Ok(Err(message)) => message,
+            Ok(Err(SaveFailure {
+                message,
+                disk_full: true,
+            })) => return Err(AgentError::DiskFull(message)),
+            Ok(Err(failure)) => failure.message,
             Err(_) => "the shard's writer stopped mid-save".into(),
         };
         if self.lost.is_some_and(|lost| lost.load(Ordering::Relaxed)) {
@@ -509,6 +514,26 @@ impl PendingSave {
         }
     }
 }
+
+/// Why a save failed, as its waiters learn it.
+#[derive(Debug, Clone)]
+struct SaveFailure {
+    message: String,
+    /// The disk had no room for it: the client may try again once it has.
+    disk_full: bool,
+}
+
+impl SaveFailure {
+    fn other(message: String) -> Self {
+        Self {
+            message,
+            disk_full: false,
+        }
+    }
+}
+
+/// Below this many bytes free after a failed write, the disk is what failed it.
+const ALMOST_FULL: u64 = 1024 * 1024;
 
 /// The task that applies one store's saves, in order.
 struct Writer {
@@ -547,9 +572,12 @@ impl Writer {
                             }
                         }
                     }
-                    let written = self.save(deltas).await.map_err(|e| e.to_string());
+                    let written = self.save(deltas).await.map_err(|e| SaveFailure {
+                        disk_full: matches!(e, AgentError::DiskFull(_)),
+                        message: e.to_string(),
+                    });
                     if let Err(e) = &written {
-                        tracing::error!(error = %e, "cannot save a shard");
+                        tracing::error!(error = %e.message, "cannot save a shard");
                     }
                     for answer in answers {
                         let _ = answer.send(written.clone());
@@ -566,13 +594,26 @@ impl Writer {
     /// publish leaves the store as it was), then to `db`; compacts the remote store
     /// when it has grown.
     async fn save(&mut self, deltas: Vec<Delta>) -> Result<(), AgentError> {
-        if let Some(remote) = &mut self.remote {
-            if self.lost.load(Ordering::Relaxed) {
-                return Err(AgentError::ShardLost(format!(
-                    "{}: an earlier save failed",
-                    remote.subject()
-                )));
+        if self.lost.load(Ordering::Relaxed) {
+            let subject = self.remote.as_ref().map_or_else(
+                || self.path.display().to_string(),
+                |r| r.subject().to_owned(),
+            );
+            return Err(AgentError::ShardLost(format!(
+                "{subject}: an earlier save failed"
+            )));
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        if self.remote.is_none() {
+            // Refused before redb starts: the store stays usable, but these rows are
+            // marked saved in the shard, so it is read again once there is room.
+            if let Err(problem) = dramatis_runtime::disk::ensure_room(dir) {
+                self.lost.store(true, Ordering::Relaxed);
+                tracing::error!(store = %self.path.display(), %problem, "shard save refused");
+                return Err(AgentError::DiskFull(problem));
             }
+        }
+        if let Some(remote) = &mut self.remote {
             if let Err(error) = remote.put(&deltas).await {
                 // Whether any of it landed is unknown, and the rows are already marked
                 // saved in the shard: only reading the subject again is right.
@@ -581,9 +622,23 @@ impl Writer {
             }
         }
         let (db, path, keep) = (Arc::clone(&self.db), self.path.clone(), self.audit_keep);
-        tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))
+        let applied = tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))
             .await
-            .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))))?;
+            .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))));
+        if let Err(error) = applied {
+            if self.remote.is_none() {
+                // redb refuses every later write to a store whose commit failed: the
+                // character is read again, from a store opened anew.
+                self.lost.store(true, Ordering::Relaxed);
+                if dramatis_runtime::disk::free_bytes(dir).is_ok_and(|free| free < ALMOST_FULL) {
+                    tracing::error!(%error, "shard save failed on a full disk");
+                    return Err(AgentError::DiskFull(
+                        "the disk is full; free space and try again".into(),
+                    ));
+                }
+            }
+            return Err(error);
+        }
         if let Some(remote) = self.remote.as_mut().filter(|r| r.wants_compaction()) {
             let (db, path) = (Arc::clone(&self.db), self.path.clone());
             let whole = tokio::task::spawn_blocking(move || read_rows(db.as_ref(), &path, true))

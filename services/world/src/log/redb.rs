@@ -62,6 +62,21 @@ impl RedbLog {
         })
     }
 
+    /// Refuses a write that would leave less than the disk reserve
+    /// ([`dramatis_runtime::disk`]): redb left without space mid-commit is unusable
+    /// until reopened. Deleting needs no room, and frees some.
+    fn room(&self) -> Result<(), WorldError> {
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        dramatis_runtime::disk::ensure_room(dir).map_err(|problem| {
+            tracing::error!(log = %self.path.display(), %problem, "event log write refused");
+            WorldError::Full(format!("event log: {problem}"))
+        })
+    }
+
     /// Runs blocking store work off the async runtime.
     async fn blocking<T: Send + 'static>(
         &self,
@@ -91,6 +106,7 @@ fn last_seq(
 #[async_trait]
 impl EventLog for RedbLog {
     async fn put_world(&self, record: WorldRecord) -> Result<(), WorldError> {
+        self.room()?;
         self.blocking(move |db| {
             let bytes = serde_json::to_vec(&record).map_err(log_err)?;
             let txn = db.begin_write().map_err(log_err)?;
@@ -141,6 +157,7 @@ impl EventLog for RedbLog {
         let Some(last) = events.last().map(|e| e.seq) else {
             return Ok(());
         };
+        self.room()?;
         let world: Arc<str> = Arc::from(world_id);
         let key_world = Arc::clone(&world);
         self.blocking(move |db| {
@@ -228,6 +245,7 @@ impl EventLog for RedbLog {
     }
 
     async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {
+        self.room()?;
         let world_id = world_id.to_owned();
         self.blocking(move |db| {
             let txn = db.begin_write().map_err(log_err)?;

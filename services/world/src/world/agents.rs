@@ -15,7 +15,7 @@ use super::{Slot, World};
 use dramatis_proto::v1 as pb;
 
 use crate::WorldError;
-use crate::agent_clients::AgentRpc;
+use crate::agent_clients::{AgentRpc, Loss};
 use crate::convert::attach_request;
 
 /// Calls to one agent, including the first, before the failure is the caller's.
@@ -58,7 +58,10 @@ fn classify(status: &tonic::Status) -> Failure {
         // An agent never sends UNKNOWN or CANCELLED itself: those come from a broken
         // connection. UNAVAILABLE is either (a refused connection, or a model that
         // is down); the directory tells the two apart by the agent's liveness.
-        Code::Unavailable | Code::Unknown | Code::Cancelled => Failure::Transport,
+        // DEADLINE_EXCEEDED is the world's own backstop on a call that never ended.
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded => {
+            Failure::Transport
+        }
         // The only NOT_FOUND an agent sends: the character is not attached to it.
         Code::NotFound => Failure::Detached,
         _ => Failure::Answer,
@@ -141,10 +144,18 @@ impl World {
         let fresh = match failure {
             Failure::Detached => endpoint.to_owned(),
             Failure::Transport | Failure::Answer => {
+                let loss = match self.links.pool.probe(endpoint).await {
+                    None => {
+                        tracing::warn!(world_id = %self.id, character, %endpoint,
+                            "agent answers nothing, not even a health check: it is frozen");
+                        Loss::Frozen
+                    }
+                    Some(_) => Loss::Broken,
+                };
                 match self
                     .links
                     .directory
-                    .recover(&self.id, character, endpoint)
+                    .recover(&self.id, character, endpoint, loss)
                     .await?
                 {
                     Some(fresh) => fresh,

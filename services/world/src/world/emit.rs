@@ -3,6 +3,8 @@
 //! rendered with the names its character knows.
 
 use dramatis_proto::v1::{self as pb, Event, Usage};
+use std::sync::atomic::Ordering;
+
 use futures::future::try_join_all;
 use tracing::Instrument as _;
 
@@ -32,6 +34,7 @@ impl World {
             draft.origin.as_deref(),
             &draft.told,
         );
+        self.catch_up().await?;
         let mut draft = draft;
         if let Some(narrated) = self.notes().usage.take() {
             draft
@@ -70,16 +73,31 @@ impl World {
         if state.finished(&self.scenario) {
             self.hub.close();
         }
-        try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c)))
+        let delivered = try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c)))
             .instrument(tracing::info_span!("deliver"))
-            .await?;
+            .await;
+        if let Err(error) = delivered {
+            self.behind.store(true, Ordering::Relaxed);
+            return Err(error);
+        }
         Ok(event)
+    }
+
+    /// After a delivery failed, sends every character what it has not been sent yet;
+    /// an error here fails the caller before it logs anything more.
+    async fn catch_up(&self) -> Result<(), WorldError> {
+        if !self.behind.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        try_join_all(self.slots.keys().map(|c| self.deliver_pending(c))).await?;
+        self.behind.store(false, Ordering::Relaxed);
+        tracing::info!(world_id = %self.id, "every character has its story again");
+        Ok(())
     }
 
     /// Sends `character` every logged event it perceived and has not been sent yet
     /// (again from where its shard ends, when its agent was replaced meanwhile).
     pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
-        use std::sync::atomic::Ordering;
         let Some(slot) = self.slots.get(character) else {
             return Ok(());
         };

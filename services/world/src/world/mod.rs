@@ -79,6 +79,10 @@ pub struct World {
     /// Another replica owns the world now (this one lost its lease, or the log refused
     /// an append): nothing more is written from here.
     abandoned: AtomicBool,
+    /// A logged event did not reach all its perceivers (an agent failed, a disk was
+    /// full): they are sent it before anything more is logged, so the story never runs
+    /// on without them.
+    behind: AtomicBool,
     /// The narrator of open stories (world-side: it sees the whole world, and what it
     /// says reaches characters only as events at a location).
     narrator: Option<Arc<dyn LanguageModel>>,
@@ -187,6 +191,7 @@ impl World {
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             abandoned: AtomicBool::new(false),
+            behind: AtomicBool::new(false),
             narrator,
             notes: std::sync::Mutex::new(notes),
             seats: std::sync::Mutex::default(),
