@@ -6,7 +6,9 @@
 # Installs cargo-fuzz (a pinned version, `cargo install --locked`) when it is missing.
 # Builds with the nightly toolchain when one is installed; otherwise with the stable
 # one, letting it accept libFuzzer's unstable flags (RUSTC_BOOTSTRAP=1). No sanitizer:
-# the project forbids unsafe code, so a panic is what a fuzzer can find.
+# the project forbids unsafe code, so a panic is what a fuzzer can find. Inputs go up
+# to 1 MiB, the service's largest message, and one that takes over 10 s counts as a
+# crash too (libFuzzer's -timeout): a slow path is as much a finding as a panic.
 #
 # Each target starts from the committed corpus (fuzz/corpus/TARGET/) and, for the
 # scenario parser, from every scenario file in the repository. New inputs go to
@@ -53,6 +55,7 @@ for target in "${targets[@]}"; do
   "${fuzz[@]}" run --fuzz-dir fuzz --target-dir "$target_dir" --sanitizer none "$target" \
     "$new" "$corpus" "$seeds" -- \
     -max_total_time="$seconds" -artifact_prefix="$artifacts" -print_final_stats=1 \
+    -max_len=1048576 -timeout=10 \
     >"$log" 2>&1 || status=$?
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
   crashes=$(find "$artifacts" -type f | wc -l)

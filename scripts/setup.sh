@@ -127,6 +127,7 @@ checks=(
   "node|nodejs|the program node, which runs the browser test|find_program node"
   "npm|npm|the program npm, which installs the viewer's packages|find_program npm"
 )
+$nats && checks+=("openssl|openssl|the program openssl, which the certificate test reads certificates with|find_program openssl")
 $nats && checks+=("nats-server|nats-server|the program nats-server (Debian puts it in /usr/sbin), which the JetStream tests start|find_nats_server")
 $browser && checks+=("chromium|chromium|the file /usr/bin/chromium, which the browser test launches|find_exact /usr/bin/chromium")
 

@@ -240,8 +240,9 @@ pub struct ModelArgs {
     #[arg(long, env = "DRAMATIS_LAYERS", default_value = "all", value_parser = parse_layers)]
     pub layers: dramatis_character::Layers,
     /// Audited prompts each character's store keeps, the newest (older ones are
-    /// dropped as new ones are saved); every prompt when unset.
-    #[arg(long, env = "DRAMATIS_AUDIT_KEEP", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// dropped as new ones are saved); 0 keeps every prompt. `serve` keeps 1000 when
+    /// unset, `run` and the evaluations every prompt.
+    #[arg(long, env = "DRAMATIS_AUDIT_KEEP", value_name = "N")]
     pub audit_keep: Option<u64>,
 }
 
@@ -366,9 +367,34 @@ pub struct LimitArgs {
     /// Most worlds the service holds at once [1000].
     #[arg(long, value_name = "N")]
     pub max_worlds: Option<usize>,
+    /// Most client connections held at once; more are closed as they come [1000].
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Most Watch streams served at once [10000].
+    #[arg(long, value_name = "N")]
+    pub max_watchers: Option<usize>,
+    /// Most Watch streams of one world at once [1000].
+    #[arg(long, value_name = "N")]
+    pub max_watchers_per_world: Option<usize>,
+    /// Cut off a watcher that reads nothing while its buffer is full for this many
+    /// seconds (it learns so: RESOURCE_EXHAUSTED) [30].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub watcher_stall: Option<u64>,
     /// Most people playing in one world at once [16].
     #[arg(long, value_name = "N")]
     pub max_seats: Option<usize>,
+    /// Most characters an inline sandbox spec may hold [1000].
+    #[arg(long, value_name = "N")]
+    pub max_characters: Option<usize>,
+    /// Most locations an inline sandbox spec may hold [1000].
+    #[arg(long, value_name = "N")]
+    pub max_locations: Option<usize>,
+    /// Most paths between locations an inline sandbox spec may hold [10000].
+    #[arg(long, value_name = "N")]
+    pub max_paths: Option<usize>,
+    /// Most facts an inline sandbox spec may hold [10000].
+    #[arg(long, value_name = "N")]
+    pub max_facts: Option<usize>,
     /// Longest the story waits for a person's action, in seconds [600].
     #[arg(long, value_name = "SECS")]
     pub seat_wait: Option<u64>,
@@ -393,6 +419,19 @@ impl LimitArgs {
         set(&mut limits.max_line_chars, self.max_line_chars);
         set(&mut limits.max_worlds, self.max_worlds);
         set(&mut limits.max_seats, self.max_seats);
+        set(&mut limits.max_watchers, self.max_watchers);
+        set(
+            &mut limits.max_watchers_per_world,
+            self.max_watchers_per_world,
+        );
+        if let Some(secs) = self.watcher_stall {
+            limits.watcher_stall = std::time::Duration::from_secs(secs);
+        }
+        set(&mut limits.max_connections, self.max_connections);
+        set(&mut limits.max_characters, self.max_characters);
+        set(&mut limits.max_locations, self.max_locations);
+        set(&mut limits.max_paths, self.max_paths);
+        set(&mut limits.max_facts, self.max_facts);
         limits.max_rounds = self.max_rounds.unwrap_or(limits.max_rounds);
         limits.max_turns = self.max_turns.unwrap_or(limits.max_turns);
         if let Some(secs) = self.seat_wait {

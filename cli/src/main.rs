@@ -13,6 +13,8 @@ use clap::Parser;
 fn main() -> std::process::ExitCode {
     let cli = args::Cli::parse();
     spawn::watch_lifeline();
+    // Services hold a descriptor per connection, store and agent pipe.
+    let _ = dramatis_runtime::grpc::raise_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

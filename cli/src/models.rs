@@ -212,6 +212,6 @@ pub fn agent_options(
     options.answer_temperature = args.answer_temperature;
     options.recall.layers = args.layers;
     options.data_dir = data_dir;
-    options.audit_keep = args.audit_keep;
+    options.audit_keep = args.audit_keep.filter(|&keep| keep > 0);
     Ok(options)
 }

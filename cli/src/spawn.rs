@@ -248,7 +248,7 @@ impl SpawnedAgents {
     ) -> anyhow::Result<Self> {
         let shards = data_dir.join("shards");
         let tls_dir = data_dir.join("pki");
-        let pki = DeploymentPki::generate(&[], CERTIFICATE_LIFETIME)?;
+        let pki = DeploymentPki::generate(&[], &[], CERTIFICATE_LIFETIME)?;
         pki.write_agent_half(&tls_dir)?;
         let ended = end_stale_agents(&shards).await;
         if ended > 0 {

@@ -89,7 +89,15 @@ impl LocalStack {
                 crate::models::role_models(&model_for_narrator)?.get(ModelRole::Narrator),
             )),
             viewer_dir: None,
-            limits: dramatis_world::Limits::default(),
+            // Only this process calls a local stack: the sizes of what it runs are its
+            // user's choice (a bench of thousands of characters).
+            limits: dramatis_world::Limits {
+                max_characters: usize::MAX,
+                max_locations: usize::MAX,
+                max_paths: usize::MAX,
+                max_facts: usize::MAX,
+                ..dramatis_world::Limits::default()
+            },
             tls: None,
             tokens: None,
             agent_tls: Some(agents.agent_tls()),

@@ -617,15 +617,18 @@ async fn audit_of(
     id: &str,
     character: &str,
 ) -> Vec<(String, i64)> {
-    let audits = client
-        .get_audit(GetAuditRequest {
+    let audits = dramatis_proto::audit::read_all_pages(|page_token| {
+        let mut client = client.clone();
+        let request = GetAuditRequest {
             world_id: id.into(),
             character: character.into(),
-        })
-        .await
-        .unwrap_or_else(|s| panic!("audit of {character}: {s}"))
-        .into_inner()
-        .audits;
+            page_token,
+            ..GetAuditRequest::default()
+        };
+        async move { client.get_audit(request).await.map(|r| r.into_inner()) }
+    })
+    .await
+    .unwrap_or_else(|s| panic!("audit of {character}: {s}"));
     assert_eq!(audits.len(), 1, "one character's audit");
     audits[0]
         .prompts

@@ -11,10 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use dramatis_proto::v1::world_client::WorldClient;
-use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, GetWorldRequest, WorldStatus, advance_request,
-    create_world_request,
-};
+use dramatis_proto::v1::{AdvanceRequest, GetWorldRequest, WorldStatus, advance_request};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tonic::transport::Channel;
 
@@ -89,12 +86,7 @@ impl Confined {
             .join(inside.strip_prefix("/").expect("an absolute temp dir"));
         let mut world = WorldClient::connect(url).await.expect("connect");
         world
-            .create_world(CreateWorldRequest {
-                source: Some(create_world_request::Source::ScenarioName(
-                    "study-in-scarlet".into(),
-                )),
-                world_id: WORLD.into(),
-            })
+            .create_world(common::scarlet(WORLD))
             .await
             .expect("create");
         Self {

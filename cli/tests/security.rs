@@ -104,8 +104,21 @@ async fn clients_reach_a_tls_service_with_its_ca_and_a_token() {
     let data = tempfile::tempdir().expect("temp dir");
     let certs = data.path().join("certs");
     let certs_arg = certs.to_string_lossy().into_owned();
+    let both = ["--host", "story.example", "--agent-host", "story.example"];
+    let (ok, _, err) =
+        dramatis_env(&[&["certs", "--out", &certs_arg][..], &both].concat(), &[]).await;
+    assert!(!ok, "one name for the world and the agents must be refused");
+    assert!(err.contains("both --host and --agent-host"), "{err}");
     let (ok, out, err) = dramatis_env(
-        &["certs", "--out", &certs_arg, "--host", "story.example"],
+        &[
+            "certs",
+            "--out",
+            &certs_arg,
+            "--host",
+            "story.example",
+            "--agent-host",
+            "agents.example",
+        ],
         &[],
     )
     .await;
@@ -114,6 +127,33 @@ async fn clients_reach_a_tls_service_with_its_ca_and_a_token() {
     for file in ["ca.pem", "agent.pem", "agent.key", "world.pem", "world.key"] {
         assert!(certs.join(file).is_file(), "{file}");
     }
+    // As openssl reads them: the agents' certificate names the agents only (before,
+    // `--host` gave it the world's names too, and with serverAuth an agent's key
+    // could pass for the world service and collect clients' tokens).
+    let read = |file: &str| {
+        let out = std::process::Command::new("openssl")
+            .args([
+                "x509",
+                "-noout",
+                "-ext",
+                "subjectAltName,extendedKeyUsage",
+                "-in",
+            ])
+            .arg(certs.join(file))
+            .output()
+            .expect("openssl (scripts/setup.sh installs it)");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let agent = read("agent.pem");
+    assert!(agent.contains("DNS:agents.example"), "{agent}");
+    assert!(!agent.contains("story.example"), "{agent}");
+    assert!(agent.contains("TLS Web Server Authentication"), "{agent}");
+    assert!(!agent.contains("Client Authentication"), "{agent}");
+    let world = read("world.pem");
+    assert!(world.contains("DNS:story.example"), "{world}");
+    assert!(!world.contains("agents.example"), "{world}");
+    assert!(world.contains("TLS Web Client Authentication"), "{world}");
     let (ok, _, err) = dramatis_env(&["certs", "--out", &certs_arg], &[]).await;
     assert!(!ok, "a second run must not replace the CA agents trust");
     assert!(

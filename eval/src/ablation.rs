@@ -89,15 +89,17 @@ pub async fn play_and_probe(
         .await
         .map_err(|s| anyhow!("get world: {}", describe(&s)))?
         .into_inner();
-    let audits = client
-        .get_audit(GetAuditRequest {
+    let audits = dramatis_proto::audit::read_all_pages(|page_token| {
+        let mut client = client.clone();
+        let request = GetAuditRequest {
             world_id: world.clone(),
-            character: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("audit: {}", describe(&s)))?
-        .into_inner()
-        .audits;
+            page_token,
+            ..GetAuditRequest::default()
+        };
+        async move { client.get_audit(request).await.map(|r| r.into_inner()) }
+    })
+    .await
+    .map_err(|s| anyhow!("audit: {}", describe(&s)))?;
     let prompts: Vec<&str> = audits
         .iter()
         .flat_map(|a| a.prompts.iter().map(|p| p.prompt.as_str()))
@@ -141,6 +143,7 @@ pub async fn play_and_probe(
                     world_id: world.clone(),
                     character_id: character.id.clone(),
                 }),
+                ..Default::default()
             })
             .await
             .map_err(|s| anyhow!("snapshot: {}", describe(&s)))?

@@ -2,6 +2,7 @@
 //! conversions between wire and domain values, and the single mapping from domain
 //! errors to `tonic::Status`. It holds no service logic.
 
+pub mod audit;
 pub mod codec;
 mod modules;
 pub mod status;

@@ -171,7 +171,7 @@ impl Cluster {
     /// service serves TLS and takes the bearer tokens in `tokens` (`ROLE TOKEN` lines).
     pub async fn start_secured(characters: &[&str], rules: &[ScriptRule], tokens: &str) -> Self {
         let secured = Secured {
-            pki: DeploymentPki::generate(&[], std::time::Duration::from_secs(3600))
+            pki: DeploymentPki::generate(&[], &[], std::time::Duration::from_secs(3600))
                 .expect("certificates"),
             tokens: Arc::new(Tokens::parse(tokens, "test tokens").expect("tokens")),
         };
@@ -357,6 +357,7 @@ impl Cluster {
                     world_id: world.into(),
                     character_id: character.into(),
                 }),
+                ..Default::default()
             })
             .await
             .expect("snapshot")
@@ -401,16 +402,19 @@ impl Cluster {
         world: &str,
         character: &str,
     ) -> Vec<dramatis_proto::v1::CharacterAudit> {
-        self.world()
-            .await
-            .get_audit(dramatis_proto::v1::GetAuditRequest {
+        let client = self.world().await;
+        dramatis_proto::audit::read_all_pages(|page_token| {
+            let mut client = client.clone();
+            let request = dramatis_proto::v1::GetAuditRequest {
                 world_id: world.into(),
                 character: character.into(),
-            })
-            .await
-            .expect("audit")
-            .into_inner()
-            .audits
+                page_token,
+                ..dramatis_proto::v1::GetAuditRequest::default()
+            };
+            async move { client.get_audit(request).await.map(|r| r.into_inner()) }
+        })
+        .await
+        .expect("audit")
     }
 
     /// Creates a world of the shipped `scenario` with id `id`; returns its id.

@@ -290,6 +290,7 @@ async fn a_secured_deployment_plays_a_story_for_each_role() {
             GetAuditRequest {
                 world_id: "secured".into(),
                 character: "watson".into(),
+                ..GetAuditRequest::default()
             },
             Some(token),
         )
@@ -305,6 +306,56 @@ async fn a_secured_deployment_plays_a_story_for_each_role() {
         .expect("the operator")
         .into_inner();
     assert!(!audits.audits[0].prompts.is_empty());
+}
+
+/// One token plays one character of a world: before, a single player token could
+/// claim every seat and hold every turn for the seat wait. Another person (another
+/// token) still takes another seat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_plays_one_character_per_world() {
+    let cluster = Cluster::start_secured(&CAST, &[], TOKENS).await;
+    let mut world = create_as_operator(&cluster).await;
+    let claim = |character: &str, token| {
+        signed(
+            PlayClaim {
+                world_id: "secured".into(),
+                character: character.into(),
+                timeout_ms: 5_000,
+                from_seq: 1,
+            },
+            Some(token),
+        )
+    };
+    let mut first = world
+        .claim_seat(claim("watson", PLAYER))
+        .await
+        .expect("the player's first seat")
+        .into_inner();
+    tokio_stream::StreamExt::next(&mut first)
+        .await
+        .expect("claimed")
+        .expect("ok");
+    let refused = world
+        .claim_seat(claim("holmes", PLAYER))
+        .await
+        .expect_err("a second seat for the same token");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused}");
+    assert!(
+        refused
+            .message()
+            .contains("\"pat\" plays watson in this world already"),
+        "{refused}"
+    );
+    let mut other = world
+        .claim_seat(claim("holmes", OPERATOR))
+        .await
+        .expect("another person's seat")
+        .into_inner();
+    tokio_stream::StreamExt::next(&mut other)
+        .await
+        .expect("claimed")
+        .expect("ok");
+    drop(first);
 }
 
 /// Creates world "secured" of the Study in Scarlet with the operator's token; returns
@@ -361,6 +412,7 @@ async fn agent_calls(agent: &mut AgentClient<Channel>) -> Vec<(&'static str, Res
             agent
                 .snapshot(SnapshotRequest {
                     character: watson(),
+                    ..Default::default()
                 })
                 .await
                 .map(drop),
@@ -411,7 +463,7 @@ async fn an_agent_answers_only_the_world_service() {
 
     // A certificate from another deployment's CA: the handshake itself fails.
     let other =
-        DeploymentPki::generate(&[], std::time::Duration::from_secs(3600)).expect("other CA");
+        DeploymentPki::generate(&[], &[], std::time::Duration::from_secs(3600)).expect("other CA");
     let forged = ClientTlsConfig::new()
         .ca_certificate(tonic::transport::Certificate::from_pem(&secured.pki.ca))
         .identity(tonic::transport::Identity::from_pem(
@@ -428,6 +480,7 @@ async fn an_agent_answers_only_the_world_service() {
         let status = AgentClient::new(forged)
             .snapshot(SnapshotRequest {
                 character: watson(),
+                ..Default::default()
             })
             .await
             .expect_err("another CA's certificate");
@@ -444,6 +497,7 @@ async fn an_agent_answers_only_the_world_service() {
         AgentClient::new(plain)
             .snapshot(SnapshotRequest {
                 character: watson(),
+                ..Default::default()
             })
             .await
             .expect_err("plain text");
@@ -454,6 +508,7 @@ async fn an_agent_answers_only_the_world_service() {
     let shard = as_world
         .snapshot(SnapshotRequest {
             character: watson(),
+            ..Default::default()
         })
         .await
         .expect("the world's certificate")

@@ -29,6 +29,8 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
     let limits = Limits {
         max_worlds: 2,
         max_seats: 1,
+        max_characters: 4,
+        max_facts: 5,
         ..Limits::default()
     };
     let cluster = Cluster::start_limited(&CAST, &[], limits).await;
@@ -60,6 +62,40 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
     let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
     let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
     let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
+    // An inline spec with more characters, or facts, than the service allows: refused
+    // before it is read any further (before, a 1 MB spec could hold 53,000 characters,
+    // about 5 GB of agent memory).
+    let mut too_many_facts = spec.clone();
+    while too_many_facts.facts.len() <= 5 {
+        let mut fact = too_many_facts.facts[0].clone();
+        fact.id = format!("extra-{}", too_many_facts.facts.len());
+        too_many_facts.facts.push(fact);
+    }
+    let mut too_many_people = spec.clone();
+    let mut fifth = too_many_people.characters[0].clone();
+    fifth.id = "fifth".into();
+    too_many_people.characters.push(fifth);
+    for (crowded, refusal) in [
+        (
+            too_many_facts,
+            "the sandbox spec has 6 facts; this service allows at most 5 (serve --max-facts)",
+        ),
+        (
+            too_many_people,
+            "the sandbox spec has 5 characters; this service allows at most 4 (serve --max-characters)",
+        ),
+    ] {
+        assert_refused(
+            world
+                .create_world(CreateWorldRequest {
+                    source: Some(create_world_request::Source::Sandbox(crowded)),
+                    world_id: "crowded".into(),
+                })
+                .await,
+            Code::ResourceExhausted,
+            refusal,
+        );
+    }
     spec.rounds = u32::MAX;
     assert_refused(
         world
@@ -276,6 +312,7 @@ async fn detached(
             world_id: "idle".into(),
             character_id: "holmes".into(),
         }),
+        ..Default::default()
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {

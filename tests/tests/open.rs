@@ -245,6 +245,7 @@ async fn sandboxes_run_side_by_side_and_deleting_one_leaves_the_others_alone() {
                 world_id: world.into(),
                 character_id: character.into(),
             }),
+            ..Default::default()
         };
         let freed = agent.snapshot(snapshot("s2")).await.expect_err("detached");
         assert_eq!(freed.code(), tonic::Code::NotFound, "{character} in s2");
@@ -380,4 +381,49 @@ async fn the_narrators_next_event_survives_a_restart() {
         "round 3's event told again: {:?}",
         told(&last)
     );
+}
+
+/// The narrator sees the whole world; what it proposes is told at one place. A proposal
+/// that names someone who is not there, or repeats a fact someone there does not know
+/// (here, Tom's hiding place, proposed at the police station), is refused by the
+/// boundary guard: no event carries it, and the story goes on. Before, the narrator's
+/// text was delivered as it came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_narrators_words_pass_the_boundary_guard() {
+    const LEAK: &str = "rope locker";
+    let rules = vec![ScriptRule {
+        when: vec!["narrator of an open story".into()],
+        reply: r#"{"scene_over":false,"event":{"location":"police-station","text":"A boatman swears a small black book full of names and sums lies in a barge's rope locker."}}"#.into(),
+    }];
+    let cluster = Cluster::start(&CAST, &rules).await;
+    let mut world = cluster.world().await;
+    let id = cluster.create("lamplighters-ledger", "guarded").await;
+    let events: Vec<Event> = world
+        .advance(AdvanceRequest {
+            world_id: id.clone(),
+            until: Some(advance_request::Until::ScriptEnd(true)),
+        })
+        .await
+        .expect("the story goes on without the proposal")
+        .into_inner()
+        .events;
+    assert!(cluster.narrator.calls() >= 1, "the narrator was asked");
+    let rounds = events
+        .iter()
+        .filter(|e| e.kind() == EventKind::SceneStart)
+        .count();
+    assert_eq!(rounds, 6, "one scene per round");
+    let leaked: Vec<u64> = events
+        .iter()
+        .filter(|e| e.text.contains(LEAK))
+        .map(|e| e.seq)
+        .collect();
+    assert!(leaked.is_empty(), "events {leaked:?} told Tom's secret");
+    for character in ["coyle", "varga"] {
+        let snapshot = cluster.snapshot(&id, character).await;
+        assert!(
+            snapshot.memory.iter().all(|m| !m.text.contains(LEAK)),
+            "{character} holds Tom's secret"
+        );
+    }
 }

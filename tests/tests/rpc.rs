@@ -322,6 +322,7 @@ async fn agent_requests_are_validated_and_foreign_events_refused() {
     let snapshot = agent
         .snapshot(dramatis_proto::v1::SnapshotRequest {
             character: character("w", "holmes"),
+            ..Default::default()
         })
         .await
         .expect("snapshot")
@@ -364,7 +365,7 @@ async fn both_services_answer_health_checks_and_reflection() {
             host: String::new(),
             message_request: Some(MessageRequest::ListServices(String::new())),
         };
-        let mut responses = ServerReflectionClient::new(channel)
+        let mut responses = ServerReflectionClient::new(channel.clone())
             .server_reflection_info(tokio_stream::iter([request]))
             .await
             .expect("reflection")
@@ -379,6 +380,26 @@ async fn both_services_answer_health_checks_and_reflection() {
         };
         let mut names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
         names.sort();
+        // Every listed service can be described, as `grpcurl describe` does: the file
+        // that defines it is found (before, the reflection services were NOT_FOUND).
+        for name in &names {
+            let ask = ServerReflectionRequest {
+                host: String::new(),
+                message_request: Some(MessageRequest::FileContainingSymbol(name.clone())),
+            };
+            let mut answers = ServerReflectionClient::new(channel.clone())
+                .server_reflection_info(tokio_stream::iter([ask]))
+                .await
+                .expect("reflection")
+                .into_inner();
+            let answer = answers.message().await.expect("reply").expect("one reply");
+            match answer.message_response {
+                Some(MessageResponse::FileDescriptorResponse(files)) => {
+                    assert!(!files.file_descriptor_proto.is_empty(), "{name}");
+                }
+                other => panic!("{service}: describing {name} failed: {other:?}"),
+            }
+        }
         // Exactly what this port serves: not the other service of dramatis.v1.
         assert_eq!(
             names,

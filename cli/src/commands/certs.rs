@@ -14,10 +14,15 @@ pub struct CertsArgs {
     /// Folder to write the files to (created; its keys are readable by you only).
     #[arg(long, default_value = "dramatis-certs")]
     pub out: PathBuf,
-    /// A host name or IP address the agents or the world service are reached at
-    /// (repeat for more). Loopback names are always included.
+    /// A host name or IP address the world service is reached at by its clients
+    /// (repeat for more): only world.pem carries it. Loopback names are always included.
     #[arg(long = "host", value_name = "NAME")]
     pub hosts: Vec<String>,
+    /// A host name or IP address agents are reached at by the world service (repeat
+    /// for more; for Kubernetes, the agents' headless service): only agent.pem carries
+    /// it, so an agent's key can never pass for the world service.
+    #[arg(long = "agent-host", value_name = "NAME")]
+    pub agent_hosts: Vec<String>,
     /// How many days the certificates are valid.
     #[arg(long, default_value_t = 365)]
     pub days: u64,
@@ -37,7 +42,22 @@ pub fn certs(args: &CertsArgs) -> anyhow::Result<()> {
     if args.days == 0 {
         bail!("--days must be at least 1");
     }
-    let pki = DeploymentPki::generate(&args.hosts, Duration::from_secs(args.days * 86_400))?;
+    let shared: Vec<&String> = args
+        .hosts
+        .iter()
+        .filter(|h| args.agent_hosts.contains(h))
+        .collect();
+    if let Some(name) = shared.first() {
+        bail!(
+            "{name} is given as both --host and --agent-host: a name the agents' certificate \
+             carries must not be the world service's, or an agent's key could pass for it"
+        );
+    }
+    let pki = DeploymentPki::generate(
+        &args.hosts,
+        &args.agent_hosts,
+        Duration::from_secs(args.days * 86_400),
+    )?;
     pki.write_all(&args.out)?;
     let at = |file: &str| args.out.join(file).display().to_string();
     println!(
@@ -64,14 +84,14 @@ pub fn certs(args: &CertsArgs) -> anyhow::Result<()> {
         at(WORLD_KEY_FILE),
         at(CA_FILE)
     );
+    let names = |hosts: &[String]| hosts.iter().map(|h| format!(", {h}")).collect::<String>();
     println!(
-        "valid for {} days, for localhost, 127.0.0.1, ::1{}. The CA's own key was not kept: \
-         nothing else can be signed with it.",
+        "valid for {} days; world.pem for localhost, 127.0.0.1, ::1{}; agent.pem for \
+         localhost, 127.0.0.1, ::1{}. The CA's own key was not kept: nothing else can be \
+         signed with it.",
         args.days,
-        args.hosts
-            .iter()
-            .map(|h| format!(", {h}"))
-            .collect::<String>()
+        names(&args.hosts),
+        names(&args.agent_hosts)
     );
     Ok(())
 }

@@ -223,15 +223,17 @@ async fn play(
 
 /// One JSONL file per character: every prompt its agent sent, with its memory items.
 async fn write_audit(client: &mut WorldRpc, world_id: &str, dir: &Path) -> anyhow::Result<()> {
-    let audits = client
-        .get_audit(GetAuditRequest {
+    let audits = dramatis_proto::audit::read_all_pages(|page_token| {
+        let mut client = client.clone();
+        let request = GetAuditRequest {
             world_id: world_id.to_owned(),
-            character: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot read the audit: {}", describe(&s)))?
-        .into_inner()
-        .audits;
+            page_token,
+            ..GetAuditRequest::default()
+        };
+        async move { client.get_audit(request).await.map(|r| r.into_inner()) }
+    })
+    .await
+    .map_err(|s| anyhow!("cannot read the audit: {}", describe(&s)))?;
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     for audit in audits {
         let lines: Vec<String> = audit

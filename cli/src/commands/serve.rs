@@ -306,7 +306,12 @@ pub struct AgentArgs {
     pub shards_prefix: String,
 }
 
+/// Prompts each character's audit keeps in a service when `--audit-keep` is unset: a
+/// service runs for months, and each interview adds about 10 KB.
+pub const SERVE_AUDIT_KEEP: u64 = 1_000;
+
 pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    args.model.audit_keep.get_or_insert(SERVE_AUDIT_KEEP);
     let tokens = args.security.tokens()?;
     args.security
         .check_exposure(args.listen, tokens.as_deref())?;

@@ -203,3 +203,15 @@ pub fn assert_whole(events: &[dramatis_proto::v1::Event], world_shards: &std::pa
         assert_eq!(held, perceived, "{character}'s shard");
     }
 }
+
+/// A request for a world `id` of the shipped Study in Scarlet.
+pub fn scarlet(id: &str) -> dramatis_proto::v1::CreateWorldRequest {
+    dramatis_proto::v1::CreateWorldRequest {
+        source: Some(
+            dramatis_proto::v1::create_world_request::Source::ScenarioName(
+                "study-in-scarlet".into(),
+            ),
+        ),
+        world_id: id.into(),
+    }
+}

@@ -3,6 +3,9 @@
 //! Python's `grpc_reflection.v1alpha` work too) over the `dramatis.v1` descriptors,
 //! behind TLS when configured and the [`Access`] rule in front of every route.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio::net::TcpListener;
 use tonic::service::Routes;
 use tonic::transport::server::{Router, TcpIncoming};
@@ -29,23 +32,180 @@ impl Security {
     }
 }
 
+/// How often a server pings each HTTP/2 connection; one that does not answer within
+/// [`KEEPALIVE_TIMEOUT`] is closed (its peer is gone or frozen).
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Most streams (calls) one HTTP/2 connection may have open at once.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 256;
+
+/// How long a new connection has to send its first [`FIRST_BYTES`] bytes (an HTTP/2
+/// preface with its settings, an HTTP/1.1 request line, a TLS hello). One that sends
+/// less (a port scanner, a preface and then silence) is closed, freeing its slot.
+pub const FIRST_BYTES_WITHIN: Duration = Duration::from_secs(10);
+pub const FIRST_BYTES: usize = 64;
+
+/// Most connections a server holds at once by default; more are closed at once.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1_000;
+
 /// A server builder with `security` applied: the TLS acceptor, and the access layer
-/// around every route (health and reflection included).
+/// around every route (health and reflection included); HTTP/2 keepalive pings and a
+/// cap on streams per connection.
 pub fn secured_builder(
     security: &Security,
 ) -> Result<Server<Stack<AccessLayer, Identity>>, tonic::transport::Error> {
-    let mut builder = Server::builder();
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
     if let Some(tls) = &security.tls {
         builder = builder.tls_config(tls.clone())?;
     }
     Ok(builder.layer(AccessLayer::new(security.access.clone())))
 }
 
-/// Connections from a bound listener, with Nagle's algorithm off: small gRPC frames
-/// (a token, a one-event Perceive) must not wait for delayed acknowledgements.
-#[must_use]
-pub fn incoming(listener: TcpListener) -> TcpIncoming {
-    TcpIncoming::from(listener).with_nodelay(Some(true))
+/// Connections from a bound listener, with Nagle's algorithm off (small gRPC frames,
+/// a token or a one-event Perceive, must not wait for delayed acknowledgements), at
+/// most `max_connections` at once (more are closed as they come, with a warning), each
+/// closed if it has not sent its first bytes in time ([`Guarded`]).
+pub fn incoming(
+    listener: TcpListener,
+    max_connections: usize,
+) -> impl futures::Stream<Item = std::io::Result<Guarded>> {
+    use futures::StreamExt as _;
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections.max(1)));
+    TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .filter_map(move |accepted| {
+            let slots = Arc::clone(&slots);
+            async move {
+                let stream = match accepted {
+                    Ok(stream) => stream,
+                    Err(error) => return Some(Err(error)),
+                };
+                match slots.try_acquire_owned() {
+                    Ok(slot) => Some(Ok(Guarded::new(stream, slot))),
+                    Err(_) => {
+                        tracing::warn!(peer = ?stream.peer_addr().ok(), max_connections,
+                            "connection refused: the server holds as many as it may");
+                        None
+                    }
+                }
+            }
+        })
+}
+
+/// A served connection: holds one of the server's connection slots while it lives,
+/// and fails its reads (so the server closes it) if its first [`FIRST_BYTES`] bytes
+/// have not come within [`FIRST_BYTES_WITHIN`]. After that, HTTP/2 keepalive decides.
+#[derive(Debug)]
+pub struct Guarded {
+    inner: tokio::net::TcpStream,
+    /// Bytes still owed before the deadline is lifted.
+    owed: usize,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Guarded {
+    fn new(inner: tokio::net::TcpStream, slot: tokio::sync::OwnedSemaphorePermit) -> Self {
+        Self {
+            inner,
+            owed: FIRST_BYTES,
+            deadline: Box::pin(tokio::time::sleep(FIRST_BYTES_WITHIN)),
+            _slot: slot,
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Guarded {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::future::Future as _;
+        use std::task::Poll;
+        let before = buf.filled().len();
+        let read = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if self.owed == 0 {
+            return read;
+        }
+        match read {
+            Poll::Ready(Ok(())) => {
+                let got = buf.filled().len() - before;
+                self.owed = self.owed.saturating_sub(got);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending if self.deadline.as_mut().poll(cx).is_ready() => {
+                Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the connection sent too little in its first seconds",
+                )))
+            }
+            other => other,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Guarded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl tonic::transport::server::Connected for Guarded {
+    type ConnectInfo = <tokio::net::TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.inner.connect_info()
+    }
+}
+
+/// Raises this process's open-file limit to its hard limit: every connection, store
+/// file and agent pipe is a descriptor, and the usual soft limit (1,024) is below the
+/// default connection cap. Returns the limit now in force.
+pub fn raise_file_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if let Err(error) = setrlimit(Resource::Nofile, limit.clone()) {
+            tracing::debug!(%error, "cannot raise the open-file limit");
+        }
+    }
+    getrlimit(Resource::Nofile).current
 }
 
 /// [`standard_router`] on a server builder of the caller's (with layers, HTTP/1.1 for
@@ -74,7 +234,15 @@ pub async fn standard_router_with<L: Clone>(
         .fold(
             tonic_reflection::server::Builder::configure()
                 .register_encoded_file_descriptor_set(dramatis_proto::v1::FILE_DESCRIPTOR_SET)
-                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET),
+                .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+                // Both reflection services describe both: a client that describes every
+                // listed service (grpcurl describe) asks either for each (each build
+                // would otherwise register only its own version's file).
+                .include_reflection_service(false)
+                .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+                .register_encoded_file_descriptor_set(
+                    tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+                ),
             tonic_reflection::server::Builder::with_service_name,
         )
     };
@@ -106,7 +274,7 @@ pub async fn serve_health(
     tokio::spawn(async move {
         let served = Server::builder()
             .add_service(health)
-            .serve_with_incoming_shutdown(incoming(listener), shutdown.wait())
+            .serve_with_incoming_shutdown(incoming(listener, 64), shutdown.wait())
             .await;
         if let Err(error) = served {
             tracing::warn!(%error, "the health endpoint stopped");

@@ -101,9 +101,16 @@ fn params(
 }
 
 impl DeploymentPki {
-    /// A new CA and the two certificates it signs, valid for `names` (host names or IP
-    /// addresses the agents and the world service are reached at) and loopback.
-    pub fn generate(names: &[String], valid_for: Duration) -> Result<Self, PkiError> {
+    /// A new CA and the two certificates it signs: the world service's valid for
+    /// `world_names` (host names or IP addresses its clients reach it at), the agents'
+    /// for `agent_names`, both for loopback. The two never share a name beyond
+    /// loopback: a certificate with the agents' key must not pass for the world service
+    /// (it would collect clients' tokens).
+    pub fn generate(
+        world_names: &[String],
+        agent_names: &[String],
+        valid_for: Duration,
+    ) -> Result<Self, PkiError> {
         let ca_key = KeyPair::generate()?;
         let mut ca_params = params("Dramatis deployment CA", &[], valid_for)?;
         ca_params.subject_alt_names.clear();
@@ -111,7 +118,7 @@ impl DeploymentPki {
         ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let ca_cert = ca_params.self_signed(&ca_key)?;
         let issuer = Issuer::new(ca_params, ca_key);
-        let leaf = |name: &str, usages: Vec<ExtendedKeyUsagePurpose>| {
+        let leaf = |name: &str, names: &[String], usages: Vec<ExtendedKeyUsagePurpose>| {
             let key = KeyPair::generate()?;
             let mut params = params(name, names, valid_for)?;
             params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
@@ -127,12 +134,17 @@ impl DeploymentPki {
             // The world serves clients and calls agents with the same certificate.
             world: leaf(
                 "dramatis world service",
+                world_names,
                 vec![
                     ExtendedKeyUsagePurpose::ServerAuth,
                     ExtendedKeyUsagePurpose::ClientAuth,
                 ],
             )?,
-            agent: leaf("dramatis agent", vec![ExtendedKeyUsagePurpose::ServerAuth])?,
+            agent: leaf(
+                "dramatis agent",
+                agent_names,
+                vec![ExtendedKeyUsagePurpose::ServerAuth],
+            )?,
         })
     }
 
@@ -270,8 +282,12 @@ mod tests {
     #[test]
     fn a_deployment_writes_its_files_with_private_keys_unreadable_to_others() {
         let dir = tempfile_dir();
-        let pki = DeploymentPki::generate(&["agents.example".into()], Duration::from_secs(3600))
-            .expect("generate");
+        let pki = DeploymentPki::generate(
+            &["story.example".into()],
+            &["agents.example".into()],
+            Duration::from_secs(3600),
+        )
+        .expect("generate");
         pki.write_all(&dir).expect("write");
         for file in [CA_FILE, AGENT_CERT_FILE, WORLD_CERT_FILE] {
             let text = std::fs::read_to_string(dir.join(file)).expect(file);

@@ -131,7 +131,7 @@ impl Cluster {
         let (security, agent_tls, scheme) = if setup.plain_agents {
             (Security::open(), None, "http")
         } else {
-            let pki = DeploymentPki::generate(&[], std::time::Duration::from_secs(86_400))?;
+            let pki = DeploymentPki::generate(&[], &[], std::time::Duration::from_secs(86_400))?;
             let dir = data.path().join("pki");
             pki.write_agent_half(&dir)?;
             let security = Security {

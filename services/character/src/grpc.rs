@@ -165,12 +165,29 @@ impl AgentApi for AgentGrpc {
             .snapshot(&world, &character)
             .await
             .map_err(Status::from)?;
+        let prompts = shard.prompts();
+        let total = prompts.len() as u64;
+        let from = usize::try_from(request.prompts_from).unwrap_or(usize::MAX);
+        let limit = match request.prompts_limit {
+            0 => usize::MAX,
+            n => n as usize,
+        };
+        let page: Vec<pb::PromptRecord> = prompts.into_iter().skip(from).take(limit).collect();
+        if request.prompts_only {
+            return Ok(Response::new(pb::SnapshotResponse {
+                last_seq: shard.last_seq(),
+                prompts: page,
+                prompts_total: total,
+                ..pb::SnapshotResponse::default()
+            }));
+        }
         Ok(Response::new(pb::SnapshotResponse {
             profile: Some(shard.profile.clone()),
             memory: shard.memory(),
             last_seq: shard.last_seq(),
-            prompts: shard.prompts(),
+            prompts: page,
             module_stats: shard.modules().stats(),
+            prompts_total: total,
         }))
     }
 

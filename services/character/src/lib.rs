@@ -70,7 +70,13 @@ pub async fn run(
         "agent service listening"
     );
     router
-        .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
+        .serve_with_incoming_shutdown(
+            dramatis_runtime::grpc::incoming(
+                listener,
+                dramatis_runtime::grpc::DEFAULT_MAX_CONNECTIONS,
+            ),
+            shutdown.wait(),
+        )
         .await?;
     // A last turn's state waits for its character's own event: save it on the way out.
     agents.save_all().await;

@@ -158,6 +158,7 @@ async fn loads_whole_and_goes_on(old: OldShard) {
     let snapshot = agent
         .snapshot(SnapshotRequest {
             character: Some(watson()),
+            ..Default::default()
         })
         .await
         .expect("snapshot")
@@ -253,6 +254,7 @@ async fn loads_whole_and_goes_on(old: OldShard) {
     let reread = agent
         .snapshot(SnapshotRequest {
             character: Some(watson()),
+            ..Default::default()
         })
         .await
         .expect("snapshot")

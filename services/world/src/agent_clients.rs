@@ -70,6 +70,9 @@ pub const PROBE_DEADLINE: Duration = Duration::from_secs(5);
 /// A frozen process is found much sooner, by keepalive pings.
 pub const AGENT_CALL_DEADLINE: Duration = Duration::from_secs(600);
 
+/// The largest answer the world reads from an agent.
+pub const AGENT_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
 /// How long the world waits before calling an agent started elsewhere again.
 pub const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
@@ -377,7 +380,9 @@ impl AgentPool {
             })?;
         let interceptor: fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> =
             dramatis_runtime::telemetry::inject_trace_context;
-        Ok(AgentClient::with_interceptor(channel, interceptor))
+        // A snapshot of a large shard is large; the audit comes in pages.
+        Ok(AgentClient::with_interceptor(channel, interceptor)
+            .max_decoding_message_size(AGENT_MESSAGE_BYTES))
     }
 }
 

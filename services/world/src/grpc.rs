@@ -48,6 +48,8 @@ pub fn required_role(path: &str) -> Option<Role> {
 #[derive(Debug, Clone)]
 pub struct WorldGrpc {
     worlds: Worlds,
+    /// One permit per open `Watch` stream (`--max-watchers`).
+    watchers: std::sync::Arc<tokio::sync::Semaphore>,
     /// Seats claimed with `ClaimSeat`: token -> (world id, where their actions go).
     seats: std::sync::Arc<dashmap::DashMap<String, (String, tokio::sync::mpsc::Sender<PlayInput>)>>,
 }
@@ -55,7 +57,11 @@ pub struct WorldGrpc {
 impl WorldGrpc {
     #[must_use]
     pub fn new(worlds: Worlds) -> Self {
+        let watchers = std::sync::Arc::new(tokio::sync::Semaphore::new(
+            worlds.limits().max_watchers.max(1),
+        ));
         Self {
+            watchers,
             worlds,
             seats: std::sync::Arc::default(),
         }
@@ -131,7 +137,8 @@ impl WorldGrpc {
                 character: request.pov.clone(),
             })?)
         };
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let slot = self.service_watcher_slot()?;
+        let (tx, rx) = tokio::sync::mpsc::channel(crate::world::WATCH_BUFFER);
         crate::cluster::mirror::watch(
             std::sync::Arc::clone(self.worlds.log()),
             scenario,
@@ -143,7 +150,39 @@ impl WorldGrpc {
             },
             tx,
         );
-        Ok(Response::new(counted_watch(ReceiverStream::new(rx))))
+        Ok(Response::new(counted_watch(ReceiverStream::new(rx), slot)))
+    }
+
+    /// A place for one more watcher of `world`, under the service's and the world's
+    /// limits.
+    fn watcher_slots(
+        &self,
+        world: &crate::world::World,
+    ) -> Result<(tokio::sync::OwnedSemaphorePermit, crate::hub::WatcherSlot), WorldError> {
+        let limits = self.worlds.limits();
+        let service = self.service_watcher_slot()?;
+        let here = world
+            .hub()
+            .enter_watcher(limits.max_watchers_per_world)
+            .ok_or_else(|| {
+                WorldError::Full(format!(
+                    "this world has {} watchers, its limit (serve --max-watchers-per-world)",
+                    limits.max_watchers_per_world
+                ))
+            })?;
+        Ok((service, here))
+    }
+
+    /// A place for one more watcher under the service's limit.
+    fn service_watcher_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, WorldError> {
+        std::sync::Arc::clone(&self.watchers)
+            .try_acquire_owned()
+            .map_err(|_| {
+                WorldError::Full(format!(
+                    "this service serves {} watchers, its limit (serve --max-watchers)",
+                    self.worlds.limits().max_watchers
+                ))
+            })
     }
 
     fn peers(&self) -> Result<&crate::cluster::Peers, Status> {
@@ -157,9 +196,13 @@ impl WorldGrpc {
     fn open_seat(
         world: std::sync::Arc<crate::world::World>,
         claim: &pb::PlayClaim,
+        extensions: &tonic::Extensions,
     ) -> Result<OpenSeat, Status> {
         required(&claim.character, "claim.character")?;
-        Ok(OpenSeat::open(world, claim)?)
+        let player = extensions
+            .get::<dramatis_runtime::auth::Caller>()
+            .map(|caller| caller.name.as_str());
+        Ok(OpenSeat::open(world, claim, player)?)
     }
 }
 
@@ -202,15 +245,32 @@ impl Drop for Seated {
     }
 }
 
-/// `stream`, counted in `dramatis_watchers` while it is open.
+/// `stream`, counted in `dramatis_watchers` while it is open, holding `slots` (its
+/// places under the watcher limits) as long.
 fn counted_watch(
     stream: impl Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static,
+    slots: impl Send + 'static,
 ) -> WatchStream {
     let watching = crate::metrics::watcher();
     Box::pin(futures::StreamExt::map(stream, move |item| {
-        let _counted = &watching;
+        let _counted = (&watching, &slots);
         item
     }))
+}
+
+/// The items a hub sends a watcher, then RESOURCE_EXHAUSTED if it was cut off for not
+/// reading.
+fn paced_watch(
+    items: tokio::sync::mpsc::Receiver<pb::WatchResponse>,
+    cut_off: crate::hub::CutOff,
+) -> impl Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static {
+    let verdict = futures::StreamExt::filter_map(futures::stream::once(cut_off), |why| {
+        std::future::ready(why.ok().map(|why| Err(Status::resource_exhausted(why))))
+    });
+    futures::StreamExt::chain(
+        futures::StreamExt::map(ReceiverStream::new(items), Ok),
+        verdict,
+    )
 }
 
 #[tonic::async_trait]
@@ -220,6 +280,7 @@ impl WorldApi for WorldGrpc {
         _request: Request<pb::ListScenariosRequest>,
     ) -> Result<Response<pb::ListScenariosResponse>, Status> {
         let catalog = self.worlds.catalog().clone();
+        let shown = catalog.clone();
         let listed = tokio::task::spawn_blocking(move || catalog.list())
             .await
             .map_err(|e| Status::internal(e.to_string()))?;
@@ -232,7 +293,7 @@ impl WorldApi for WorldGrpc {
                     description: s.description,
                     characters: s.characters,
                     scenes: dramatis_runtime::saturating_u32(s.scenes),
-                    path: s.path.to_string_lossy().into_owned(),
+                    path: shown.shown(&s.path).to_string_lossy().into_owned(),
                 }),
                 Err(error) => {
                     tracing::warn!(%error, "skipping invalid shipped scenario");
@@ -417,21 +478,26 @@ impl WorldApi for WorldGrpc {
         } else {
             Some(world.character_id(&request.pov).map_err(Status::from)?)
         };
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
+        let slots = self.watcher_slots(&world)?;
+        let (tx, rx) = tokio::sync::mpsc::channel(crate::world::WATCH_BUFFER);
         let Some(pov) = pov else {
-            world.hub().watch(request.from_seq, !request.no_follow, tx);
-            let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
-            return Ok(Response::new(counted_watch(stream)));
+            let cut_off = world.hub().watch(request.from_seq, !request.no_follow, tx);
+            return Ok(Response::new(counted_watch(
+                paced_watch(rx, cut_off),
+                slots,
+            )));
         };
         // One character's point of view: the hub's stream, filtered as its agent is.
         // (The follower ends by itself when the watcher goes away; it is not joined.)
-        drop(
+        let (follower, cut_off) =
             world.follow_as(&pov, request.from_seq, !request.no_follow, tx, |item| {
                 pb::WatchResponse { item: Some(item) }
-            }),
-        );
-        let stream = futures::StreamExt::map(ReceiverStream::new(rx), Ok);
-        Ok(Response::new(counted_watch(stream)))
+            });
+        drop(follower);
+        Ok(Response::new(counted_watch(
+            paced_watch(rx, cut_off),
+            slots,
+        )))
     }
 
     async fn ask(
@@ -463,11 +529,18 @@ impl WorldApi for WorldGrpc {
             request,
             get_audit,
             |world| {
-                let audits = world
-                    .audit(Some(request.character.as_str()))
+                let (audits, next_page_token) = world
+                    .audit(
+                        Some(request.character.as_str()),
+                        request.page_size,
+                        &request.page_token,
+                    )
                     .await
                     .map_err(Status::from)?;
-                Ok(Response::new(pb::GetAuditResponse { audits }))
+                Ok(Response::new(pb::GetAuditResponse {
+                    audits,
+                    next_page_token,
+                }))
             }
         )
     }
@@ -478,7 +551,7 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<tonic::Streaming<pb::PlayRequest>>,
     ) -> Result<Response<PlayStream>, Status> {
-        let (metadata, _, mut inbound) = request.into_parts();
+        let (metadata, extensions, mut inbound) = request.into_parts();
         let Some(pb::PlayRequest {
             item: Some(pb::play_request::Item::Claim(claim)),
         }) = inbound.message().await?
@@ -504,7 +577,7 @@ impl WorldApi for WorldGrpc {
                 return Ok(Response::new(Box::pin(answer.into_inner())));
             }
         };
-        let seat = Self::open_seat(world, &claim)?;
+        let seat = Self::open_seat(world, &claim, &extensions)?;
         let inputs = inbound.map_while(|message| match message {
             Ok(pb::PlayRequest {
                 item: Some(pb::play_request::Item::Action(action)),
@@ -521,7 +594,7 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::PlayClaim>,
     ) -> Result<Response<PlayStream>, Status> {
-        let (metadata, _, claim) = request.into_parts();
+        let (metadata, extensions, claim) = request.into_parts();
         let world = match self.place(&claim.world_id, &metadata).await? {
             Place::Here(world) => world,
             Place::Owner(endpoint) => {
@@ -533,7 +606,7 @@ impl WorldApi for WorldGrpc {
                 return Ok(Response::new(Box::pin(answer.into_inner())));
             }
         };
-        let seat = Self::open_seat(world, &claim)?;
+        let seat = Self::open_seat(world, &claim, &extensions)?;
         let token = uuid::Uuid::new_v4().to_string();
         let (inputs_tx, inputs_rx) = tokio::sync::mpsc::channel(8);
         self.seats

@@ -1,12 +1,26 @@
 //! The transcript hub of one world: the in-memory copy of its log plus a broadcast of
 //! live items. A watcher gets every event from its offset exactly once and in order:
-//! it subscribes and snapshots under one lock, replays the snapshot, then follows the
-//! broadcast, skipping anything it already has and re-reading the copy if it lagged.
+//! it subscribes under the copy's lock, replays the copy a chunk at a time (never a
+//! copy of the whole history per watcher), then follows the broadcast, skipping
+//! anything it already has and re-reading the copy if it lagged. A watcher that leaves
+//! its buffer full for the hub's stall time is cut off: it holds nothing meanwhile but
+//! its buffer, and learns why at the end of its stream.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use dramatis_proto::v1::{Event, TokenChunk, WatchResponse, watch_response};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// Events a watcher's replay reads from the copy at a time.
+const REPLAY_CHUNK: usize = 64;
+
+/// How long a watcher may leave its buffer full before it is cut off, by default.
+pub const WATCHER_STALL: Duration = Duration::from_secs(30);
+
+/// Sent (once) when a watcher is cut off for not reading.
+pub type CutOff = oneshot::Receiver<String>;
 
 /// What the broadcast carries.
 #[derive(Debug, Clone)]
@@ -30,6 +44,20 @@ struct Inner {
     live: broadcast::Sender<Live>,
     /// No event will follow (set under the `events` write lock).
     closed: std::sync::atomic::AtomicBool,
+    /// How long a watcher may leave its buffer full.
+    stall: Duration,
+    /// Watchers now.
+    watchers: Arc<AtomicUsize>,
+}
+
+/// One watcher counted by its hub while it lives.
+#[derive(Debug)]
+pub struct WatcherSlot(Arc<AtomicUsize>);
+
+impl Drop for WatcherSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -41,14 +69,33 @@ impl TranscriptHub {
     /// A hub holding `history` (events already logged, in order from seq 1).
     #[must_use]
     pub fn new(history: Vec<Event>) -> Self {
+        Self::with_stall(history, WATCHER_STALL)
+    }
+
+    /// A hub whose watchers are cut off after leaving their buffer full for `stall`.
+    #[must_use]
+    pub fn with_stall(history: Vec<Event>, stall: Duration) -> Self {
         let (live, _) = broadcast::channel(1024);
         Self {
             inner: Arc::new(Inner {
                 events: RwLock::new(history),
                 live,
                 closed: std::sync::atomic::AtomicBool::new(false),
+                stall,
+                watchers: Arc::default(),
             }),
         }
+    }
+
+    /// Counts one more watcher, unless `max` watch already.
+    pub fn enter_watcher(&self, max: usize) -> Option<WatcherSlot> {
+        let count = &self.inner.watchers;
+        count
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| WatcherSlot(Arc::clone(count)))
     }
 
     /// Sequence number the next event gets.
@@ -128,35 +175,86 @@ impl TranscriptHub {
 
     /// Starts a watcher. Items go to `out` until the watcher goes away, the hub is
     /// dropped or closed (the story is over), or (with `follow == false`) the replay
-    /// is done.
-    pub fn watch(&self, from_seq: u64, follow: bool, out: mpsc::Sender<WatchResponse>) {
-        let (snapshot, receiver, closed) = {
-            let events = read(&self.inner.events);
-            let receiver = self.inner.live.subscribe();
-            let closed = Self::is_closed(&self.inner);
-            let start = usize::try_from(from_seq.max(1) - 1).unwrap_or(usize::MAX);
-            (
-                events
-                    .get(start..)
-                    .map(<[Event]>::to_vec)
-                    .unwrap_or_default(),
-                receiver,
-                closed,
-            )
+    /// is done. The answer says why, if the watcher is cut off for not reading.
+    pub fn watch(&self, from_seq: u64, follow: bool, out: mpsc::Sender<WatchResponse>) -> CutOff {
+        let (receiver, closed) = {
+            let _events = read(&self.inner.events);
+            (self.inner.live.subscribe(), Self::is_closed(&self.inner))
         };
+        let (cut, cut_off) = oneshot::channel();
         let weak = Arc::downgrade(&self.inner);
+        let stall = self.inner.stall;
         tokio::spawn(async move {
-            let mut next = from_seq.max(1);
-            for event in snapshot {
-                next = event.seq + 1;
-                if out.send(event_item(event)).await.is_err() {
-                    return;
-                }
-            }
+            let out = Paced {
+                out,
+                stall,
+                cut: std::sync::Mutex::new(Some(cut)),
+            };
+            let Some(next) = replay(&weak, from_seq.max(1), &out).await else {
+                return;
+            };
             if follow && !closed {
                 follow_live(weak, receiver, next, &out).await;
             }
         });
+        cut_off
+    }
+}
+
+/// A watcher's sender that gives up on a watcher that does not read.
+struct Paced {
+    out: mpsc::Sender<WatchResponse>,
+    stall: Duration,
+    cut: std::sync::Mutex<Option<oneshot::Sender<String>>>,
+}
+
+impl Paced {
+    /// Sends `item`; false when the watcher is gone, or was cut off (and told why).
+    async fn send(&self, item: WatchResponse) -> bool {
+        match tokio::time::timeout(self.stall, self.out.send(item)).await {
+            Ok(sent) => sent.is_ok(),
+            Err(_) => {
+                crate::metrics::WATCHERS_CUT.inc();
+                if let Some(cut) = dramatis_runtime::lock(&self.cut).take() {
+                    let _ = cut.send(format!(
+                        "this watcher read nothing for {} s while its buffer was full; \
+                         watch again from the last event it has",
+                        self.stall.as_secs()
+                    ));
+                }
+                false
+            }
+        }
+    }
+
+    async fn closed(&self) {
+        self.out.closed().await;
+    }
+}
+
+/// Sends the copy's events from `next` on, a chunk at a time; where the copy ended
+/// (the next seq), or `None` when the watcher is gone.
+async fn replay(hub: &std::sync::Weak<Inner>, mut next: u64, out: &Paced) -> Option<u64> {
+    loop {
+        let chunk = {
+            let inner = hub.upgrade()?;
+            let events = read(&inner.events);
+            let start = usize::try_from(next - 1).unwrap_or(usize::MAX);
+            let end = start.saturating_add(REPLAY_CHUNK).min(events.len());
+            events
+                .get(start..end)
+                .map(<[Event]>::to_vec)
+                .unwrap_or_default()
+        };
+        if chunk.is_empty() {
+            return Some(next);
+        }
+        for event in chunk {
+            next = event.seq + 1;
+            if !out.send(event_item(event)).await {
+                return None;
+            }
+        }
     }
 }
 
@@ -170,7 +268,7 @@ async fn follow_live(
     hub: std::sync::Weak<Inner>,
     mut receiver: broadcast::Receiver<Live>,
     mut next: u64,
-    out: &mpsc::Sender<WatchResponse>,
+    out: &Paced,
 ) {
     loop {
         // A watcher that went away ends the follower now, not at the next live item
@@ -185,7 +283,7 @@ async fn follow_live(
                     continue; // already replayed
                 }
                 next = event.seq + 1;
-                if out.send(event_item(*event)).await.is_err() {
+                if !out.send(event_item(*event)).await {
                     return;
                 }
             }
@@ -196,7 +294,7 @@ async fn follow_live(
                 let item = WatchResponse {
                     item: Some(watch_response::Item::Token(token)),
                 };
-                if out.send(item).await.is_err() {
+                if !out.send(item).await {
                     return;
                 }
             }
@@ -204,15 +302,14 @@ async fn follow_live(
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 // Fell behind the broadcast: catch up from the stored copy (and stop
                 // there if the end went by meanwhile).
-                let Some(inner) = hub.upgrade() else { return };
-                let closed = TranscriptHub::is_closed(&inner);
-                let missed = TranscriptHub { inner }.events_from(next);
-                for event in missed {
-                    next = event.seq + 1;
-                    if out.send(event_item(event)).await.is_err() {
-                        return;
-                    }
-                }
+                let closed = match hub.upgrade() {
+                    Some(inner) => TranscriptHub::is_closed(&inner),
+                    None => return,
+                };
+                let Some(caught_up) = replay(&hub, next, out).await else {
+                    return;
+                };
+                next = caught_up;
                 if closed {
                     return;
                 }

@@ -67,6 +67,7 @@ pub async fn serve_worlds(
     let access = format!("{:?}", worlds.security().access);
     let viewer = worlds.viewer_dir().map(viewer::routes);
     let max_message = worlds.limits().max_message_bytes;
+    let max_connections = worlds.limits().max_connections;
     if let Some(idle) = worlds.limits().idle_detach {
         worlds.watch_idle(idle, shutdown.clone());
     }
@@ -98,7 +99,10 @@ pub async fn serve_worlds(
         "world service listening"
     );
     router
-        .serve_with_incoming_shutdown(dramatis_runtime::grpc::incoming(listener), shutdown.wait())
+        .serve_with_incoming_shutdown(
+            dramatis_runtime::grpc::incoming(listener, max_connections),
+            shutdown.wait(),
+        )
         .await?;
     Ok(())
 }

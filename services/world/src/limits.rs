@@ -29,8 +29,23 @@ pub struct Limits {
     pub max_turns: u32,
     /// Most worlds the service holds at once.
     pub max_worlds: usize,
+    /// Most client connections the service holds at once.
+    pub max_connections: usize,
     /// Most people playing in one world at once.
     pub max_seats: usize,
+    /// Most `Watch` streams the service serves at once, and per world.
+    pub max_watchers: usize,
+    pub max_watchers_per_world: usize,
+    /// A watcher that leaves its buffer full this long is cut off.
+    pub watcher_stall: Duration,
+    /// Most characters an inline sandbox spec may hold (each is an agent's memory).
+    pub max_characters: usize,
+    /// Most locations an inline sandbox spec may hold.
+    pub max_locations: usize,
+    /// Most paths between locations an inline sandbox spec may hold.
+    pub max_paths: usize,
+    /// Most facts an inline sandbox spec may hold.
+    pub max_facts: usize,
     /// Longest the story waits for a person's action.
     pub seat_wait: Duration,
     /// A finished world's characters are detached (and agents started for them
@@ -48,7 +63,15 @@ impl Default for Limits {
             max_rounds: 1_000,
             max_turns: 10_000,
             max_worlds: 1_000,
+            max_connections: dramatis_runtime::grpc::DEFAULT_MAX_CONNECTIONS,
             max_seats: 16,
+            max_watchers: 10_000,
+            max_watchers_per_world: 1_000,
+            watcher_stall: crate::hub::WATCHER_STALL,
+            max_characters: 1_000,
+            max_locations: 1_000,
+            max_paths: 10_000,
+            max_facts: 10_000,
             seat_wait: Duration::from_secs(600),
             idle_detach: Some(Duration::from_secs(300)),
         }
@@ -86,6 +109,37 @@ impl Limits {
             return Err(WorldError::InvalidArgument(format!(
                 "{field} is {value}; this service allows at most {max} (serve {flag})"
             )));
+        }
+        Ok(())
+    }
+}
+
+impl Limits {
+    /// Refuses an inline spec with more of anything than this service allows, before
+    /// it is read any further.
+    pub fn check_spec(&self, spec: &dramatis_proto::v1::SandboxSpec) -> Result<(), WorldError> {
+        for (field, count, max, flag) in [
+            (
+                "characters",
+                spec.characters.len(),
+                self.max_characters,
+                "--max-characters",
+            ),
+            (
+                "locations",
+                spec.locations.len(),
+                self.max_locations,
+                "--max-locations",
+            ),
+            ("paths", spec.paths.len(), self.max_paths, "--max-paths"),
+            ("facts", spec.facts.len(), self.max_facts, "--max-facts"),
+        ] {
+            if count > max {
+                return Err(WorldError::Full(format!(
+                    "the sandbox spec has {count} {field}; this service allows at most {max} \
+                     (serve {flag})"
+                )));
+            }
         }
         Ok(())
     }

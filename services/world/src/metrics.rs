@@ -19,6 +19,13 @@ pub static WORLDS: LazyLock<IntGauge> = metric!(
 pub static WATCHERS: LazyLock<IntGauge> =
     metric!(IntGauge, "dramatis_watchers", "Open Watch streams.");
 
+/// Watchers cut off for leaving their buffer full.
+pub static WATCHERS_CUT: LazyLock<IntCounter> = metric!(
+    IntCounter,
+    "dramatis_watchers_cut_total",
+    "Watch streams cut off because the watcher read nothing while its buffer was full."
+);
+
 /// Characters a person plays now.
 pub static SEATS: LazyLock<IntGauge> = metric!(
     IntGauge,

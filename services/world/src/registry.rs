@@ -466,10 +466,19 @@ impl Worlds {
                 .await?
             }
             ScenarioSource::Path(path) => {
+                let asked = path.clone();
                 let path = self.confined(path)?;
-                read_off_runtime(move || Ok(Scenario::load(&path)?)).await?
+                // Errors name the file as the client gave it, not as it resolved.
+                read_off_runtime(move || Ok(Scenario::load(&path).map_err(|e| e.shown_as(asked))?))
+                    .await?
             }
-            ScenarioSource::Sandbox(spec) => crate::scenario::sandbox::parse_spec(spec)?,
+            ScenarioSource::Sandbox(spec) => {
+                self.inner.limits.check_spec(spec)?;
+                // Validation is linear, but a megabyte of spec is still work: not on a
+                // thread that serves every other call.
+                let spec = spec.clone();
+                read_off_runtime(move || Ok(crate::scenario::sandbox::parse_spec(&spec)?)).await?
+            }
         };
         let limits = &self.inner.limits;
         if let Some(open) = &scenario.open {

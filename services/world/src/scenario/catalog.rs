@@ -33,24 +33,46 @@ impl ScenarioCatalog {
         &self.dir
     }
 
+    /// The scenario files in the directory. A symlink whose target lies outside the
+    /// directory is left out (with a warning): a name a client sends must not reach a
+    /// file the operator did not put there.
     fn files(&self) -> Vec<PathBuf> {
         let mut files = Vec::new();
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return files;
         };
+        let root = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_dir() {
-                let inner = path.join("scenario.toml");
-                if inner.is_file() {
-                    files.push(inner);
-                }
+            let candidate = if path.is_dir() {
+                path.join("scenario.toml")
             } else if path.extension().is_some_and(|e| e == "toml") {
-                files.push(path);
+                path
+            } else {
+                continue;
+            };
+            match std::fs::canonicalize(&candidate) {
+                Ok(real) if real.starts_with(&root) => {
+                    if real.is_file() {
+                        files.push(candidate);
+                    }
+                }
+                Ok(_) => tracing::warn!(file = %candidate.display(),
+                    "a scenario link points outside the scenarios directory; left out"),
+                Err(_) => {}
             }
         }
         files.sort();
         files
+    }
+
+    /// `path` as clients are shown it: relative to the directory (never the server's
+    /// own layout).
+    #[must_use]
+    pub fn shown(&self, path: &Path) -> PathBuf {
+        path.strip_prefix(&self.dir)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|_| path.file_name().map(PathBuf::from).unwrap_or_default())
     }
 
     /// Every shipped scenario, each loaded and validated.
@@ -81,9 +103,50 @@ impl ScenarioCatalog {
                     .is_some_and(|d| d == name);
             match Scenario::load(&path) {
                 Ok(s) if s.name == name || stem_matches => Some(Ok(s)),
-                Err(e) if stem_matches => Some(Err(e)),
+                Err(e) if stem_matches => Some(Err(e.shown_as(self.shown(&path)))),
                 _ => None,
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scenario linked in from outside the directory is not served by name and not
+    /// listed (before, `scenario_name` followed the link); a link within it is. Paths
+    /// are shown relative to the directory.
+    #[test]
+    fn links_out_of_the_directory_are_left_out_and_paths_are_relative() {
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/lamplighters-ledger/scenario.toml");
+        let outside = tempfile::tempdir().expect("outside");
+        let secret = outside.path().join("secret.toml");
+        std::fs::copy(&shipped, &secret).expect("copy");
+        let dir = tempfile::tempdir().expect("scenarios");
+        std::fs::create_dir(dir.path().join("ledger")).expect("bundle");
+        std::fs::copy(&shipped, dir.path().join("ledger/scenario.toml")).expect("copy");
+        std::os::unix::fs::symlink(&secret, dir.path().join("secret.toml")).expect("link out");
+        std::os::unix::fs::symlink(
+            dir.path().join("ledger/scenario.toml"),
+            dir.path().join("inside.toml"),
+        )
+        .expect("link in");
+        let catalog = ScenarioCatalog::new(dir.path());
+        let shown: Vec<PathBuf> = catalog
+            .list()
+            .into_iter()
+            .map(|s| catalog.shown(&s.expect("valid").path))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                PathBuf::from("inside.toml"),
+                PathBuf::from("ledger/scenario.toml")
+            ]
+        );
+        assert!(catalog.load("secret").is_none(), "the link out is followed");
+        assert!(catalog.load("ledger").is_some_and(|s| s.is_ok()));
     }
 }

@@ -10,9 +10,12 @@ use prost::Message as _;
 use super::sandbox::{parse_spec, scenario_to_spec};
 use super::{Scenario, ScenarioError};
 
-/// Inputs larger than this are skipped: the service refuses them before parsing
-/// (a scenario file is at most 8 MiB, a message at most `--max-message-bytes`).
-pub const MAX_INPUT: usize = 64 * 1024;
+/// Inputs larger than this are skipped: the service refuses larger messages before
+/// any handler runs (`--max-message-bytes`, 1 MiB by default).
+pub const MAX_INPUT: usize = 1024 * 1024;
+
+/// The longest refusal any input may get: 20 problems of bounded size and a count.
+pub const MAX_REFUSAL_BYTES: usize = 16 * 1024;
 
 /// A scenario file's text: parsing never panics; a refusal names lines that exist; an
 /// open story that is accepted survives the trip to an inline spec and back.
@@ -44,7 +47,11 @@ pub fn sandbox_spec(data: &[u8]) {
             assert!(scenario.open.is_some(), "an accepted spec is an open story");
             accepted(&scenario, "a sandbox spec");
         }
-        Err(error) => assert!(!error.to_string().is_empty(), "a refusal says why"),
+        Err(error) => {
+            let text = error.to_string();
+            assert!(!text.is_empty(), "a refusal says why");
+            bounded(&text);
+        }
     }
 }
 
@@ -58,7 +65,17 @@ fn accepted(scenario: &Scenario, what: &str) {
     }
 }
 
+/// A refusal's text is bounded whatever the input.
+fn bounded(text: &str) {
+    assert!(
+        text.len() <= MAX_REFUSAL_BYTES,
+        "a refusal of {} bytes (at most {MAX_REFUSAL_BYTES})",
+        text.len()
+    );
+}
+
 fn refused(error: &ScenarioError, lines: usize) {
+    bounded(&error.to_string());
     match error {
         ScenarioError::Io { .. } => panic!("parsing text cannot fail to read: {error}"),
         ScenarioError::Invalid { problems, .. } => {

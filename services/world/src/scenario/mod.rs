@@ -284,7 +284,7 @@ impl Scenario {
         let invalid = |e: &toml::de::Error, field: String| ScenarioError::Invalid {
             path: path.to_path_buf(),
             problems: vec![Problem {
-                line: e.span().map_or(1, |span| line_of(text, span.start)),
+                line: e.span().map_or(1, |span| Lines::of(text).line(span.start)),
                 field,
                 message: e.message().to_owned(),
             }],
@@ -407,9 +407,26 @@ pub enum ScenarioError {
     },
 }
 
+/// The most problems an error's text lists (all are kept in [`ScenarioError::Invalid`]):
+/// a spec with thousands of mistakes gets a readable, bounded answer.
+pub const SHOWN_PROBLEMS: usize = 20;
+
+impl ScenarioError {
+    /// The same error naming the file as `path` (what the client knows it by, not
+    /// where the server keeps it).
+    #[must_use]
+    pub fn shown_as(self, path: PathBuf) -> Self {
+        match self {
+            Self::Io { message, .. } => Self::Io { path, message },
+            Self::Invalid { problems, .. } => Self::Invalid { path, problems },
+        }
+    }
+}
+
 fn render(path: &Path, problems: &[Problem]) -> String {
-    problems
+    let mut lines: Vec<String> = problems
         .iter()
+        .take(SHOWN_PROBLEMS)
         .map(|p| {
             if p.field.is_empty() {
                 format!("{}:{}: {}", path.display(), p.line, p.message)
@@ -417,16 +434,38 @@ fn render(path: &Path, problems: &[Problem]) -> String {
                 format!("{}:{}: {}: {}", path.display(), p.line, p.field, p.message)
             }
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    if problems.len() > SHOWN_PROBLEMS {
+        lines.push(format!(
+            "{}: … and {} more problems",
+            path.display(),
+            problems.len() - SHOWN_PROBLEMS
+        ));
+    }
+    lines.join("\n")
 }
 
-/// 1-based line number of a byte offset.
-pub(crate) fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+/// Line numbers of byte offsets in one text, each found by a binary search over where
+/// its lines start (counting newlines from the start for every problem made a text
+/// with many problems quadratic to check).
+pub(crate) struct Lines {
+    /// Offsets just past each newline.
+    starts: Vec<usize>,
+}
+
+impl Lines {
+    pub(crate) fn of(text: &str) -> Self {
+        Self {
+            starts: text
+                .bytes()
+                .enumerate()
+                .filter_map(|(i, b)| (b == b'\n').then_some(i + 1))
+                .collect(),
+        }
+    }
+
+    /// 1-based line number of byte `offset`.
+    pub(crate) fn line(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&start| start <= offset) + 1
+    }
 }

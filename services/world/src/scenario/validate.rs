@@ -5,21 +5,23 @@ use std::path::Path;
 
 use dramatis_proto::v1::MemoryModules;
 
+use crate::limits::quote;
+
 use super::raw::{RawScenario, S};
 use super::{
-    Character, FORMAT_VERSION, Fact, Location, Memory, OpenStory, Path_, Pattern, Problem,
-    Scenario, ScenarioError, Scene, line_of,
+    Character, FORMAT_VERSION, Fact, Lines, Location, Memory, OpenStory, Path_, Pattern, Problem,
+    Scenario, ScenarioError, Scene,
 };
 
-struct Checker<'a> {
-    text: &'a str,
+struct Checker {
+    lines: Lines,
     problems: Vec<Problem>,
 }
 
-impl Checker<'_> {
+impl Checker {
     fn report<T>(&mut self, at: &S<T>, field: impl Into<String>, message: impl Into<String>) {
         self.problems.push(Problem {
-            line: line_of(self.text, at.span().start),
+            line: self.lines.line(at.span().start),
             field: field.into(),
             message: message.into(),
         });
@@ -49,7 +51,7 @@ impl Checker<'_> {
             self.report(
                 whom,
                 field,
-                format!("unknown character {:?}", whom.get_ref()),
+                format!("unknown character {}", quote(whom.get_ref())),
             );
         } else if whom.get_ref() == who {
             self.report(whom, field, "a character always knows its own name");
@@ -70,10 +72,13 @@ impl Checker<'_> {
             self.report(
                 id,
                 field,
-                format!("{kind} id {value:?} must be lowercase letters, digits, '-' or '_'"),
+                format!(
+                    "{kind} id {} must be lowercase letters, digits, '-' or '_'",
+                    quote(value)
+                ),
             );
         } else if !fresh {
-            self.report(id, field, format!("duplicate {kind} id {value:?}"));
+            self.report(id, field, format!("duplicate {kind} id {}", quote(value)));
         }
     }
 }
@@ -85,7 +90,7 @@ pub(super) fn validate(
     path: &Path,
 ) -> Result<Scenario, ScenarioError> {
     let mut c = Checker {
-        text,
+        lines: Lines::of(text),
         problems: Vec::new(),
     };
     if *raw.version.get_ref() != FORMAT_VERSION {
@@ -125,7 +130,7 @@ pub(super) fn validate(
                 c.report(
                     end,
                     format!("paths[{i}].{field}"),
-                    format!("unknown location {:?}", end.get_ref()),
+                    format!("unknown location {}", quote(end.get_ref())),
                 );
             }
         }
@@ -193,9 +198,9 @@ pub(super) fn validate(
                 &ch.location,
                 format!("characters[{i}].location"),
                 format!(
-                    "character {:?} starts at unknown location {:?}",
-                    ch.id.get_ref(),
-                    ch.location.get_ref()
+                    "character {} starts at unknown location {}",
+                    quote(ch.id.get_ref()),
+                    quote(ch.location.get_ref())
                 ),
             );
         }
@@ -219,7 +224,10 @@ pub(super) fn validate(
                 c.report(
                     known_as,
                     format!("characters[{i}].known_as"),
-                    format!("names the character ({name:?}): strangers would learn it"),
+                    format!(
+                        "names the character ({}): strangers would learn it",
+                        quote(name)
+                    ),
                 );
             }
         }
@@ -248,7 +256,7 @@ pub(super) fn validate(
                 c.report(
                     who,
                     format!("facts[{i}].known_by[{j}]"),
-                    format!("unknown character {:?}", who.get_ref()),
+                    format!("unknown character {}", quote(who.get_ref())),
                 );
             }
         }
@@ -261,7 +269,7 @@ pub(super) fn validate(
             c.report(
                 &s.location,
                 format!("scenes[{i}].location"),
-                format!("unknown location {:?}", s.location.get_ref()),
+                format!("unknown location {}", quote(s.location.get_ref())),
             );
         }
         c.non_empty(&s.beat, format!("scenes[{i}].beat"));
@@ -278,13 +286,13 @@ pub(super) fn validate(
                 c.report(
                     who,
                     format!("scenes[{i}].cast[{j}]"),
-                    format!("unknown character {:?}", who.get_ref()),
+                    format!("unknown character {}", quote(who.get_ref())),
                 );
             } else if !in_cast.insert(who.get_ref().clone()) {
                 c.report(
                     who,
                     format!("scenes[{i}].cast[{j}]"),
-                    format!("character {:?} is cast twice", who.get_ref()),
+                    format!("character {} is cast twice", quote(who.get_ref())),
                 );
             }
         }
@@ -310,7 +318,7 @@ pub(super) fn validate(
                     c.report(
                         who,
                         format!("scenes[{i}].directions.{}", who.get_ref()),
-                        format!("{:?} is not in this scene's cast", who.get_ref()),
+                        format!("{} is not in this scene's cast", quote(who.get_ref())),
                     );
                 }
             }
@@ -322,7 +330,7 @@ pub(super) fn validate(
                     c.report(
                         who,
                         field.clone(),
-                        format!("unknown character {:?}", who.get_ref()),
+                        format!("unknown character {}", quote(who.get_ref())),
                     );
                 }
                 for (j, other) in whom.iter().enumerate() {
@@ -366,7 +374,7 @@ pub(super) fn validate(
                 c.report(
                     at,
                     "open.opening_location",
-                    format!("unknown location {:?}", at.get_ref()),
+                    format!("unknown location {}", quote(at.get_ref())),
                 );
             }
         }

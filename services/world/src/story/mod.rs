@@ -5,6 +5,7 @@
 pub mod drafts;
 pub mod frame;
 pub mod names;
+pub mod narration_guard;
 pub mod perception;
 pub mod scheduler;
 pub mod state;

@@ -25,11 +25,13 @@ use crate::hub::TranscriptHub;
 use crate::log::SharedLog;
 use crate::scenario::Scenario;
 use crate::story::drafts::{self, Draft};
+use crate::story::narration_guard;
 use crate::story::scheduler::{Step, next_step};
 use crate::story::state::WorldState;
 use crate::{Limits, WorldError};
 use narration::NarratorNotes;
 pub use seats::{OpenSeat, PlayInput, TurnRequest};
+pub use watch::WATCH_BUFFER;
 
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,7 +172,7 @@ impl World {
             }
         });
         try_join_all(attaches).await?;
-        let hub = TranscriptHub::new(history);
+        let hub = TranscriptHub::with_stall(history, limits.watcher_stall);
         if state.finished(&scenario) {
             hub.close();
         }
@@ -290,7 +292,16 @@ impl World {
                     false
                 }
                 Step::OpenAt { location } => {
-                    let proposal = self.notes().proposal.take();
+                    let proposal = self.notes().proposal.take().filter(|(at, text)| {
+                        match narration_guard::check(&self.scenario, state, at, text) {
+                            Ok(()) => true,
+                            Err(why) => {
+                                tracing::warn!(world_id = %self.id, location = %at, %why,
+                                    "the narrator's proposal is refused by the boundary guard");
+                                false
+                            }
+                        }
+                    });
                     let opening = drafts::round_opening(&self.scenario, state, &location, proposal);
                     self.emit_all(state, opening, run).await?;
                     false

@@ -13,6 +13,8 @@ use crate::story::state::WorldState;
 pub(super) struct Seat {
     turns: tokio::sync::mpsc::Sender<TurnRequest>,
     timeout: std::time::Duration,
+    /// Who plays it: the name of the token that claimed it (none on an open service).
+    player: Option<String>,
 }
 
 /// A turn offered to a person: what the character sees, and where to put the action.
@@ -26,10 +28,13 @@ pub struct TurnRequest {
 impl World {
     /// Claims `character` (id, name or alias) for a person; returns its id and the
     /// turns offered. A character has one player at a time.
+    /// A person holding a token (`player`, its name) plays one character per world:
+    /// one token claiming every seat would hold every turn for the seat wait.
     pub fn claim(
         &self,
         character: &str,
         timeout: std::time::Duration,
+        player: Option<&str>,
     ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
         let id = self.character_id(character)?;
         let mut seats = dramatis_runtime::lock(&self.seats);
@@ -37,6 +42,16 @@ impl World {
             return Err(WorldError::SeatTaken(id));
         }
         seats.retain(|_, s| !s.turns.is_closed());
+        if let Some(player) = player
+            && let Some((other, _)) = seats
+                .iter()
+                .find(|(_, s)| s.player.as_deref() == Some(player))
+        {
+            return Err(WorldError::Full(format!(
+                "{} plays {other} in this world already: one character per player",
+                crate::limits::quote(player)
+            )));
+        }
         if seats.len() >= self.limits.max_seats {
             return Err(WorldError::Full(format!(
                 "{} people play in this world already, its limit (serve --max-seats)",
@@ -44,7 +59,14 @@ impl World {
             )));
         }
         let (turns, offered) = tokio::sync::mpsc::channel(1);
-        seats.insert(id.clone(), Seat { turns, timeout });
+        seats.insert(
+            id.clone(),
+            Seat {
+                turns,
+                timeout,
+                player: player.map(str::to_owned),
+            },
+        );
         Ok((id, offered))
     }
 
@@ -109,7 +131,11 @@ fn play_item(item: pb::play_response::Item) -> pb::PlayResponse {
 impl OpenSeat {
     /// Claims `claim.character` of `world` for a person and starts forwarding what it
     /// perceives; the first item on the stream says which character was claimed.
-    pub fn open(world: std::sync::Arc<World>, claim: &pb::PlayClaim) -> Result<Self, WorldError> {
+    pub fn open(
+        world: std::sync::Arc<World>,
+        claim: &pb::PlayClaim,
+        player: Option<&str>,
+    ) -> Result<Self, WorldError> {
         // The story waits for the person while holding the world, so the wait is capped.
         let longest = world.limits.seat_wait;
         let timeout = if claim.timeout_ms == 0 {
@@ -117,7 +143,7 @@ impl OpenSeat {
         } else {
             std::time::Duration::from_millis(u64::from(claim.timeout_ms)).min(longest)
         };
-        let (id, turns) = world.claim(&claim.character, timeout)?;
+        let (id, turns) = world.claim(&claim.character, timeout, player)?;
         let (out, rx) = tokio::sync::mpsc::channel(256);
         // Room for this was just made; nothing can fill the channel first.
         let _ = out.try_send(play_item(pb::play_response::Item::Claimed(id.clone())));
@@ -126,7 +152,7 @@ impl OpenSeat {
         } else {
             claim.from_seq
         };
-        let follower = world.follow_as(&id, from, true, out.clone(), |item| {
+        let (follower, _cut_off) = world.follow_as(&id, from, true, out.clone(), |item| {
             play_item(match item {
                 pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
                 pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),

@@ -11,6 +11,11 @@ use crate::story::drafts::{Draft, resolve};
 use crate::story::state::WorldState;
 use crate::{Limits, WorldError};
 
+/// Prompts in one page of `GetAudit` when the caller does not say, and the most it
+/// may ask for (a prompt is up to ~10 KB: a page stays far below message limits).
+pub const AUDIT_PAGE: u32 = 100;
+pub const AUDIT_PAGE_MAX: u32 = 1_000;
+
 impl World {
     /// Asks the actor's agent for its action, streaming its tokens to watchers.
     pub(super) async fn run_turn(
@@ -126,12 +131,16 @@ impl World {
         })
     }
 
-    /// The prompt records of one character (id, name or alias) or of all, in id order,
-    /// read from each character's own agent.
+    /// A page of the prompt audit of `character` (id, name or alias), or of every
+    /// character: at most `page_size` prompts, from where `page_token` says, and the
+    /// token of the next page (empty at the end). A token is `CHARACTER:PROMPT`, the
+    /// positions to go on from.
     pub async fn audit(
         &self,
         character: Option<&str>,
-    ) -> Result<Vec<pb::CharacterAudit>, WorldError> {
+        page_size: u32,
+        page_token: &str,
+    ) -> Result<(Vec<pb::CharacterAudit>, String), WorldError> {
         let wanted: Vec<&String> = match character.filter(|c| !c.trim().is_empty()) {
             Some(needle) => {
                 let id = self
@@ -146,23 +155,59 @@ impl World {
             }
             None => self.slots.keys().collect(),
         };
-        let mut audits = Vec::with_capacity(wanted.len());
-        for id in wanted {
+        let bad_token = || {
+            WorldError::InvalidArgument(format!(
+                "page_token {} is not one this service gave",
+                crate::limits::quote(page_token)
+            ))
+        };
+        let (mut at, mut from) = if page_token.is_empty() {
+            (0, 0)
+        } else {
+            let (at, from) = page_token.split_once(':').ok_or_else(bad_token)?;
+            (
+                at.parse::<usize>().map_err(|_| bad_token())?,
+                from.parse::<u64>().map_err(|_| bad_token())?,
+            )
+        };
+        let mut room = match page_size {
+            0 => AUDIT_PAGE,
+            n => n.min(AUDIT_PAGE_MAX),
+        };
+        let mut audits = Vec::new();
+        while let Some(id) = wanted.get(at) {
             let request = pb::SnapshotRequest {
                 character: Some(self.character_ref(id)),
+                prompts_only: true,
+                prompts_from: from,
+                prompts_limit: room,
             };
-            let snapshot = self
+            let page = self
                 .call_agent(id, |mut client| {
                     let request = request.clone();
                     async move { client.snapshot(request).await }
                 })
                 .await?
                 .into_inner();
+            let got = u32::try_from(page.prompts.len()).unwrap_or(u32::MAX);
             audits.push(pb::CharacterAudit {
-                character: id.clone(),
-                prompts: snapshot.prompts,
+                character: (*id).clone(),
+                prompts: page.prompts,
             });
+            from += u64::from(got);
+            room = room.saturating_sub(got);
+            if from >= page.prompts_total {
+                (at, from) = (at + 1, 0);
+            }
+            if room == 0 {
+                break;
+            }
         }
-        Ok(audits)
+        let next = if at < wanted.len() {
+            format!("{at}:{from}")
+        } else {
+            String::new()
+        };
+        Ok((audits, next))
     }
 }

@@ -9,6 +9,10 @@ use std::sync::Arc;
 use crate::story::names::Perspective;
 use crate::story::perception::PerceptionRouter;
 
+/// Items a watcher's buffer holds: what one slow watcher can cost, beside one chunk of
+/// replay.
+pub const WATCH_BUFFER: usize = 64;
+
 impl World {
     /// Forwards what `pov` perceives of `world` (events as its agent got them; words of
     /// lines spoken where it is) into `out`, wrapped by `wrap`.
@@ -19,16 +23,16 @@ impl World {
         follow: bool,
         out: tokio::sync::mpsc::Sender<T>,
         wrap: impl Fn(pb::watch_response::Item) -> T + Send + 'static,
-    ) -> tokio::task::JoinHandle<()> {
-        let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(256);
-        self.hub.watch(from_seq, follow, all_tx);
+    ) -> (tokio::task::JoinHandle<()>, crate::hub::CutOff) {
+        let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
+        let cut_off = self.hub.watch(from_seq, follow, all_tx);
         let pov = pov.to_owned();
         let (scenario, world_id, snapshot) = (
             Arc::clone(&self.scenario),
             self.id.clone(),
             Arc::clone(&self.snapshot),
         );
-        tokio::spawn(async move {
+        let follower = tokio::spawn(async move {
             loop {
                 let message = tokio::select! {
                     () = out.closed() => break,
@@ -53,6 +57,7 @@ impl World {
                     break;
                 }
             }
-        })
+        });
+        (follower, cut_off)
     }
 }
