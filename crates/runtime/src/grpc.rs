@@ -201,7 +201,7 @@ pub fn raise_file_limit() -> Option<u64> {
     let mut limit = getrlimit(Resource::Nofile);
     if limit.current < limit.maximum {
         limit.current = limit.maximum;
-        if let Err(error) = setrlimit(Resource::Nofile, limit.clone()) {
+        if let Err(error) = setrlimit(Resource::Nofile, limit) {
             tracing::debug!(%error, "cannot raise the open-file limit");
         }
     }

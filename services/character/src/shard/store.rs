@@ -613,13 +613,13 @@ impl Writer {
                 return Err(AgentError::DiskFull(problem));
             }
         }
-        if let Some(remote) = &mut self.remote {
-            if let Err(error) = remote.put(&deltas).await {
-                // Whether any of it landed is unknown, and the rows are already marked
-                // saved in the shard: only reading the subject again is right.
-                self.lost.store(true, Ordering::Relaxed);
-                return Err(error);
-            }
+        if let Some(remote) = &mut self.remote
+            && let Err(error) = remote.put(&deltas).await
+        {
+            // Whether any of it landed is unknown, and the rows are already marked
+            // saved in the shard: only reading the subject again is right.
+            self.lost.store(true, Ordering::Relaxed);
+            return Err(error);
         }
         let (db, path, keep) = (Arc::clone(&self.db), self.path.clone(), self.audit_keep);
         let applied = tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))
