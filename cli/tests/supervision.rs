@@ -224,6 +224,9 @@ async fn a_frozen_agent_is_found_killed_and_replaced() {
     tokio::time::sleep(Duration::from_millis(dice.below(60))).await;
     let stopped = tokio::time::Instant::now();
     signal(frozen, rustix::process::Signal::STOP);
+    // Whatever happens below, a stopped agent is let go again (its lifeline then ends
+    // it with the service): a stopped process outlives everything otherwise.
+    let _resume = Resume(frozen);
     // Keepalive finds it within 10 s, the health probe within 5 more, and a new agent
     // starts in a few: a minute is the bound of "without end", not a speed target.
     let within = Duration::from_secs(60);
@@ -253,10 +256,7 @@ async fn a_frozen_agent_is_found_killed_and_replaced() {
     while alive(frozen) && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    if alive(frozen) {
-        signal(frozen, rustix::process::Signal::CONT);
-        panic!("the frozen agent {frozen} was left running");
-    }
+    assert!(!alive(frozen), "the frozen agent {frozen} was left running");
     let log = std::fs::read_to_string(data.path().join("serve.log")).expect("serve log");
     assert!(log.contains("it is frozen"), "{log}");
     let fresh = running_agents(&shards).await;
@@ -268,6 +268,17 @@ async fn a_frozen_agent_is_found_killed_and_replaced() {
     let events = common::replay(&mut world, WORLD).await;
     common::assert_whole(&events, &shards.join(WORLD));
     let _ = server.kill().await;
+}
+
+/// Sends SIGCONT to its process when dropped.
+struct Resume(i32);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::CONT);
+        }
+    }
 }
 
 fn signal(pid: i32, signal: rustix::process::Signal) {
