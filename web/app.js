@@ -276,8 +276,9 @@ function renderInfo() {
   const info = view.info;
   const running = info?.status === "WORLD_STATUS_RUNNING";
   const finished = info?.status === "WORLD_STATUS_FINISHED";
-  $("run-scene").disabled = !info || running || finished;
-  $("run-all").disabled = !info || running || finished;
+  const failed = info?.status === "WORLD_STATUS_FAILED";
+  $("run-scene").disabled = !info || running || finished || failed;
+  $("run-all").disabled = !info || running || finished || failed;
   document.body.dataset.status = info ? info.status.replace("WORLD_STATUS_", "").toLowerCase() : "";
   if (!info) {
     $("world-info").textContent = "";
@@ -286,7 +287,11 @@ function renderInfo() {
     return;
   }
   const unit = info.open ? "round" : "scene";
-  const where = finished ? "finished" : `${unit} ${info.current_scene} of ${info.total_scenes}`;
+  const where = failed
+    ? `could not be rebuilt: ${info.failure}`
+    : finished
+      ? "finished"
+      : `${unit} ${info.current_scene} of ${info.total_scenes}`;
   const usage = info.usage || {};
   $("world-info").textContent =
     `${info.title} — ${where} · ${info.total_turns} turns · ${usage.llm_calls || 0} LLM calls · ` +

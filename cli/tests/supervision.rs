@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Dice, serve_scripted, serve_scripted_with};
+use common::{Dice, agent_pids, alive, serve_scripted, serve_scripted_with};
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
     AdvanceRequest, AskRequest, CreateWorldRequest, GetWorldRequest, WorldStatus, advance_request,
@@ -17,31 +17,6 @@ use dramatis_proto::v1::{
 use tonic::transport::Channel;
 
 const WORLD: &str = "kills";
-
-/// Process ids of the agents running on `shards` (their lock files).
-fn agent_pids(shards: &Path) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir(shards.join(".agents")) else {
-        return Vec::new();
-    };
-    let mut pids: Vec<i32> = entries
-        .flatten()
-        .filter_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
-        .filter(|pid| alive(*pid))
-        .collect();
-    pids.sort_unstable();
-    pids
-}
-
-/// True while `pid` runs (a zombie does not count).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            let state = stat.rsplit_once(") ")?.1.chars().next()?;
-            Some(state != 'Z' && state != 'X')
-        })
-        .unwrap_or(false)
-}
 
 fn kill9(pid: i32) {
     let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");

@@ -86,10 +86,13 @@ pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// "scene 2 of 4", "round 3 of 6", "finished".
+/// "scene 2 of 4", "round 3 of 6", "finished", "FAILED: why".
 pub(super) fn progress(info: &WorldInfo) -> String {
     if info.status() == WorldStatus::Finished {
         return "finished".into();
+    }
+    if info.status() == WorldStatus::Failed {
+        return format!("FAILED: {}", info.failure);
     }
     let unit = if info.open { "round" } else { "scene" };
     let running = if info.status() == WorldStatus::Running {

@@ -215,3 +215,28 @@ pub fn scarlet(id: &str) -> dramatis_proto::v1::CreateWorldRequest {
         world_id: id.into(),
     }
 }
+
+/// Process ids of the agents running on `shards` (their lock files).
+pub fn agent_pids(shards: &std::path::Path) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir(shards.join(".agents")) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
+        .filter(|pid| alive(*pid))
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// True while `pid` runs (a zombie does not count).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat.rsplit_once(") ")?.1.chars().next()?;
+            Some(state != 'Z' && state != 'X')
+        })
+        .unwrap_or(false)
+}

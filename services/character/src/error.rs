@@ -17,6 +17,10 @@ pub enum AgentError {
     Shard(#[from] dramatis_memory::ShardError),
     #[error("shard storage: {0}")]
     Storage(String),
+    /// The shard's store holds bytes that are not a store, or rows that do not decode:
+    /// it is set aside and the character rebuilt from what the world sends again.
+    #[error("shard store is corrupt: {0}")]
+    Corrupt(String),
     /// The shard store refused a save: another agent has written this character
     /// since this one read it (it was moved while this agent was thought dead).
     #[error("shard storage refused a save: {0}")]
@@ -40,9 +44,11 @@ impl DomainError for AgentError {
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
             Self::Fenced(_) => ErrorKind::Aborted,
             Self::DiskFull(_) => ErrorKind::ResourceExhausted,
-            Self::Model(_) | Self::Embed(_) | Self::Shard(_) | Self::Storage(_) => {
-                ErrorKind::Internal
-            }
+            Self::Model(_)
+            | Self::Embed(_)
+            | Self::Shard(_)
+            | Self::Storage(_)
+            | Self::Corrupt(_) => ErrorKind::Internal,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Shards are saved to the agent's data directory (when it has one), one store file per
 //! character, after every change, and read back when the character is attached again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dashmap::DashMap;
@@ -242,28 +242,33 @@ impl CharacterAgents {
         json: PathBuf,
     ) -> Result<(Shard, bool), AgentError> {
         let path = store_path(&json);
-        let (db, stored, profile) = {
-            let path = path.clone();
-            let failed = format!("{}: the read task failed", path.display());
-            tokio::task::spawn_blocking(move || {
-                let db = crate::shard::open_store(&path)?;
-                let stored = crate::shard::read_store(db.as_ref(), &path)?;
-                Ok::<_, AgentError>((db, stored, profile))
-            })
-            .await
-            .map_err(|e| AgentError::Storage(format!("{failed}: {e}")))??
+        let (db, read) = match Self::read_saved(&path, &profile).await {
+            Err(AgentError::Corrupt(why)) => {
+                // Nothing in it can be trusted; what the character lived through is in
+                // the world's log, and the world sends it again from event 1 (this
+                // attach answers `last_seq` 0). The bytes are kept for a post-mortem.
+                let aside = {
+                    let path = path.clone();
+                    tokio::task::spawn_blocking(move || crate::shard::set_aside(&path))
+                        .await
+                        .map_err(|e| AgentError::Storage(format!("setting a store aside: {e}")))??
+                };
+                tracing::error!(path = %path.display(), aside = %aside.display(), %why,
+                    "a corrupt shard store was set aside; the character is rebuilt from the world's log");
+                Self::read_saved(&path, &profile).await?
+            }
+            other => other?,
         };
         let store = ShardStore::start(db, path.clone(), self.options.audit_keep, None);
-        let (mut shard, resumed, migrated) =
-            match Shard::from_store(profile.clone(), &stored, &path)? {
-                Some(shard) => (shard, true, json.is_file()),
-                None if json.is_file() => (Shard::load_json(profile, &json)?, true, true),
-                None => (
-                    Shard::new(profile, self.options.embedder.as_ref()).await?,
-                    false,
-                    false,
-                ),
-            };
+        let (mut shard, resumed, migrated) = match read {
+            Some(shard) => (shard, true, json.is_file()),
+            None if json.is_file() => (Shard::load_json(profile, &json)?, true, true),
+            None => (
+                Shard::new(profile, self.options.embedder.as_ref()).await?,
+                false,
+                false,
+            ),
+        };
         shard.keep_store(store);
         if migrated {
             // Into the store first; the old files go only once it is committed.
@@ -272,6 +277,25 @@ impl CharacterAgents {
             tracing::info!(from = %json.display(), to = %path.display(), "moved a JSON shard into its store");
         }
         Ok((shard, resumed))
+    }
+
+    /// Opens the store at `path` (created when absent) and reads the shard it holds, if
+    /// any. [`AgentError::Corrupt`] when its bytes are not a store or its rows do not
+    /// decode; a panic of the reader counts as that too.
+    async fn read_saved(
+        path: &Path,
+        profile: &CharacterProfile,
+    ) -> Result<(Arc<redb::Database>, Option<Shard>), AgentError> {
+        let (path, profile) = (path.to_path_buf(), profile.clone());
+        let shown = path.display().to_string();
+        tokio::task::spawn_blocking(move || {
+            let db = crate::shard::open_store(&path)?;
+            let stored = crate::shard::read_store(db.as_ref(), &path)?;
+            let shard = Shard::from_store(profile, &stored, &path)?;
+            Ok::<_, AgentError>((db, shard))
+        })
+        .await
+        .map_err(|e| AgentError::Corrupt(format!("{shown}: reading it failed: {e}")))?
     }
 
     /// The character's shard from its JetStream subject, read into a store in memory
@@ -342,14 +366,15 @@ impl CharacterAgents {
         keep_shard: bool,
     ) -> Result<(), AgentError> {
         self.lost.remove(&(world.to_owned(), character.to_owned()));
-        let (_, shard) = self
+        let shard = self
             .shards
             .remove(&(world.to_owned(), character.to_owned()))
-            .ok_or_else(|| AgentError::NotAttached {
+            .map(|(_, shard)| shard);
+        if keep_shard {
+            let shard = shard.ok_or_else(|| AgentError::NotAttached {
                 world: world.to_owned(),
                 character: character.to_owned(),
             })?;
-        if keep_shard {
             let saved = shard.lock().await.save()?;
             saved.wait().await?;
         } else if let Some(stream) = &self.options.shard_stream {
@@ -357,6 +382,8 @@ impl CharacterAgents {
             drop(shard);
             stream.remove(world, character).await?;
         }
+        // A shard is removed whether or not it is attached here: a world that could not
+        // be restored (so never attached it) still deletes its characters' shards.
         if let Some(json) = self.shard_path(world, character).filter(|_| !keep_shard) {
             Shard::remove_json(&json);
             let path = store_path(&json);
@@ -365,6 +392,7 @@ impl CharacterAgents {
             {
                 tracing::warn!(path = %path.display(), error = %e, "cannot remove shard file");
             }
+            crate::shard::remove_set_aside(&path);
             // The world's folder goes with its last shard (fails harmlessly otherwise).
             if let Some(folder) = json.parent() {
                 let _ = std::fs::remove_dir(folder);

@@ -63,6 +63,7 @@ pub fn world_info(
         paths: scenario.wire_paths(),
         scene_location: state.scene_location.clone(),
         open: scenario.open.is_some(),
+        failure: String::new(),
     }
 }
 

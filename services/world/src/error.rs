@@ -36,6 +36,13 @@ pub enum WorldError {
     Fenced { world: String, detail: String },
     #[error("world {0:?} was deleted")]
     Deleted(String),
+    /// The world is in the log but could not be rebuilt after a restart.
+    #[error(
+        "world {} could not be rebuilt after a restart: {reason}. Fix the cause and call \
+         again, or delete the world",
+        quote(world)
+    )]
+    Unrestored { world: String, reason: String },
     /// Another replica owns the world now; the call may be sent again (to any replica).
     #[error("world {} moved to another replica; try again", quote(.0))]
     Moved(String),
@@ -77,7 +84,7 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Fenced { .. } => ErrorKind::Aborted,
-            Self::Deleted(_) => ErrorKind::FailedPrecondition,
+            Self::Deleted(_) | Self::Unrestored { .. } => ErrorKind::FailedPrecondition,
             Self::Moved(_) => ErrorKind::Unavailable,
             Self::Full(_) => ErrorKind::ResourceExhausted,
             Self::Interrupted { source, .. } => source.kind(),

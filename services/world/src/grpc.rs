@@ -344,14 +344,27 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::GetWorldRequest>,
     ) -> Result<Response<pb::WorldInfo>, Status> {
         let (metadata, _, request) = request.into_parts();
-        routed!(
-            self,
-            metadata,
-            &request.world_id,
-            request,
-            get_world,
-            |world| Ok(Response::new(world.info()))
-        )
+        // (In a block of its own: the macro's `?` ends the block, not this call.)
+        let answer = async {
+            routed!(
+                self,
+                metadata,
+                &request.world_id,
+                request,
+                get_world,
+                |world| Ok(Response::new(world.info()))
+            )
+        }
+        .await;
+        // A world a restart could not rebuild is shown as it is: FAILED, and why.
+        match answer {
+            Err(status) if status.code() == tonic::Code::FailedPrecondition => self
+                .worlds
+                .unrestored_info(&request.world_id)
+                .map(Response::new)
+                .ok_or(status),
+            answer => answer,
+        }
     }
 
     async fn list_worlds(
@@ -360,7 +373,9 @@ impl WorldApi for WorldGrpc {
     ) -> Result<Response<pb::ListWorldsResponse>, Status> {
         let (metadata, _, _) = _request.into_parts();
         if self.worlds.cluster().is_none() || was_forwarded(&metadata) {
-            let worlds = self.worlds.list().iter().map(|w| w.info()).collect();
+            let mut worlds: Vec<_> = self.worlds.list().iter().map(|w| w.info()).collect();
+            worlds.extend(self.worlds.unrestored());
+            worlds.sort_by(|a, b| a.world_id.cmp(&b.world_id));
             return Ok(Response::new(pb::ListWorldsResponse { worlds }));
         }
         // Every world of the shared log, each as its owner (or, for an unowned one,
@@ -402,21 +417,34 @@ impl WorldApi for WorldGrpc {
         request: Request<pb::DeleteWorldRequest>,
     ) -> Result<Response<pb::DeleteWorldResponse>, Status> {
         let (metadata, _, request) = request.into_parts();
-        routed!(
-            self,
-            metadata,
-            &request.world_id,
-            request,
-            delete_world,
-            |world| {
-                let worlds = self.worlds.clone();
-                to_completion(async move {
-                    worlds.delete(world.id()).await.map_err(Status::from)?;
-                    Ok(Response::new(pb::DeleteWorldResponse {}))
-                })
-                .await
+        let delete = |world_id: String| {
+            let worlds = self.worlds.clone();
+            to_completion(async move {
+                worlds.delete(&world_id).await.map_err(Status::from)?;
+                Ok(Response::new(pb::DeleteWorldResponse {}))
+            })
+        };
+        let answer = async {
+            routed!(
+                self,
+                metadata,
+                &request.world_id,
+                request,
+                delete_world,
+                |world| delete(world.id().to_owned()).await
+            )
+        }
+        .await;
+        match answer {
+            // A world a restart could not rebuild is deleted from its log and shards.
+            Err(status)
+                if status.code() == tonic::Code::FailedPrecondition
+                    && self.worlds.unrestored_info(&request.world_id).is_some() =>
+            {
+                delete(request.world_id.clone()).await
             }
-        )
+            answer => answer,
+        }
     }
 
     async fn advance(

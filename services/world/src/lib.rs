@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod registry;
 pub mod scenario;
 pub mod story;
+mod unrestored;
 pub mod viewer;
 pub mod world;
 

@@ -14,6 +14,7 @@ use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
 use crate::cluster::{Cluster, Holder, Place};
 use crate::log::{SharedLog, WorldRecord};
 use crate::scenario::{Scenario, ScenarioCatalog};
+use crate::unrestored::{RETRY_EVERY, Unrestored};
 use crate::world::{Shared, World};
 
 /// Settings of a world service.
@@ -71,6 +72,8 @@ pub struct Worlds {
 #[derive(Debug)]
 struct Inner {
     worlds: DashMap<String, Arc<World>>,
+    /// Worlds of the log that a restart could not rebuild (one replica of its log).
+    unrestored: DashMap<String, Arc<Unrestored>>,
     catalog: ScenarioCatalog,
     log: SharedLog,
     agents: Arc<dyn AgentDirectory>,
@@ -113,6 +116,7 @@ impl Worlds {
         Ok(Self {
             inner: Arc::new(Inner {
                 worlds: DashMap::new(),
+                unrestored: DashMap::new(),
                 catalog: ScenarioCatalog::new(&options.scenarios_dir),
                 log: match &options.shared_log {
                     Some(log) => Arc::clone(log),
@@ -205,11 +209,163 @@ impl Worlds {
                     restored += 1;
                 }
                 Err(error) => {
-                    tracing::warn!(world_id = %record.world_id, %error, "cannot restore world");
+                    tracing::error!(world_id = %record.world_id, %error,
+                        "cannot restore world; it is shown as failed until rebuilt or deleted");
+                    self.inner.agents.release(&record.world_id).await;
+                    let info = self.what_is_known(&record).await;
+                    self.inner.unrestored.insert(
+                        record.world_id.clone(),
+                        Arc::new(Unrestored::new(record, info, &error)),
+                    );
                 }
             }
         }
         Ok(restored)
+    }
+
+    /// What can be read of a recorded world that could not be rebuilt: its scenario and
+    /// where its log left the story, as far as each reads.
+    async fn what_is_known(&self, record: &WorldRecord) -> pb::WorldInfo {
+        let (Ok(scenario), Ok(history)) = (
+            self.recorded_scenario(record).await,
+            self.inner.log.read(&record.world_id, 1).await,
+        ) else {
+            return pb::WorldInfo::default();
+        };
+        let mut state = crate::story::state::WorldState::initial(&scenario);
+        for event in &history {
+            state.apply(&scenario, event);
+        }
+        let next_seq = history.last().map_or(1, |e| e.seq + 1);
+        crate::convert::world_info(
+            &record.world_id,
+            &scenario,
+            &state,
+            pb::WorldStatus::Failed,
+            next_seq,
+        )
+    }
+
+    /// A world a restart could not rebuild, tried again unless it was tried within
+    /// [`RETRY_EVERY`] (or is being tried or deleted right now): the world once it is
+    /// rebuilt, `None` when `world_id` is no such world, and the reason it still cannot
+    /// be rebuilt otherwise.
+    async fn retry_unrestored(&self, world_id: &str) -> Result<Option<Arc<World>>, WorldError> {
+        let Some(failed) = self
+            .inner
+            .unrestored
+            .get(world_id)
+            .map(|f| Arc::clone(f.value()))
+        else {
+            return Ok(None);
+        };
+        let Ok(mut tried) = failed.tried.try_lock() else {
+            return Err(failed.error());
+        };
+        if !self.inner.unrestored.contains_key(world_id) {
+            // Deleted while this call looked it up.
+            return Err(WorldError::WorldNotFound(world_id.to_owned()));
+        }
+        if tried.elapsed() < RETRY_EVERY {
+            return Err(failed.error());
+        }
+        let revived = self.revive(&failed.record).await;
+        *tried = std::time::Instant::now();
+        match revived {
+            Ok(world) => {
+                // Into the table before out of this one: a deletion waiting on `tried`
+                // then finds it there.
+                self.inner
+                    .worlds
+                    .insert(world_id.to_owned(), Arc::clone(&world));
+                self.inner.unrestored.remove(world_id);
+                self.count_worlds();
+                tracing::info!(world_id, "a world that could not be restored is rebuilt");
+                Ok(Some(world))
+            }
+            Err(error) => {
+                tracing::warn!(world_id, %error, "the world still cannot be rebuilt");
+                self.inner.agents.release(world_id).await;
+                failed.failed_again(&error);
+                Err(failed.error())
+            }
+        }
+    }
+
+    /// Worlds a restart could not rebuild, as clients see them.
+    #[must_use]
+    pub fn unrestored(&self) -> Vec<pb::WorldInfo> {
+        self.inner.unrestored.iter().map(|f| f.info()).collect()
+    }
+
+    /// `world_id` as clients see it, if it is a world a restart could not rebuild.
+    #[must_use]
+    pub fn unrestored_info(&self, world_id: &str) -> Option<pb::WorldInfo> {
+        self.inner.unrestored.get(world_id).map(|f| f.info())
+    }
+
+    /// Deletes a world a restart could not rebuild: its log and kept spec, then its
+    /// characters' shards, each removed by the agent that would host it (attached or
+    /// not). The characters are its scenario's, or, with the scenario unreadable, every
+    /// one its log shows acting or perceiving.
+    async fn delete_unrestored(&self, world_id: &str) -> Result<(), WorldError> {
+        let Some(failed) = self
+            .inner
+            .unrestored
+            .get(world_id)
+            .map(|f| Arc::clone(f.value()))
+        else {
+            return Err(WorldError::WorldNotFound(world_id.to_owned()));
+        };
+        let tried = failed.tried.lock().await;
+        if !self.inner.unrestored.contains_key(world_id) {
+            drop(tried);
+            // Rebuilt meanwhile (or deleted by another call).
+            return if self.inner.worlds.contains_key(world_id) {
+                Box::pin(self.delete(world_id)).await
+            } else {
+                Err(WorldError::WorldNotFound(world_id.to_owned()))
+            };
+        }
+        let characters: Vec<String> = match self.recorded_scenario(&failed.record).await {
+            Ok(scenario) => scenario.characters.iter().map(|c| c.id.clone()).collect(),
+            Err(_) => {
+                let history = self.inner.log.read(world_id, 1).await?;
+                let mut seen = std::collections::BTreeSet::new();
+                for event in history {
+                    seen.extend(event.perceivers);
+                    seen.insert(event.speaker);
+                }
+                seen.remove("");
+                seen.into_iter().collect()
+            }
+        };
+        self.inner.log.delete_world(world_id).await?;
+        self.forget_sandbox(world_id);
+        self.inner.unrestored.remove(world_id);
+        for character in characters {
+            let request = pb::DetachRequest {
+                character: Some(pb::CharacterRef {
+                    world_id: world_id.to_owned(),
+                    character_id: character.clone(),
+                }),
+                keep_shard: false,
+            };
+            let removed = async {
+                let endpoint = self.inner.agents.endpoint_for(world_id, &character).await?;
+                let mut client = self.inner.pool.client(&endpoint, &character)?;
+                client
+                    .detach(request)
+                    .await
+                    .map_err(|s| WorldError::agent(&character, &s))
+            };
+            if let Err(error) = removed.await {
+                tracing::warn!(world_id, character, %error, "cannot remove the shard");
+            }
+        }
+        self.inner.agents.release(world_id).await;
+        tracing::info!(world_id, "a world that could not be restored is deleted");
+        Ok(())
     }
 
     /// A recorded world rebuilt from its log.
@@ -219,6 +375,12 @@ impl Worlds {
         let world = self
             .start(record.world_id.clone(), scenario, history)
             .await?;
+        // A shard that ends early (rebuilt after its store was found corrupt) gets its
+        // story now, not at the next line; if that fails, the next line retries first.
+        if let Err(error) = world.catch_up().await {
+            tracing::warn!(world_id = %record.world_id, %error,
+                "a character's shard is behind the log; it is sent the rest before the next line");
+        }
         Ok(Arc::new(world))
     }
 
@@ -266,6 +428,9 @@ impl Worlds {
     /// sent on: if the world moved meanwhile, the caller is told to try again.
     pub async fn place(&self, world_id: &str, forwarded: bool) -> Result<Place, WorldError> {
         if let Some(world) = self.local(world_id) {
+            return Ok(Place::Here(world));
+        }
+        if let Some(world) = self.retry_unrestored(world_id).await? {
             return Ok(Place::Here(world));
         }
         let Some(cluster) = &self.inner.cluster else {
@@ -513,7 +678,9 @@ impl Worlds {
             if self.inner.worlds.contains_key(&id) || creating.contains(&id) {
                 return Err(WorldError::WorldExists(id));
             }
-            if self.inner.worlds.len() + creating.len() >= limits.max_worlds {
+            if self.inner.worlds.len() + self.inner.unrestored.len() + creating.len()
+                >= limits.max_worlds
+            {
                 return Err(WorldError::Full(format!(
                     "this service holds {} worlds, its limit (serve --max-worlds); delete one \
                      first",
@@ -646,12 +813,14 @@ impl Worlds {
     /// (even one that cut this deletion short) never brings it back; a deletion cut
     /// short before that leaves the world whole, to be deleted again.
     pub async fn delete(&self, world_id: &str) -> Result<(), WorldError> {
-        let world = self
+        let Some(world) = self
             .inner
             .worlds
             .get(world_id)
             .map(|w| Arc::clone(w.value()))
-            .ok_or_else(|| WorldError::WorldNotFound(world_id.to_owned()))?;
+        else {
+            return self.delete_unrestored(world_id).await;
+        };
         world.stop().await;
         self.inner.log.delete_world(world_id).await?;
         self.forget_sandbox(world_id);

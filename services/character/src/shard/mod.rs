@@ -27,7 +27,10 @@ mod vocabulary;
 mod wire;
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
-pub use store::{Delta, PendingSave, ShardStore, Stored, read_file as read_store_file, store_path};
+pub use store::{
+    Delta, PendingSave, ShardStore, Stored, read_file as read_store_file, remove_set_aside,
+    set_aside, store_path,
+};
 pub(crate) use store::{
     apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,
 };

@@ -93,7 +93,7 @@ fn decode<T: serde::de::DeserializeOwned>(
     what: &str,
 ) -> Result<T, AgentError> {
     serde_json::from_slice(bytes)
-        .map_err(|e| AgentError::Storage(format!("{}: {what}: {e}", path.display())))
+        .map_err(|e| AgentError::Corrupt(format!("{}: {what}: {e}", path.display())))
 }
 
 /// The rows at `positions` of a layer, each item with its vector.
@@ -286,7 +286,7 @@ impl Shard {
             .map(|p| decode(p, path, "perceived"))
             .collect::<Result<_, _>>()?;
         if core.unwritten > perceived.len() {
-            return Err(AgentError::Storage(format!(
+            return Err(AgentError::Corrupt(format!(
                 "{}: the scene under way starts at {} of {} perceived events",
                 path.display(),
                 core.unwritten,

@@ -116,6 +116,26 @@ fn storage(path: &Path, error: &impl std::fmt::Display) -> AgentError {
     AgentError::Storage(format!("{}: {error}", path.display()))
 }
 
+/// A failure of redb on the store at `path`: [`AgentError::Corrupt`] when the file's
+/// bytes are not a store (redb found them inconsistent, or the file ends where its
+/// header says it goes on), a plain storage error otherwise (the disk, permissions).
+fn failed(path: &Path, error: impl Into<redb::Error>) -> AgentError {
+    let error: redb::Error = error.into();
+    let corrupt = match &error {
+        redb::Error::Corrupted(_) => true,
+        redb::Error::Io(io) => matches!(
+            io.kind(),
+            std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData
+        ),
+        _ => false,
+    };
+    if corrupt {
+        AgentError::Corrupt(format!("{}: {error}", path.display()))
+    } else {
+        storage(path, &error)
+    }
+}
+
 /// The stores open in this process, by path. redb locks a file for one opener, and a
 /// character detached and attached again at once (or read for inspection) finds its
 /// file still open by the writer that is finishing: it shares that handle.
@@ -153,7 +173,38 @@ pub fn open(path: &Path) -> Result<Arc<Database>, AgentError> {
                 std::thread::sleep(CLOSE_POLL);
                 waited += CLOSE_POLL;
             }
-            Err(e) => return Err(storage(path, &e)),
+            Err(e) => return Err(failed(path, e)),
+        }
+    }
+}
+
+/// Moves the corrupt store at `path` aside (to `<file>.corrupt-<ms since the epoch>`
+/// beside it), so a new one can take its place and the old bytes stay for whoever
+/// wants to look at them. Returns where it went. Blocking.
+pub fn set_aside(path: &Path) -> Result<PathBuf, AgentError> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".corrupt-{}", dramatis_runtime::now_ms()));
+    let aside = path.with_file_name(name);
+    std::fs::rename(path, &aside).map_err(|e| storage(path, &e))?;
+    Ok(aside)
+}
+
+/// Removes every copy of the store at `path` that [`set_aside`] kept. Blocking.
+pub fn remove_set_aside(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let mut prefix = name.to_os_string();
+    prefix.push(".corrupt-");
+    let prefix = prefix.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix)
+            && let Err(e) = std::fs::remove_file(entry.path())
+        {
+            tracing::warn!(path = %entry.path().display(), error = %e, "cannot remove a set-aside shard");
         }
     }
 }
@@ -200,8 +251,7 @@ pub fn read_rows(
     path: &Path,
     with_audit: bool,
 ) -> Result<(Delta, u64), AgentError> {
-    let fail = |e: &dyn std::fmt::Display| storage(path, &e);
-    let read = db.begin_read().map_err(|e| fail(&e))?;
+    let read = db.begin_read().map_err(|e| failed(path, e))?;
     let mut out = Delta::default();
     // A table never written is absent: it reads as empty.
     macro_rules! table {
@@ -209,20 +259,20 @@ pub fn read_rows(
             match read.open_table($def) {
                 Ok(table) => Some(table),
                 Err(redb::TableError::TableDoesNotExist(_)) => None,
-                Err(e) => return Err(fail(&e)),
+                Err(e) => return Err(failed(path, e)),
             }
         };
     }
     if let Some(core) = table!(CORE) {
         out.state = core
             .get(STATE_KEY)
-            .map_err(|e| fail(&e))?
+            .map_err(|e| failed(path, e))?
             .map(|v| v.value().to_vec());
     }
     if let Some(modules) = table!(MODULES) {
         out.modules = modules
             .get(MODULES_KEY)
-            .map_err(|e| fail(&e))?
+            .map_err(|e| failed(path, e))?
             .map(|v| v.value().to_vec());
     }
     let mut plain = vec![
@@ -234,8 +284,8 @@ pub fn read_rows(
     }
     for (def, into) in plain {
         if let Some(table) = table!(def) {
-            for row in table.iter().map_err(|e| fail(&e))? {
-                let (key, value) = row.map_err(|e| fail(&e))?;
+            for row in table.iter().map_err(|e| failed(path, e))? {
+                let (key, value) = row.map_err(|e| failed(path, e))?;
                 into.push((key.value(), value.value().to_vec()));
             }
         }
@@ -246,8 +296,8 @@ pub fn read_rows(
         (PATTERNS, &mut out.patterns),
     ] {
         if let Some(table) = table!(def) {
-            for row in table.iter().map_err(|e| fail(&e))? {
-                let (key, value) = row.map_err(|e| fail(&e))?;
+            for row in table.iter().map_err(|e| failed(path, e))? {
+                let (key, value) = row.map_err(|e| failed(path, e))?;
                 let (item, vector) = value.value();
                 into.push((key.value(), (item.to_vec(), vector.to_vec())));
             }
@@ -257,7 +307,7 @@ pub fn read_rows(
     if let Some(audit) = table!(AUDIT) {
         audit_next = audit
             .last()
-            .map_err(|e| fail(&e))?
+            .map_err(|e| failed(path, e))?
             .map_or(0, |(key, _)| key.value() + 1);
     }
     Ok((out, audit_next))
@@ -288,24 +338,28 @@ pub fn read_file(path: &Path) -> Result<(Stored, Vec<AuditEntry>), AgentError> {
             let db = open(path)?;
             Ok((read_all(db.as_ref(), path)?, read_audit(db.as_ref(), path)?))
         }
-        Err(e) => Err(storage(path, &e)),
+        Err(e) => Err(failed(path, e)),
     }
 }
 
 /// Every audited prompt `db` holds, oldest first. Blocking.
 fn read_audit(db: &impl ReadableDatabase, path: &Path) -> Result<Vec<AuditEntry>, AgentError> {
-    let fail = |e: &dyn std::fmt::Display| storage(path, &e);
-    let read = db.begin_read().map_err(|e| fail(&e))?;
+    let read = db.begin_read().map_err(|e| failed(path, e))?;
     let table = match read.open_table(AUDIT) {
         Ok(table) => table,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(fail(&e)),
+        Err(e) => return Err(failed(path, e)),
     };
     let mut out = Vec::new();
-    for row in table.iter().map_err(|e| fail(&e))? {
-        let (key, value) = row.map_err(|e| fail(&e))?;
-        let entry = serde_json::from_slice(value.value())
-            .map_err(|e| fail(&format!("audit entry {}: {e}", key.value())))?;
+    for row in table.iter().map_err(|e| failed(path, e))? {
+        let (key, value) = row.map_err(|e| failed(path, e))?;
+        let entry = serde_json::from_slice(value.value()).map_err(|e| {
+            AgentError::Corrupt(format!(
+                "{}: audit entry {}: {e}",
+                path.display(),
+                key.value()
+            ))
+        })?;
         out.push(entry);
     }
     Ok(out)

@@ -83,9 +83,10 @@ impl World {
         Ok(event)
     }
 
-    /// After a delivery failed, sends every character what it has not been sent yet;
-    /// an error here fails the caller before it logs anything more.
-    async fn catch_up(&self) -> Result<(), WorldError> {
+    /// After a delivery failed (or a world was rebuilt with a shard that ends early),
+    /// sends every character what it has not been sent yet; an error here fails the
+    /// caller before it logs anything more.
+    pub(crate) async fn catch_up(&self) -> Result<(), WorldError> {
         if !self.behind.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dramatis_llm::LanguageModel;
 use dramatis_proto::v1::{self as pb, Event, WorldStatus};
-use futures::future::try_join_all;
 use tracing::{Instrument, info_span};
 
 use crate::agent_clients::AgentLinks;
@@ -168,10 +167,47 @@ impl World {
                     .clone()
                     .attach(request)
                     .await
+                    .map(|attached| (character, attached.into_inner().last_seq))
                     .map_err(|s| WorldError::agent(character, &s))
             }
         });
-        try_join_all(attaches).await?;
+        let mut held = Vec::new();
+        let mut refused = None;
+        for attached in futures::future::join_all(attaches).await {
+            match attached {
+                Ok(h) => held.push(h),
+                Err(error) => {
+                    refused.get_or_insert(error);
+                }
+            }
+        }
+        if let Some(error) = refused {
+            // Let go of those that did attach, so their stores are free for the next
+            // try (which may place them on other agents).
+            for (character, _) in held {
+                let request = pb::DetachRequest {
+                    character: Some(pb::CharacterRef {
+                        world_id: id.clone(),
+                        character_id: character.clone(),
+                    }),
+                    keep_shard: true,
+                };
+                if let Err(status) = slots[character].client().detach(request).await {
+                    tracing::debug!(%status, character, "detach after a failed start failed");
+                }
+            }
+            return Err(error);
+        }
+        // A shard that ends before the last event its character perceived (one rebuilt
+        // after its store was found corrupt, or one a crash left a line behind) is sent
+        // the rest before the world logs anything more: see `catch_up`.
+        let short = held.iter().any(|(character, last_seq)| {
+            history
+                .iter()
+                .rev()
+                .find(|e| e.perceivers.iter().any(|p| p == *character))
+                .is_some_and(|e| e.seq > *last_seq)
+        });
         let hub = TranscriptHub::with_stall(history, limits.watcher_stall);
         if state.finished(&scenario) {
             hub.close();
@@ -193,7 +229,7 @@ impl World {
             advancing: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             abandoned: AtomicBool::new(false),
-            behind: AtomicBool::new(false),
+            behind: AtomicBool::new(short),
             narrator,
             notes: std::sync::Mutex::new(notes),
             seats: std::sync::Mutex::default(),
