@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzes the scenario parser and inline sandbox specs with cargo fuzz (libFuzzer).
+# Fuzzes the scenario parser and inline sandbox specs with cargo fuzz (libFuzzer):
+# `sandbox_crowd` grows each spec to up to 50,000 listed items from a count in its
+# first bytes, so validation that grows faster than its input shows as a timeout.
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 30 s each, every target)
 #
@@ -20,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(scenario_text sandbox_spec)
+((${#targets[@]})) || targets=(scenario_text sandbox_spec sandbox_crowd)
 version="0.13.2"
 say() { printf 'fuzz: %s\n' "$*" >&2; }
 
@@ -48,6 +50,15 @@ for target in "${targets[@]}"; do
     # Every scenario file in the repository, valid and broken, as seeds.
     find scenarios services/world/tests ingest/tests tests/scenarios -name '*.toml' -size -64k \
       -exec cp -t "$seeds" {} + 2>/dev/null || true
+  fi
+  if [ "$target" = sandbox_crowd ]; then
+    # The 32 smallest specs of the sandbox corpus (mostly broken ones), each grown as
+    # far as the target grows anything, with ids repeated and with ids of their own.
+    find fuzz/corpus/sandbox_spec -type f -printf '%s %p\n' | sort -n | head -n 32 \
+      | while read -r _ spec; do
+        { printf '\xff\xff\x00'; cat "$spec"; } >"$seeds/$(basename "$spec")-repeated"
+        { printf '\xff\xff\x01'; cat "$spec"; } >"$seeds/$(basename "$spec")-own"
+      done
   fi
   say "$target: ${seconds}s"
   log="$scratch/$target.log"

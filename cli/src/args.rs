@@ -9,8 +9,8 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, KbfArgs, LlmServeArgs, PlayArgs,
-    ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    DeleteArgs, EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, KbfArgs, LlmServeArgs,
+    PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -36,6 +36,7 @@ impl Cli {
                 | Command::Ask(_)
                 | Command::Create(_)
                 | Command::Worlds(_)
+                | Command::Delete(_)
                 | Command::Advance(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
@@ -93,7 +94,13 @@ pub enum Command {
     /// or the web viewer run it.
     Create(CreateArgs),
     /// List the worlds of a running world service.
+    ///
+    /// One line per world: id, title, where its story is, turns taken. A world the
+    /// service could not rebuild after a restart shows FAILED and why.
     Worlds(ServerArg),
+    /// Delete a world from a running world service: its log and its characters'
+    /// shards. It cannot be undone.
+    Delete(DeleteArgs),
     /// Run a world on a running world service: some turns, to the end of the current
     /// scene (the default), or to the end of the story.
     ///

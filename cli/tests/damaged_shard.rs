@@ -271,13 +271,22 @@ async fn a_world_that_cannot_be_rebuilt_is_shown_failed_can_be_deleted_and_comes
         .expect_err("its id is taken");
     assert_eq!(taken.code(), tonic::Code::AlreadyExists);
 
-    // Deleted: from the service, its log and its agents' folders.
-    world
-        .delete_world(DeleteWorldRequest {
-            world_id: "doomed".into(),
-        })
-        .await
-        .expect("a failed world can be deleted");
+    // The command line shows why.
+    let (ok, out, err) = common::dramatis(&["worlds", "--server", &url]).await;
+    assert!(ok, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("stuck\t"))
+        .unwrap_or_else(|| panic!("no line for stuck in:\n{out}"));
+    assert!(
+        line.contains("FAILED: ") && line.contains("format 999"),
+        "{line}"
+    );
+
+    // Deleted (from the command line): from the service, its log and its agents'
+    // folders.
+    let (ok, _, err) = common::dramatis(&["delete", "doomed", "--server", &url]).await;
+    assert!(ok, "a failed world can be deleted: {err}");
     let gone = info(&mut world, "doomed").await.expect_err("gone");
     assert_eq!(gone.code(), tonic::Code::NotFound);
     let folder = shards(data.path(), "doomed");

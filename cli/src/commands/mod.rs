@@ -42,7 +42,7 @@ pub use run::RunArgs;
 pub use scenarios::ScenariosArgs;
 pub use serve::{AgentArgs, ServeArgs};
 pub use watch::WatchArgs;
-pub use worlds::CreateArgs;
+pub use worlds::{CreateArgs, DeleteArgs};
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
@@ -57,6 +57,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Play(args) => play::play(args).await,
         Command::Create(args) => worlds::create(args).await,
         Command::Worlds(args) => worlds::worlds(args).await,
+        Command::Delete(args) => worlds::delete(args).await,
         Command::Advance(args) => advance::advance(args).await,
         Command::Scenarios(args) => scenarios::scenarios(&args),
         Command::Import(ImportCommand::Bookworld(args)) => import::bookworld(&args),

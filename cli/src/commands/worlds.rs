@@ -5,7 +5,8 @@ use clap::Args;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_proto::v1::{
-    CreateWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus, create_world_request,
+    CreateWorldRequest, DeleteWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus,
+    create_world_request,
 };
 
 use super::run::scenario_source;
@@ -83,6 +84,26 @@ pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
             info.total_turns
         );
     }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Id of the world to delete.
+    pub world: String,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
+    let mut client = world_client(&args.server.client_options()).await?;
+    client
+        .delete_world(DeleteWorldRequest {
+            world_id: args.world.clone(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot delete {:?}: {}", args.world, describe(&s)))?;
+    eprintln!("deleted {:?}", args.world);
     Ok(())
 }
 

@@ -74,3 +74,38 @@ fn the_sandbox_corpus_keeps_the_spec_properties_and_seeds_the_shipped_sandbox() 
         fuzz_checks::sandbox_spec(&data);
     }
 }
+
+/// The crowd target's committed inputs (among them the one that took the quadratic
+/// validation of an earlier build past libFuzzer's timeout: 50,000 empty places), and
+/// its inputs at their largest: the shipped sandbox grown to `MAX_CROWD_ITEMS` items,
+/// once with ids of their own (accepted) and once repeated (refused with tens of
+/// thousands of duplicates), and every committed sandbox input at 64 copies.
+#[test]
+fn crowds_grown_from_the_sandbox_corpus_keep_the_spec_properties() {
+    let mut crowds = Vec::new();
+    files_in(&repo().join("fuzz/corpus/sandbox_crowd"), None, &mut crowds);
+    assert!(
+        crowds
+            .iter()
+            .any(|f| f.ends_with("fifty-thousand-empty-places")),
+        "the regression input is committed"
+    );
+    for file in &crowds {
+        fuzz_checks::sandbox_crowd(&std::fs::read(file).expect("readable"));
+    }
+    let corpus = repo().join("fuzz/corpus/sandbox_spec");
+    let mut files = Vec::new();
+    files_in(&corpus, None, &mut files);
+    assert!(files.len() > 1, "the committed corpus is missing");
+    for file in &files {
+        let spec = std::fs::read(file).expect("readable");
+        let big = file.ends_with("lamplighters-ledger.pb");
+        let copies: u16 = if big { u16::MAX } else { 64 };
+        for flags in [0u8, 1] {
+            let mut input = copies.to_le_bytes().to_vec();
+            input.push(flags);
+            input.extend_from_slice(&spec);
+            fuzz_checks::sandbox_crowd(&input);
+        }
+    }
+}

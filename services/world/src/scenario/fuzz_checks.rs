@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use dramatis_proto::v1::SandboxSpec;
+use dramatis_proto::v1::{
+    SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
+};
 use prost::Message as _;
 
 use super::sandbox::{parse_spec, scenario_to_spec};
@@ -42,7 +44,81 @@ pub fn sandbox_spec(data: &[u8]) {
     let Ok(spec) = SandboxSpec::decode(data) else {
         return;
     };
-    match parse_spec(&spec) {
+    spec_checks(&spec);
+}
+
+/// Most listed items (places, paths, characters, facts) a crowd input grows a spec to:
+/// fifty times the service's count limits, so validation is measured well past them.
+pub const MAX_CROWD_ITEMS: usize = 50_000;
+
+/// A small input that stands for a large spec: the first two bytes (little-endian) say
+/// how many copies of each listed item to make, bit 0 of the third whether the copies
+/// get ids of their own (so a valid spec stays valid) or repeat them (every copy a
+/// duplicate to refuse); the rest is a spec. Random mutation of a spec seldom lists
+/// enough items to show validation that grows faster than its input, and a
+/// megabyte of spec is slow to fuzz; this way a few hundred bytes reach tens of
+/// thousands of items. The same checks hold, and libFuzzer's `-timeout` catches a
+/// validation that is not linear.
+pub fn sandbox_crowd(data: &[u8]) {
+    let [low, high, flags, rest @ ..] = data else {
+        return;
+    };
+    if rest.len() > MAX_INPUT {
+        return;
+    }
+    let Ok(mut spec) = SandboxSpec::decode(rest) else {
+        return;
+    };
+    let listed = spec.locations.len() + spec.paths.len() + spec.characters.len() + spec.facts.len();
+    let copies =
+        usize::from(u16::from_le_bytes([*low, *high])).min(MAX_CROWD_ITEMS / listed.max(1));
+    let own = flags & 1 == 1;
+    let renamed = |id: &mut String, n: usize| {
+        if own {
+            id.push_str(&format!("~{n}"));
+        }
+    };
+    grow(&mut spec.locations, copies, |l: &mut SandboxLocation, n| {
+        renamed(&mut l.id, n)
+    });
+    grow(&mut spec.paths, copies, |p: &mut SandboxPath, n| {
+        renamed(&mut p.from, n);
+        renamed(&mut p.to, n);
+    });
+    grow(
+        &mut spec.characters,
+        copies,
+        |c: &mut SandboxCharacter, n| {
+            renamed(&mut c.id, n);
+            renamed(&mut c.location, n);
+        },
+    );
+    grow(&mut spec.facts, copies, |f: &mut SandboxFact, n| {
+        renamed(&mut f.id, n);
+        for knower in &mut f.known_by {
+            renamed(knower, n);
+        }
+    });
+    spec_checks(&spec);
+}
+
+/// Appends `copies - 1` copies of every item of `items`, the `n`th made by `rename`.
+fn grow<T: Clone>(items: &mut Vec<T>, copies: usize, rename: impl Fn(&mut T, usize)) {
+    let first = items.len();
+    items.reserve(first * copies.saturating_sub(1));
+    for n in 1..copies {
+        for i in 0..first {
+            let mut copy = items[i].clone();
+            rename(&mut copy, n);
+            items.push(copy);
+        }
+    }
+}
+
+/// Validating `spec` never panics; a refusal says why, within bounds; an accepted spec
+/// is an open story that survives the trip back to a spec.
+fn spec_checks(spec: &SandboxSpec) {
+    match parse_spec(spec) {
         Ok(scenario) => {
             assert!(scenario.open.is_some(), "an accepted spec is an open story");
             accepted(&scenario, "a sandbox spec");
