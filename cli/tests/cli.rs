@@ -241,6 +241,15 @@ fn kbf_json(
     Ok(serde_json::from_slice(&output.stdout).expect("one JSON object"))
 }
 
+/// The items of a probe file, one JSON object per line.
+fn probe_items(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("probe file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json item"))
+        .collect()
+}
+
 fn number(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
@@ -273,11 +282,7 @@ fn generated_probes_are_asked_at_their_positions_and_recall_beats_naive_rag() {
             "{}",
             String::from_utf8_lossy(&made.stderr)
         );
-        let items: Vec<serde_json::Value> = std::fs::read_to_string(&out)
-            .expect("probe file")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json item"))
-            .collect();
+        let items = probe_items(&out);
         assert!(items.len() >= 20, "{scenario}: {} items", items.len());
         assert!(
             items
@@ -328,6 +333,58 @@ fn generated_probes_are_asked_at_their_positions_and_recall_beats_naive_rag() {
                 && error.contains("must be replayed"),
             "{error}"
         );
+    }
+}
+
+/// The hand-written sets in other words than their sources (issue 32): on the replay
+/// every item keeps the gold its writer judged, both splits are there, and the report
+/// scores each third of the story apart.
+#[test]
+fn the_paraphrased_sets_keep_their_gold_and_are_scored_by_position() {
+    if !embedder_present() {
+        return;
+    }
+    for (probes, scenario) in [
+        (
+            "scenarios/study-in-scarlet/paraphrased.jsonl",
+            "scenarios/study-in-scarlet/scenario.toml",
+        ),
+        (
+            "scenarios/lamplighters-ledger/paraphrased.jsonl",
+            "scenarios/lamplighters-ledger/scenario.toml",
+        ),
+        (
+            "tests/scenarios/tidewater/paraphrased.jsonl",
+            "tests/scenarios/tidewater/scenario.toml",
+        ),
+    ] {
+        let path = repo().join(probes);
+        let items = probe_items(&path);
+        assert!(items.len() >= 40, "{probes}: {} items", items.len());
+        let recall = kbf_json(&path, scenario, "retrieval", &[]).expect("kbf retrieval");
+        assert_eq!(recall["gold_changed"], serde_json::json!([]), "{probes}");
+        assert!(
+            recall["n_krf"].as_u64() >= Some(16) && recall["n_kr"].as_u64() >= Some(16),
+            "{probes}: {recall}"
+        );
+        let turns = recall["story_turns"].as_u64().expect("story length");
+        assert!(turns >= 12, "{probes}: {turns} turns");
+        let bands = recall["bands"].as_object().expect("bands");
+        let asked: Vec<&str> = bands.keys().map(String::as_str).collect();
+        assert_eq!(asked, ["early", "end", "middle"], "{probes}");
+        let counted: u64 = bands
+            .values()
+            .map(|b| b["n_krf"].as_u64().unwrap_or(0) + b["n_kr"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(
+            counted,
+            items.len() as u64,
+            "{probes}: every item in one band"
+        );
+        for (band, score) in bands {
+            let n = score["n_krf"].as_u64().unwrap_or(0) + score["n_kr"].as_u64().unwrap_or(0);
+            assert!(n >= 10, "{probes}: {n} items {band}");
+        }
     }
 }
 

@@ -43,6 +43,12 @@ pub trait Answerer: Send {
     fn usage(&self) -> Usage {
         Usage::default()
     }
+
+    /// Per item asked, in order of asking, what the answer rested on (the texts an
+    /// agent recalled); empty for answerers that read nothing of an agent.
+    fn recalled(&self) -> &[Vec<String>] {
+        &[]
+    }
 }
 
 /// An item whose gold at its position differs from the file's.
@@ -64,6 +70,8 @@ pub struct Asked {
     pub changed: Vec<GoldChange>,
     /// The items' indices in the order they were asked.
     pub order: Vec<usize>,
+    /// Turns the whole story takes (it is played to its end after the last item).
+    pub story_turns: u32,
 }
 
 /// Asks every item of `probes` at its position, walking the story forward once (items in
@@ -118,11 +126,14 @@ pub async fn ask_at_positions(
         scored[i] = Some(probe.with_gold(gold));
         each();
     }
+    // The story's length places each item in its third.
+    walk.play_to_end().await?;
     Ok(Asked {
         probes: scored.into_iter().flatten().collect(),
         letters,
         changed,
         order,
+        story_turns: walk.run.turns,
     })
 }
 
@@ -247,6 +258,10 @@ impl Answerer for RecallAnswerer<'_> {
 
     fn usage(&self) -> Usage {
         self.usage
+    }
+
+    fn recalled(&self) -> &[Vec<String>] {
+        &self.recalled
     }
 }
 

@@ -242,6 +242,58 @@ pub fn score(outcomes: &[(Split, bool)]) -> Score {
     }
 }
 
+/// Where in the story an item is asked, by thirds of the story's turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Band {
+    Early,
+    Middle,
+    End,
+}
+
+impl Band {
+    pub const ALL: [Self; 3] = [Self::Early, Self::Middle, Self::End];
+
+    /// The band of an item asked after `at` turns (`None`: at the end) of a story of
+    /// `turns` turns: the first third is early, the second middle, the rest the end.
+    #[must_use]
+    pub fn of(at: Option<u32>, turns: u32) -> Self {
+        match at {
+            None => Self::End,
+            Some(at) if u64::from(at) * 3 < u64::from(turns) => Self::Early,
+            Some(at) if u64::from(at) * 3 < u64::from(turns) * 2 => Self::Middle,
+            Some(_) => Self::End,
+        }
+    }
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Early => "early",
+            Self::Middle => "middle",
+            Self::End => "end",
+        }
+    }
+}
+
+/// The score of the items asked in each band of a story of `turns` turns (a band with
+/// no items is left out).
+#[must_use]
+pub fn band_scores(
+    probes: &[Probe],
+    answers: &[Option<char>],
+    turns: u32,
+) -> BTreeMap<Band, Score> {
+    let mut by_band: BTreeMap<Band, Vec<(Split, bool)>> = BTreeMap::new();
+    for (probe, answer) in probes.iter().zip(answers) {
+        by_band
+            .entry(Band::of(probe.at, turns))
+            .or_default()
+            .push((probe.split, *answer == Some(probe.gold)));
+    }
+    by_band.into_iter().map(|(b, o)| (b, score(&o))).collect()
+}
+
 /// The option (A–D) whose "question + option" text is best supported by some vector of
 /// `pool`; the refusal option when no option's support reaches `threshold`.
 pub async fn best_supported(
@@ -295,6 +347,36 @@ pub fn scores(probes: &[Probe], answers: &[Option<char>]) -> (Score, BTreeMap<St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_item_falls_in_the_third_of_the_story_it_is_asked_in() {
+        let bands: Vec<Band> = [
+            Some(0),
+            Some(7),
+            Some(8),
+            Some(15),
+            Some(16),
+            Some(24),
+            None,
+        ]
+        .into_iter()
+        .map(|at| Band::of(at, 24))
+        .collect();
+        assert_eq!(
+            bands,
+            [
+                Band::Early,
+                Band::Early,
+                Band::Middle,
+                Band::Middle,
+                Band::End,
+                Band::End,
+                Band::End
+            ]
+        );
+        // A story not yet measured (0 turns) puts everything at the end.
+        assert_eq!(Band::of(Some(3), 0), Band::End);
+    }
 
     fn options() -> BTreeMap<char, String> {
         [

@@ -1,6 +1,7 @@
 //! `dramatis eval probes`: KBF items from a scenario and a played run; `dramatis eval
 //! kbf`: an answerer scored on items, each asked at its story position.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use clap::Args;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::ablation::resolve_scenario;
 use dramatis_eval::answerers::{
-    AgentAnswerer, GoldChange, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, ask_at_positions,
+    AgentAnswerer, Asked, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, ask_at_positions,
 };
 use dramatis_eval::kbf::{self, Probe, Score, Split, load_probes};
 use dramatis_eval::probes::{At, generate};
@@ -309,18 +310,22 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     .await;
     bar.finish_and_clear();
     let usage = answerer.usage();
+    // What each item's answer rested on, by item (they were asked in `order`).
+    let recalled: Option<Vec<Vec<String>>> = asked.as_ref().ok().and_then(|asked| {
+        let by_turn = answerer.recalled();
+        (!by_turn.is_empty()).then(|| {
+            let mut by_item = vec![Vec::new(); asked.probes.len()];
+            for (i, texts) in asked.order.iter().zip(by_turn) {
+                by_item[*i].clone_from(texts);
+            }
+            by_item
+        })
+    });
     drop(answerer);
     let world = walk.world.clone();
     setup.stack.stop(Some(&world)).await;
     let asked = asked?;
-    report(
-        args,
-        &scenario,
-        &asked.probes,
-        &asked.letters,
-        &asked.changed,
-        usage,
-    );
+    report(args, &scenario, &asked, recalled.as_deref(), usage);
     Ok(())
 }
 
@@ -334,12 +339,13 @@ fn pool_of(answerer: Answerer) -> Pool {
 fn report(
     args: &KbfArgs,
     scenario: &Scenario,
-    probes: &[Probe],
-    answers: &[Option<char>],
-    changed: &[GoldChange],
+    asked: &Asked,
+    recalled: Option<&[Vec<String>]>,
     usage: Usage,
 ) {
+    let (probes, answers, changed) = (&asked.probes, &asked.letters, &asked.changed);
     let (overall, per) = kbf::scores(probes, answers);
+    let bands = kbf::band_scores(probes, answers, asked.story_turns);
     let name = clap::ValueEnum::to_possible_value(&args.answerer)
         .map_or_else(|| "?".to_owned(), |v| v.get_name().to_owned());
     let unmatched = answers.iter().filter(|a| a.is_none()).count();
@@ -363,11 +369,14 @@ fn report(
                 "refusal_rate_kr": refused(Split::Kr),
                 "refusal_rate_krf": refused(Split::Krf),
                 "characters": per,
+                "story_turns": asked.story_turns,
+                "bands": bands.iter().map(|(b, s)| (b.name(), s)).collect::<BTreeMap<_, _>>(),
                 "unmatched_answers": unmatched,
                 "gold_changed": changed,
-                "items": probes.iter().zip(answers).map(|(p, a)| json!({
+                "items": probes.iter().zip(answers).enumerate().map(|(i, (p, a))| json!({
                     "id": p.id, "character": p.character, "at": p.at,
                     "split": p.split, "gold": p.gold, "answer": a,
+                    "recalled": recalled.and_then(|r| r.get(i)),
                 })).collect::<Vec<_>>(),
                 "llm_calls": usage.llm_calls,
                 "prompt_tokens": usage.prompt_tokens,
@@ -394,6 +403,13 @@ fn report(
         row(character, s);
     }
     row("overall", &overall);
+    println!(
+        "{:<12} (thirds of the story's {} turns)",
+        "position", asked.story_turns
+    );
+    for (band, s) in &bands {
+        row(band.name(), s);
+    }
     println!(
         "refused {:.3} of KR items (should), {:.3} of KRf items (should not)",
         refused(Split::Kr),
