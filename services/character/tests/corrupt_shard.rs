@@ -4,12 +4,10 @@
 //! story again from the log. The damaged file is kept beside it for a post-mortem, and
 //! goes when the character's shard is deleted, attached or not.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-use dramatis_character::{AgentOptions, CharacterAgents};
-use dramatis_embed::FakeEmbedder;
-use dramatis_llm::{RoleModels, ScriptedModel};
+use std::path::{Path, PathBuf};
+
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
     AttachRequest, AttachResponse, CharacterProfile, CharacterRef, DetachRequest, Event, EventKind,
@@ -22,33 +20,8 @@ const WORLD: &str = "torn";
 
 type Client = AgentClient<tonic::transport::Channel>;
 
-/// An agent on `data_dir` until `shutdown`, and the task that ends once it has saved.
-async fn agent_on(
-    data_dir: &Path,
-    shutdown: &Shutdown,
-) -> (
-    Client,
-    tokio::task::JoinHandle<Result<(), dramatis_character::ServeError>>,
-) {
-    let mut options = AgentOptions::new(
-        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
-        Arc::new(FakeEmbedder::new(8)),
-    );
-    options.data_dir = Some(data_dir.to_path_buf());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    let served = tokio::spawn(dramatis_character::run(
-        listener,
-        CharacterAgents::new(options),
-        dramatis_runtime::grpc::Security::open(),
-        shutdown.clone(),
-    ));
-    let client = AgentClient::connect(endpoint)
-        .await
-        .expect("agent reachable");
-    (client, served)
+async fn agent_on(data_dir: &std::path::Path, shutdown: &Shutdown) -> common::Served {
+    common::agent_on(data_dir, shutdown, None).await
 }
 
 fn watson() -> CharacterRef {

@@ -10,14 +10,10 @@
 //! prompt audit the files hold, keep them in `watson.redb` with the old files removed,
 //! and go on from there.
 
-use std::sync::Arc;
+mod common;
 
 use dramatis_character::shard::read_store_file;
-use dramatis_character::{AgentOptions, CharacterAgents};
-use dramatis_embed::FakeEmbedder;
-use dramatis_llm::{RoleModels, ScriptedModel};
 use dramatis_memory::modules::ModuleSet;
-use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
     ActRequest, AttachRequest, CharacterProfile, CharacterRef, PresentCharacter, SceneFrame,
     SnapshotRequest,
@@ -62,35 +58,8 @@ fn json_and_audit_file() -> OldShard {
     }
 }
 
-/// An agent service on `data_dir`, its client, and its task (which ends once the
-/// service has stopped and saved its characters).
-async fn agent_on(
-    data_dir: &std::path::Path,
-    shutdown: &Shutdown,
-) -> (
-    AgentClient<tonic::transport::Channel>,
-    tokio::task::JoinHandle<Result<(), dramatis_character::ServeError>>,
-) {
-    let mut options = AgentOptions::new(
-        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
-        Arc::new(FakeEmbedder::new(8)),
-    );
-    options.data_dir = Some(data_dir.to_path_buf());
-    options.memory_modules = Some(ModuleSet::all());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    let served = tokio::spawn(dramatis_character::run(
-        listener,
-        CharacterAgents::new(options),
-        dramatis_runtime::grpc::Security::open(),
-        shutdown.clone(),
-    ));
-    let client = AgentClient::connect(endpoint)
-        .await
-        .expect("agent reachable");
-    (client, served)
+async fn agent_on(data_dir: &std::path::Path, shutdown: &Shutdown) -> common::Served {
+    common::agent_on(data_dir, shutdown, Some(ModuleSet::all())).await
 }
 
 fn watson() -> CharacterRef {

@@ -251,12 +251,7 @@ impl Worlds {
     /// rebuilt, `None` when `world_id` is no such world, and the reason it still cannot
     /// be rebuilt otherwise.
     async fn retry_unrestored(&self, world_id: &str) -> Result<Option<Arc<World>>, WorldError> {
-        let Some(failed) = self
-            .inner
-            .unrestored
-            .get(world_id)
-            .map(|f| Arc::clone(f.value()))
-        else {
+        let Some(failed) = self.unrestored_entry(world_id) else {
             return Ok(None);
         };
         let Ok(mut tried) = failed.tried.try_lock() else {
@@ -292,6 +287,14 @@ impl Worlds {
         }
     }
 
+    /// The entry of `world_id` if a restart could not rebuild it.
+    fn unrestored_entry(&self, world_id: &str) -> Option<Arc<Unrestored>> {
+        self.inner
+            .unrestored
+            .get(world_id)
+            .map(|f| Arc::clone(f.value()))
+    }
+
     /// Worlds a restart could not rebuild, as clients see them.
     #[must_use]
     pub fn unrestored(&self) -> Vec<pb::WorldInfo> {
@@ -301,7 +304,7 @@ impl Worlds {
     /// `world_id` as clients see it, if it is a world a restart could not rebuild.
     #[must_use]
     pub fn unrestored_info(&self, world_id: &str) -> Option<pb::WorldInfo> {
-        self.inner.unrestored.get(world_id).map(|f| f.info())
+        self.unrestored_entry(world_id).map(|f| f.info())
     }
 
     /// Deletes a world a restart could not rebuild: its log and kept spec, then its
@@ -309,12 +312,7 @@ impl Worlds {
     /// not). The characters are its scenario's, or, with the scenario unreadable, every
     /// one its log shows acting or perceiving.
     async fn delete_unrestored(&self, world_id: &str) -> Result<(), WorldError> {
-        let Some(failed) = self
-            .inner
-            .unrestored
-            .get(world_id)
-            .map(|f| Arc::clone(f.value()))
-        else {
+        let Some(failed) = self.unrestored_entry(world_id) else {
             return Err(WorldError::WorldNotFound(world_id.to_owned()));
         };
         let tried = failed.tried.lock().await;
