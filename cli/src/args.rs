@@ -246,6 +246,27 @@ pub struct ModelArgs {
     /// `personality` (emotion track, behaviour patterns), or `all`.
     #[arg(long, env = "DRAMATIS_LAYERS", default_value = "all", value_parser = parse_layers)]
     pub layers: dramatis_character::Layers,
+    /// How recall searches a character's visible facts: `vectors` (the default), `words`
+    /// (BM25 over word stems) or `both`, fused by rank. On every hand-written set the
+    /// words added nothing once the evidence gate weighs the options (README, KBF).
+    #[arg(long, env = "DRAMATIS_RECALL_BY", value_enum, default_value_t = RecallBy::Vectors)]
+    pub recall_by: RecallBy,
+    /// Whether recall asks the model for Self-Probe's search phrases when what it found
+    /// covers the question only in part: `on`, or `off` to search by the question alone.
+    #[arg(long, env = "DRAMATIS_SELF_PROBE", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
+    pub self_probe: bool,
+    /// Whether a character answers a question only when something it holds supports
+    /// an answer (a memory on the question's subject that holds the answer's own
+    /// words): `on`, or `off` for the similarity rule alone (to measure the gate).
+    #[arg(long, env = "DRAMATIS_EVIDENCE_GATE", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
+    pub evidence_gate: bool,
+    /// Whether a multiple-choice question's options are searched for in the
+    /// character's own facts too: `on`, or `off` to search by the question alone.
+    #[arg(long, env = "DRAMATIS_OPTION_SEARCH", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
+    pub option_search: bool,
     /// Audited prompts each character's store keeps, the newest (older ones are
     /// dropped as new ones are saved); 0 keeps every prompt. `serve` keeps 1000 when
     /// unset, `run` and the evaluations every prompt.
@@ -341,6 +362,34 @@ pub enum BenchCommand {
     /// alternated; then failover: the owner replica of a story killed mid-Advance and
     /// the time to the next event at the other replica.
     Cluster(crate::commands::bench_cluster::ClusterBenchArgs),
+}
+
+/// How recall searches facts (`--recall-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecallBy {
+    Both,
+    Vectors,
+    Words,
+}
+
+impl RecallBy {
+    /// The flag's value, as a child process takes it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Both => "both",
+            Self::Vectors => "vectors",
+            Self::Words => "words",
+        }
+    }
+}
+
+fn parse_on_off(value: &str) -> Result<bool, String> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("{other:?}: expected on or off")),
+    }
 }
 
 fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {

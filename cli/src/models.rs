@@ -9,7 +9,7 @@ use dramatis_llm::{
     LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
 };
 
-use crate::args::{BoundaryGuardArg, EndpointArgs, MemoryWritesArg, ModelArgs};
+use crate::args::{BoundaryGuardArg, EndpointArgs, MemoryWritesArg, ModelArgs, RecallBy};
 
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; the narrator and answer roles fall back to the
@@ -141,6 +141,14 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         args.answer_temperature.to_string(),
         "--layers".to_owned(),
         args.layers.to_string(),
+        "--recall-by".to_owned(),
+        args.recall_by.name().to_owned(),
+        "--self-probe".to_owned(),
+        if args.self_probe { "on" } else { "off" }.to_owned(),
+        "--evidence-gate".to_owned(),
+        if args.evidence_gate { "on" } else { "off" }.to_owned(),
+        "--option-search".to_owned(),
+        if args.option_search { "on" } else { "off" }.to_owned(),
     ]);
     // The API key travels through the environment (`child_env`), never on a command line.
     out
@@ -211,6 +219,16 @@ pub fn agent_options(
     options.memory_modules = args.memory_modules;
     options.answer_temperature = args.answer_temperature;
     options.recall.layers = args.layers;
+    options.recall.dense = args.recall_by != RecallBy::Words;
+    options.recall.lexical = args.recall_by != RecallBy::Vectors;
+    if !args.self_probe {
+        options.recall.answer_rounds = 0;
+        options.recall.act_rounds = 0;
+    }
+    options.recall.gate = args
+        .evidence_gate
+        .then(dramatis_memory::evidence::Gate::default);
+    options.recall.option_search = args.option_search;
     options.data_dir = data_dir;
     options.audit_keep = args.audit_keep.filter(|&keep| keep > 0);
     Ok(options)

@@ -388,6 +388,146 @@ fn the_paraphrased_sets_keep_their_gold_and_are_scored_by_position() {
     }
 }
 
+/// `eval probes --paraphrase` asks the model to put each cloze in other words and
+/// keeps a rewrite only when it does not give the answer away. A fixture model answers
+/// the rewrite prompt: with a question in other words for most items, and with one
+/// that names the answer for the items about "Valparaiso" (so those keep their cloze).
+/// Everything but the question (ids, options, gold, positions) is the same as without
+/// the flag, and each rewritten item keeps the cloze it came from.
+#[test]
+fn paraphrased_probes_are_rewritten_without_their_answer_and_keep_their_gold() {
+    if !embedder_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = dir.path().join("paraphrase.json");
+    let rules = serde_json::json!([
+        {"when": ["The blank hides: Valparaiso"], "reply": "{\"question\": \"Did it sail from Valparaiso?\"}"},
+        {"when": ["The blank hides:"], "reply": "{\"question\": \"What was left unsaid there?\"}"}
+    ]);
+    std::fs::write(&fixture, rules.to_string()).expect("fixture");
+    let scenario = "tests/scenarios/tidewater/scenario.toml";
+    let run = |paraphrase: bool| {
+        let out = dir.path().join(format!("probes-{paraphrase}.jsonl"));
+        let mut command = std::process::Command::new(EXE);
+        command
+            .args(["eval", "probes", scenario, "--scripted"])
+            .arg(&fixture)
+            .arg("--out")
+            .arg(&out)
+            .current_dir(repo());
+        if paraphrase {
+            command.arg("--paraphrase");
+        }
+        let made = command.output().expect("dramatis eval probes");
+        let stderr = String::from_utf8_lossy(&made.stderr).into_owned();
+        assert!(made.status.success(), "{stderr}");
+        (probe_items(&out), stderr)
+    };
+    let (cloze, _) = run(false);
+    let (rewritten, report) = run(true);
+    assert_eq!(cloze.len(), rewritten.len());
+    let names_the_answer = |i: &serde_json::Value| {
+        i["truth"]
+            .as_str()
+            .and_then(|t| i["options"][t].as_str())
+            .is_some_and(|answer| answer == "Valparaiso")
+    };
+    let kept = rewritten.iter().filter(|i| names_the_answer(i)).count();
+    for (before, after) in cloze.iter().zip(&rewritten) {
+        for key in ["id", "character", "options", "gold", "split", "at", "truth"] {
+            assert_eq!(before[key], after[key], "{key} of {}", before["id"]);
+        }
+        if names_the_answer(after) {
+            assert_eq!(after["question"], before["question"], "{}", after["id"]);
+            assert!(after["cloze"].is_null());
+        } else {
+            assert_eq!(after["question"], "What was left unsaid there?");
+            assert_eq!(after["cloze"], before["question"]);
+        }
+    }
+    assert!(
+        report.contains(&format!(
+            "rewritten in other words: {} of {} items",
+            rewritten.len() - kept,
+            rewritten.len()
+        )) && report.contains(&format!("{kept} kept their cloze form")),
+        "{report}"
+    );
+}
+
+/// The evidence gate, measured as the product: the same agents, asked through
+/// `World.Ask` with the options, with the gate and the option search on (the default)
+/// and off (the similarity rule that held before). A question in other words than the
+/// memory that answers it ("In which engagement did the army surgeon get hurt?" against
+/// Watson's memory of Maiwand) was refused and is now answered; an item a character
+/// could not know, that a loosely related memory answered, is now refused; and on every
+/// hand-written set the gate scores higher.
+#[test]
+fn the_evidence_gate_answers_in_other_words_and_refuses_on_loose_memories() {
+    if !embedder_present() {
+        return;
+    }
+    let before_flags = [
+        "--evidence-gate",
+        "off",
+        "--option-search",
+        "off",
+        "--recall-by",
+        "vectors",
+    ];
+    let answer = |report: &serde_json::Value, id: &str| -> String {
+        report["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .find(|i| i["id"] == id)
+            .unwrap_or_else(|| panic!("no item {id}"))["answer"]
+            .as_str()
+            .expect("answer")
+            .to_owned()
+    };
+    let scenario = "scenarios/study-in-scarlet/scenario.toml";
+    let mut gains = Vec::new();
+    for (probes, scenario, answered, refused) in [
+        (
+            "scenarios/study-in-scarlet/paraphrased.jsonl",
+            scenario,
+            Some(("para-watson-wound:watson@3", "A")),
+            None,
+        ),
+        (
+            "scenarios/study-in-scarlet/probes.jsonl",
+            scenario,
+            None,
+            Some("holmes-consulting:lestrade"),
+        ),
+        (
+            "scenarios/lamplighters-ledger/paraphrased.jsonl",
+            "scenarios/lamplighters-ledger/scenario.toml",
+            None,
+            None,
+        ),
+    ] {
+        let path = repo().join(probes);
+        let before = kbf_json(&path, scenario, "retrieval", &before_flags).expect("before");
+        let now = kbf_json(&path, scenario, "retrieval", &[]).expect("now");
+        if let Some((id, gold)) = answered {
+            assert_eq!(answer(&before, id), "E", "{probes}: refused before");
+            assert_eq!(answer(&now, id), gold, "{probes}: answered now");
+        }
+        if let Some(id) = refused {
+            assert_ne!(answer(&before, id), "E", "{probes}: answered before");
+            assert_eq!(answer(&now, id), "E", "{probes}: refused now");
+        }
+        assert!(number(&now, "kr_acc") >= 0.8, "{probes}: {now}");
+        gains.push((probes, number(&before, "kbf"), number(&now, "kbf")));
+    }
+    for (probes, before, now) in gains {
+        assert!(now > before + 0.05, "{probes}: KBF {before:.2} -> {now:.2}");
+    }
+}
+
 /// The retrieval answerer reads each agent's recall, not the scenario file: with the
 /// semantic layer off in the agents, the facts each character was given are no longer
 /// found, and KRf accuracy collapses. The hand-written items, asked at the end of the

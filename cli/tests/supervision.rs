@@ -149,6 +149,7 @@ async fn killed_agents_are_restarted(
                 character: character.into(),
                 question: "Where were you today?".into(),
                 recall_only: true,
+                options: Vec::new(),
             })
             .await
             .unwrap_or_else(|s| panic!("ask {character}: {s}"))
@@ -218,6 +219,7 @@ async fn a_frozen_agent_is_found_killed_and_replaced() {
             character: "watson".into(),
             question: "Where were you today?".into(),
             recall_only: true,
+            options: Vec::new(),
         }),
     )
     .await

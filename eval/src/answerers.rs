@@ -190,10 +190,22 @@ async fn ask(
             character: probe.character.clone(),
             question,
             recall_only,
+            options: choices(probe).into_iter().map(|(_, text)| text).collect(),
         })
         .await
         .map_err(|s| anyhow!("ask {} failed: {}", probe.character, describe(&s)))?
         .into_inner())
+}
+
+/// A probe's options other than the refusal, by letter, in letter order: what the
+/// agent's evidence gate weighs, and its `choice` indexes.
+fn choices(probe: &Probe) -> Vec<(char, String)> {
+    probe
+        .options
+        .iter()
+        .filter(|(letter, _)| **letter != crate::kbf::REFUSAL)
+        .map(|(letter, text)| (*letter, text.clone()))
+        .collect()
 }
 
 /// The character's agent answers through `World.Ask`.
@@ -244,14 +256,22 @@ impl Answerer for RecallAnswerer<'_> {
         if let Some(u) = response.usage {
             self.usage.add_calls_and_tokens(&u);
         }
-        let recalled = response.recalled;
-        let texts: Vec<String> = recalled.into_iter().map(|r| r.text).collect();
-        let pool = if texts.is_empty() {
-            Vec::new()
-        } else {
-            self.embedder.embed(&texts).await?
+        let texts: Vec<String> = response.recalled.into_iter().map(|r| r.text).collect();
+        // The agent's evidence gate decides; with the gate off (no choice, no
+        // refusal) the option most similar to what was recalled is taken.
+        let chosen = response.choice.and_then(|c| {
+            choices(probe)
+                .get(usize::try_from(c).ok()?)
+                .map(|(l, _)| *l)
+        });
+        let letter = match chosen {
+            Some(letter) => letter,
+            None if response.abstained || texts.is_empty() => crate::kbf::REFUSAL,
+            None => {
+                let pool = self.embedder.embed(&texts).await?;
+                best_supported(probe, &pool, self.embedder, self.threshold).await?
+            }
         };
-        let letter = best_supported(probe, &pool, self.embedder, self.threshold).await?;
         self.recalled.push(texts);
         Ok(Some(letter))
     }

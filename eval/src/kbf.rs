@@ -48,6 +48,10 @@ pub struct Probe {
     /// `model:NAME`); its turns must be replayed on the same model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub played_with: Option<String>,
+    /// The generated cloze this item's question was rewritten from
+    /// (`eval probes --paraphrase`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloze: Option<String>,
 }
 
 impl Probe {
@@ -82,6 +86,7 @@ impl Probe {
             truth: None,
             evidence: Vec::new(),
             played_with: None,
+            cloze: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod answerers;
 pub mod bench;
 pub mod kbf;
 pub mod long_run;
+pub mod paraphrase;
 pub mod probes;
 pub mod walk;
 pub mod words;

@@ -283,6 +283,7 @@ pub fn generate(scenario: &Scenario, run: &Run, at: At, played_with: &str) -> Ve
                 truth: Some(truth),
                 evidence: words.to_vec(),
                 played_with: Some(played_with.to_owned()),
+                cloze: None,
             });
         }
     }

@@ -390,6 +390,7 @@ impl Cluster {
                 character: character.into(),
                 question: question.into(),
                 recall_only,
+                options: Vec::new(),
             })
             .await
             .expect("ask")

@@ -277,6 +277,7 @@ async fn a_secured_deployment_plays_a_story_for_each_role() {
                 character: "watson".into(),
                 question: "Who is Holmes?".into(),
                 recall_only: true,
+                options: Vec::new(),
             },
             Some(PLAYER),
         ))
@@ -403,6 +404,7 @@ async fn agent_calls(agent: &mut AgentClient<Channel>) -> Vec<(&'static str, Res
                     character: watson(),
                     question: "Who is Holmes?".into(),
                     recall_only: true,
+                    options: Vec::new(),
                 })
                 .await
                 .map(drop),

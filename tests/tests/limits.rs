@@ -126,6 +126,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
         character: "holmes".into(),
         question,
         recall_only: true,
+        options: Vec::new(),
     };
     assert_refused(
         world.ask(ask("why ".repeat(500) + "?")).await,
@@ -281,6 +282,7 @@ async fn a_finished_idle_world_is_detached_and_attached_again_when_asked() {
             character: "holmes".into(),
             question: "Who did you meet at the laboratory?".into(),
             recall_only: true,
+            options: Vec::new(),
         })
         .await
         .expect("asked after the detach")

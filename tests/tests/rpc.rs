@@ -173,6 +173,27 @@ async fn world_requests_are_validated_precisely() {
         Code::InvalidArgument,
         "question is required",
     );
+    let ask_with = |options: Vec<String>| AskRequest {
+        world_id: "w1".into(),
+        character: "holmes".into(),
+        question: "Who?".into(),
+        options,
+        ..AskRequest::default()
+    };
+    assert_refused(
+        world
+            .ask(ask_with((0..9).map(|i| format!("option {i}")).collect()))
+            .await,
+        Code::InvalidArgument,
+        "9 options; a question takes at most 8",
+    );
+    assert_refused(
+        world
+            .ask(ask_with(vec!["Watson".into(), "  ".into()]))
+            .await,
+        Code::InvalidArgument,
+        "an option must not be empty",
+    );
     let unchanged = world
         .get_world(GetWorldRequest {
             world_id: "w1".into(),

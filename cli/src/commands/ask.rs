@@ -17,6 +17,10 @@ pub struct AskArgs {
     /// module and layer) instead of an answer; no answer call is made.
     #[arg(long)]
     pub recall: bool,
+    /// A multiple-choice question: give each option with its own `--option` (at most
+    /// 8). The character says which one it holds evidence for, or refuses.
+    #[arg(long = "option", value_name = "TEXT")]
+    pub options: Vec<String>,
     #[command(flatten)]
     pub server: ServerArg,
 }
@@ -29,6 +33,7 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<()> {
             character: args.character,
             question: args.question,
             recall_only: args.recall,
+            options: args.options.clone(),
         })
         .await
         .map_err(|s| anyhow!("ask failed: {}", describe(&s)))?
@@ -40,8 +45,17 @@ pub async fn ask(args: AskArgs) -> anyhow::Result<()> {
         for item in &answer.recalled {
             println!("[{} {}] {}", item.module, item.layer, item.text);
         }
-        return Ok(());
+    } else {
+        println!("{}: {}", answer.character, answer.answer);
     }
-    println!("{}: {}", answer.character, answer.answer);
+    if !args.options.is_empty() {
+        let chosen = answer
+            .choice
+            .and_then(|c| args.options.get(usize::try_from(c).ok()?));
+        match chosen {
+            Some(option) => println!("evidence for: {option}"),
+            None => println!("evidence for: none of the options"),
+        }
+    }
     Ok(())
 }

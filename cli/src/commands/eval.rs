@@ -42,6 +42,12 @@ pub struct ProbesArgs {
     /// only be asked on a replay that logs the same lines.
     #[arg(long)]
     pub builtin_model: bool,
+    /// Rewrite each item's question in other words with the language model (the
+    /// endpoint, or a scripted fixture), so the question no longer shares its words
+    /// with the memory that answers it. A rewrite that contains the answer, or is no
+    /// question, is asked for once more and otherwise the item keeps its cloze form.
+    #[arg(long)]
+    pub paraphrase: bool,
     /// The model the run is played with (default: the scripted model, which replays
     /// identically, so `eval kbf` can stop the story at every item's position).
     #[command(flatten)]
@@ -97,7 +103,23 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
         AtArg::Scene => At::Scene,
         AtArg::Line => At::Line,
     };
-    let items = generate(&scenario, &walk.run, at, &with);
+    let mut items = generate(&scenario, &walk.run, at, &with);
+    let rewritten = if args.paraphrase {
+        let models = crate::models::role_models(&args.model)?;
+        let model = models.get(ModelRole::Answer);
+        let bar = indicatif::ProgressBar::new(items.len() as u64).with_style(
+            indicatif::ProgressStyle::with_template("rewriting {pos}/{len} items {bar:30}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let rewritten = dramatis_eval::paraphrase::paraphrase(&mut items, model.as_ref(), |done| {
+            bar.set_position(done as u64);
+        })
+        .await?;
+        bar.finish_and_clear();
+        Some(rewritten)
+    } else {
+        None
+    };
     let mut out: Box<dyn std::io::Write> = match &args.out {
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path)
@@ -115,6 +137,18 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
             .filter(|p| p.split == split && p.line.is_some() == line)
             .count()
     };
+    if let Some(r) = &rewritten {
+        eprintln!(
+            "rewritten in other words: {} of {} items ({} model calls); {} kept their cloze form",
+            r.rewritten,
+            items.len(),
+            r.calls,
+            r.kept.len()
+        );
+        for (id, why) in r.kept.iter().take(5) {
+            eprintln!("  kept {id}: {why}");
+        }
+    }
     eprintln!(
         "{} items from {} turns on {with}: facts {} KRf + {} KR, lines {} KRf + {} KR{}",
         items.len(),
@@ -143,6 +177,11 @@ pub struct KbfArgs {
     /// Support (cosine) an option needs before a retrieval answerer commits to it.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f32,
+    /// Play an open story this many rounds instead of its scenario's `rounds`, and ask
+    /// every item at its end, with the gold re-derived there: whether refusal holds as
+    /// memories pile up over a long story.
+    #[arg(long)]
+    pub rounds: Option<u32>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -252,6 +291,30 @@ async fn setup(
     })
 }
 
+/// A copy of the open story at `path` that runs `rounds` rounds, written into a new
+/// temporary folder (returned with the copy's path, and removed when dropped).
+fn longer_story(
+    path: &std::path::Path,
+    rounds: u32,
+) -> anyhow::Result<(tempfile::TempDir, PathBuf)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("{} is not TOML", path.display()))?;
+    let Some(open) = table.get_mut("open").and_then(toml::Value::as_table_mut) else {
+        bail!(
+            "--rounds needs an open story; {} is a script (it has no [open] table)",
+            path.display()
+        );
+    };
+    open.insert("rounds".into(), toml::Value::Integer(i64::from(rounds)));
+    let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
+    let copy = dir.path().join("scenario.toml");
+    std::fs::write(&copy, toml::to_string(&table)?)
+        .with_context(|| format!("cannot write {}", copy.display()))?;
+    Ok((dir, copy))
+}
+
 pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let scenario_path = match &args.scenario {
         Some(path) => dramatis_world::scenario::local_file(&path.to_string_lossy())?
@@ -262,8 +325,21 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
             .map(|dir| dir.join("scenario.toml"))
             .context("give --scenario: the probe file has no folder")?,
     };
+    // A longer copy of an open story, in a folder kept until the run ends.
+    let longer = args
+        .rounds
+        .map(|rounds| longer_story(&scenario_path, rounds))
+        .transpose()?;
+    let scenario_path = longer
+        .as_ref()
+        .map_or(scenario_path, |(_, path)| path.clone());
     let scenario = Scenario::load(&scenario_path)?;
-    let probes = load_probes(&args.probes, &scenario)?;
+    let mut probes = load_probes(&args.probes, &scenario)?;
+    if longer.is_some() {
+        for probe in &mut probes {
+            probe.at = None;
+        }
+    }
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
         args.model.embedder_dir.as_deref(),
     ))?;

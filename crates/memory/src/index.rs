@@ -309,6 +309,17 @@ impl<T> Indexed<T> {
 
     /// The `k` items nearest each of `queries` among those `admit` accepts, best first,
     /// in one pass ([`VectorIndex::search_many`]).
+    pub fn search_many_at(
+        &self,
+        queries: &[Vec<f32>],
+        k: usize,
+        admit: impl Fn(&T) -> bool,
+    ) -> Vec<Vec<Hit>> {
+        self.index
+            .search_many(queries, k, |position| admit(&self.items[position]))
+    }
+
+    /// [`Indexed::search_many_at`] with the items themselves.
     pub fn search_many(
         &self,
         queries: &[Vec<f32>],

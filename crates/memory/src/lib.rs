@@ -9,9 +9,11 @@
 //! computed by the caller (the agent's embedder) and stored with the items.
 
 mod episodic;
+pub mod evidence;
 mod hnsw;
 mod index;
 mod layers;
+pub mod lexical;
 pub mod modules;
 mod personality;
 mod semantic;

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::index::Indexed;
+use crate::lexical::Lexical;
 
 /// How a character came to see a fact (ReverieMem §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,15 +36,57 @@ pub struct Fact {
     pub text: String,
 }
 
-/// The layer and its index.
+/// The layer, its vector index and its word index.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Saved")]
 pub struct SemanticLayer {
     facts: Indexed<Fact>,
+    /// The facts' words by position, rebuilt when the layer is read back.
+    #[serde(skip)]
+    words: Lexical,
+}
+
+/// The layer as saved: its facts and their vectors.
+#[derive(Deserialize)]
+struct Saved {
+    facts: Indexed<Fact>,
+}
+
+impl From<Saved> for SemanticLayer {
+    fn from(saved: Saved) -> Self {
+        let mut words = Lexical::default();
+        for fact in saved.facts.items() {
+            words.push(&fact.text);
+        }
+        Self {
+            facts: saved.facts,
+            words,
+        }
+    }
 }
 
 impl SemanticLayer {
     pub fn add(&mut self, fact: Fact, vector: &[f32]) {
+        self.words.push(&fact.text);
         self.facts.push(fact, vector);
+    }
+
+    /// How rare a word stem is among the facts ([`Lexical::rarity`]).
+    #[must_use]
+    pub fn word_rarity(&self, stem: &str) -> f32 {
+        self.words.rarity(stem)
+    }
+
+    /// The facts visible to `character` that share the rarest words with `text`: the
+    /// `k` best by BM25, each with its position and score, best first.
+    #[must_use]
+    pub fn vis_search_words(&self, character: &str, text: &str, k: usize) -> Vec<(usize, f32)> {
+        let facts = self.facts.items();
+        self.words.search(text, k, |p| {
+            facts
+                .get(p)
+                .is_some_and(|f| f.visibility.contains(character))
+        })
     }
 
     #[must_use]
@@ -66,18 +109,30 @@ impl SemanticLayer {
         probes: &[Vec<f32>],
         k: usize,
     ) -> Vec<(&Fact, f32)> {
-        let mut merged: Vec<(&Fact, f32)> = Vec::new();
+        let facts = self.facts.items();
+        self.vis_retrieve_at(character, probes, k)
+            .into_iter()
+            .map(|(position, score)| (&facts[position], score))
+            .collect()
+    }
+
+    /// [`SemanticLayer::vis_retrieve`] by position.
+    #[must_use]
+    pub fn vis_retrieve_at(
+        &self,
+        character: &str,
+        probes: &[Vec<f32>],
+        k: usize,
+    ) -> Vec<(usize, f32)> {
+        let mut merged: Vec<(usize, f32)> = Vec::new();
         let found = self
             .facts
-            .search_many(probes, k, |f| f.visibility.contains(character));
+            .search_many_at(probes, k, |f| f.visibility.contains(character));
         for hits in found {
-            for (fact, score) in hits {
-                match merged
-                    .iter_mut()
-                    .find(|(seen, _)| std::ptr::eq(*seen, fact))
-                {
-                    Some((_, best)) => *best = best.max(score),
-                    None => merged.push((fact, score)),
+            for hit in hits {
+                match merged.iter_mut().find(|(seen, _)| *seen == hit.position) {
+                    Some((_, best)) => *best = best.max(hit.score),
+                    None => merged.push((hit.position, hit.score)),
                 }
             }
         }

@@ -11,7 +11,7 @@ use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
 use tokio::sync::mpsc;
 
 use crate::action::{ParsedKind, action_schema, parse_action};
-use crate::boundary::{self, Asked, Guarded};
+use crate::boundary::{Asked, Guarded};
 use crate::host::{ActOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::recall::{Query, Recalled, recall};
@@ -50,6 +50,20 @@ impl CharacterAgents {
         let questioned = last_other.is_some_and(|p| {
             p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
         });
+        // The gate weighs a question's own words (the words heard, not who said them)
+        // against what the character holds, the scene's other lines included.
+        let asked = last_other.map(|p| p.text.clone()).unwrap_or_default();
+        let asked_seq = last_other.map(|p| p.seq);
+        let heard: Vec<String> = if questioned {
+            shard
+                .current_scene()
+                .iter()
+                .filter(|p| Some(p.seq) != asked_seq)
+                .filter_map(|p| p.line(&me))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (trigger, trigger_pieces) = last_other.and_then(|p| p.phrase(&me)).map_or_else(
             || (frame.direction.clone(), vec![frame.direction.clone()]),
             |p| (p.text(), p.pieces()),
@@ -81,6 +95,7 @@ impl CharacterAgents {
                     } else {
                         0
                     },
+                    options: &[],
                 },
                 &self.options.recall,
                 self.options.embedder.as_ref(),
@@ -107,7 +122,9 @@ impl CharacterAgents {
             .await?;
         // Asked something its memory does not support: the turn carries the refusal.
         let refuse = questioned
-            && boundary::abstains(boundary::reverie_on(&shard), recalled.abstain, &grounding);
+            && self
+                .verdict(&shard, &mut recalled, &grounding, &heard, (&asked, &[]))
+                .abstain;
         let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
         let name = shard.profile.name.clone();
         let mut usage = recalled.usage;

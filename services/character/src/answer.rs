@@ -12,12 +12,50 @@ use dramatis_proto::v1::{RecalledItem, Usage};
 use dramatis_memory::modules::Grounding;
 
 use crate::AgentError;
-use crate::boundary::{self, Asked, Guarded};
+use crate::boundary::{self, Asked, Guarded, Verdict};
 use crate::host::{AnswerOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::emotion::is_refusal;
 use crate::reverie::recall::{Query, Recalled, recall};
 use crate::shard::Shard;
+
+/// What a question brings to a character's mind, without an answer.
+#[derive(Debug, Clone, Default)]
+pub struct RecallView {
+    /// The items an answer prompt would hold, in prompt order.
+    pub items: Vec<RecalledItem>,
+    /// Self-Probe and module steps.
+    pub usage: Usage,
+    /// The evidence gate refused.
+    pub abstained: bool,
+    /// With options: the one the character holds evidence for.
+    pub choice: Option<usize>,
+}
+
+/// Options a multiple-choice question may carry at most, and the length of each.
+pub const MAX_OPTIONS: usize = 8;
+pub const MAX_OPTION_CHARS: usize = 500;
+
+/// A multiple-choice question's options are a few short, non-empty texts.
+pub fn check_options(options: &[String]) -> Result<(), AgentError> {
+    if options.len() > MAX_OPTIONS {
+        return Err(AgentError::InvalidArgument(format!(
+            "{} options; a question takes at most {MAX_OPTIONS}",
+            options.len()
+        )));
+    }
+    for (i, option) in options.iter().enumerate() {
+        if option.trim().is_empty() {
+            return Err(AgentError::InvalidArgument(format!("option {i} is empty")));
+        }
+        if option.chars().count() > MAX_OPTION_CHARS {
+            return Err(AgentError::InvalidArgument(format!(
+                "option {i} is longer than {MAX_OPTION_CHARS} characters"
+            )));
+        }
+    }
+    Ok(())
+}
 
 /// The in-character refusal an unsupported answer is replaced by.
 const REFUSAL: &str = "I cannot answer that from my own knowledge.";
@@ -31,7 +69,8 @@ impl CharacterAgents {
         shard: &mut Shard,
         model: &dyn LanguageModel,
         question: &str,
-    ) -> Result<(Recalled, Vec<Grounding>), AgentError> {
+        options: &[String],
+    ) -> Result<(Recalled, Vec<Grounding>, Verdict), AgentError> {
         let scene_id = shard
             .perceived()
             .last()
@@ -47,6 +86,7 @@ impl CharacterAgents {
                     trigger_pieces: &[],
                     scene_id: &scene_id,
                     rounds: self.options.recall.answer_rounds,
+                    options,
                 },
                 &self.options.recall,
                 self.options.embedder.as_ref(),
@@ -60,11 +100,66 @@ impl CharacterAgents {
         let grounding = self
             .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
             .await?;
-        // Only module items that reach their relevance floor cancel abstention (with
-        // ReverieMem off, they alone decide).
-        recalled.abstain =
-            boundary::abstains(boundary::reverie_on(shard), recalled.abstain, &grounding);
-        Ok((recalled, grounding))
+        let me = shard.id().to_owned();
+        let lines: Vec<String> = shard
+            .current_scene()
+            .iter()
+            .filter_map(|p| p.line(&me))
+            .collect();
+        let verdict = self.verdict(
+            shard,
+            &mut recalled,
+            &grounding,
+            &lines,
+            (question, options),
+        );
+        Ok((recalled, grounding, verdict))
+    }
+
+    /// Whether the character may answer `question` from what it recalled, and with
+    /// options, which one it holds evidence for ([`boundary::weigh`]). Without the
+    /// gate, anything recalled at all, or a module item that reaches its floor,
+    /// cancels a refusal. The recalled workspace's `abstain` is set to the verdict, and
+    /// a chosen option's evidence joins the workspace the prompt shows.
+    pub(crate) fn verdict(
+        &self,
+        shard: &Shard,
+        recalled: &mut Recalled,
+        grounding: &[Grounding],
+        lines: &[String],
+        (question, options): (&str, &[String]),
+    ) -> Verdict {
+        let reverie_on = boundary::reverie_on(shard);
+        let settings = &self.options.recall;
+        let own = boundary::own_description(shard, question);
+        let verdict = match &settings.gate {
+            Some(gate) => boundary::weigh(
+                (gate, settings.relevant),
+                reverie_on,
+                recalled,
+                grounding,
+                (own.as_deref(), lines),
+                (question, options),
+                &|stem| shard.layers().semantic.word_rarity(stem),
+            ),
+            None => Verdict {
+                abstain: boundary::abstains(reverie_on, recalled.abstain, grounding),
+                ..Verdict::default()
+            },
+        };
+        recalled.abstain = verdict.abstain;
+        if let Some(id) = &verdict.support
+            && let Some(at) = recalled.evidence.iter().position(|f| &f.id == id)
+        {
+            let found = recalled.evidence.remove(at);
+            if let Some(fact) = found.fact {
+                recalled.facts.insert(0, (fact, found.closeness));
+            } else if let Some(memory) = found.memory {
+                recalled.anchor = Some(memory);
+                recalled.anchor_closeness = found.closeness;
+            }
+        }
+        verdict
     }
 
     /// Answers a question from the character's own shard. When nothing the character
@@ -75,6 +170,7 @@ impl CharacterAgents {
         world: &str,
         character: &str,
         question: &str,
+        options: &[String],
     ) -> Result<AnswerOutcome, AgentError> {
         if question.trim().is_empty() {
             return Err(AgentError::InvalidArgument(
@@ -83,7 +179,8 @@ impl CharacterAgents {
         }
         let model = self.options.models.get(ModelRole::Answer);
         self.interview(world, character, async |scratch: &mut Shard| {
-            self.answer_on(scratch, model.as_ref(), question).await
+            self.answer_on(scratch, model.as_ref(), question, options)
+                .await
         })
         .await
     }
@@ -94,9 +191,12 @@ impl CharacterAgents {
         shard: &mut Shard,
         model: &dyn LanguageModel,
         question: &str,
+        options: &[String],
     ) -> Result<AnswerOutcome, AgentError> {
         let started = Instant::now();
-        let (recalled, grounding) = self.recall_for_question(shard, model, question).await?;
+        let (recalled, grounding, verdict) = self
+            .recall_for_question(shard, model, question, options)
+            .await?;
         let built = prompt::answer(shard, &recalled, &grounding, question);
         Self::audit(shard, &built, "answer");
         let request = CompletionRequest::new(built.messages.clone())
@@ -134,6 +234,7 @@ impl CharacterAgents {
             answer,
             usage,
             abstained: recalled.abstain,
+            choice: verdict.choice,
         })
     }
 
@@ -145,7 +246,8 @@ impl CharacterAgents {
         world: &str,
         character: &str,
         question: &str,
-    ) -> Result<(Vec<RecalledItem>, Usage, bool), AgentError> {
+        options: &[String],
+    ) -> Result<RecallView, AgentError> {
         if question.trim().is_empty() {
             return Err(AgentError::InvalidArgument(
                 "question must not be empty".into(),
@@ -153,8 +255,8 @@ impl CharacterAgents {
         }
         let model = self.options.models.get(ModelRole::Answer);
         self.interview(world, character, async |scratch: &mut Shard| {
-            let (recalled, grounding) = self
-                .recall_for_question(scratch, model.as_ref(), question)
+            let (recalled, grounding, verdict) = self
+                .recall_for_question(scratch, model.as_ref(), question, options)
                 .await?;
             let built = prompt::answer(scratch, &recalled, &grounding, question);
             let texts = prompt::item_texts(scratch, &recalled, &grounding);
@@ -168,7 +270,12 @@ impl CharacterAgents {
                     text: texts.get(id).cloned().unwrap_or_default(),
                 })
                 .collect();
-            Ok((items, recalled.usage, recalled.abstain))
+            Ok(RecallView {
+                items,
+                usage: recalled.usage,
+                abstained: recalled.abstain,
+                choice: verdict.choice,
+            })
         })
         .await
     }

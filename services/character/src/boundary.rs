@@ -15,14 +15,17 @@
 //!   is replaced by an in-character deflection.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
+use dramatis_memory::evidence::{Gate, Held};
 use dramatis_memory::modules::{Grounding, ModuleKind};
 use dramatis_proto::v1::{SceneFrame, Usage};
 
 use crate::AgentError;
 use crate::host::CharacterAgents;
 use crate::prompt::BuiltPrompt;
+use crate::reverie::recall::Recalled;
 use crate::shard::Shard;
 
 /// What the guard does with a line that uses words the character has no source for.
@@ -48,6 +51,167 @@ pub fn abstains(reverie_on: bool, reverie_abstains: bool, grounding: &[Grounding
     } else {
         !bearing
     }
+}
+
+/// What the evidence gate ([`dramatis_memory::evidence::Gate`]) decided about a
+/// question, from what recall and the modules brought to mind.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Verdict {
+    /// Nothing held supports an answer: the character refuses.
+    pub abstain: bool,
+    /// With options: the one a held text supports (an index into the options).
+    pub choice: Option<usize>,
+    /// The id of the held text that supports it.
+    pub support: Option<String>,
+}
+
+/// The evidence gate, one for interviews, recall-only questions and questions put in a
+/// scene. What it weighs: ReverieMem's pool and the anchoring scene memory (found by
+/// the question's own search, so on its subject when they reach the `relevant` floor),
+/// what weighing the options found, the lines of the current scene (`lines`, the
+/// question's own line left out), and module items that reach their module's floor
+/// (on the subject: their module has judged them so). With ReverieMem off, only lines
+/// and module items count.
+#[must_use]
+pub fn weigh<'a>(
+    (gate, relevant): (&Gate, f32),
+    reverie_on: bool,
+    recalled: &'a Recalled,
+    grounding: &'a [Grounding],
+    (own, lines): (Option<&'a str>, &'a [String]),
+    (question, options): (&str, &[String]),
+    rarity: &dyn Fn(&str) -> f32,
+) -> Verdict {
+    // What is held, with the id of each text.
+    let mut held: Vec<(&str, Held<'_>)> = Vec::new();
+    let fits = |id: &str| recalled.fits.get(id).map_or(&[][..], Vec::as_slice);
+    let asked = |id: &str, text: &'a str, closeness: f32| Held {
+        text,
+        closeness,
+        asked: closeness >= relevant,
+        fits: fits(id),
+    };
+    // The character's own description, when the question is about the character.
+    held.extend(own.map(|own| {
+        let text = Held {
+            text: own,
+            closeness: 0.0,
+            asked: true,
+            fits: &[],
+        };
+        ("", text)
+    }));
+    if reverie_on {
+        held.extend(
+            recalled.facts.iter().map(|(fact, closeness)| {
+                (fact.id.as_str(), asked(&fact.id, &fact.text, *closeness))
+            }),
+        );
+        // A scene's digest lists all that happened and who was there: about too many
+        // things to be evidence for one (its lines are facts of their own).
+        held.extend(
+            recalled
+                .anchor
+                .iter()
+                .filter(|a| !is_digest(&a.id))
+                .map(|a| {
+                    (
+                        a.id.as_str(),
+                        asked(&a.id, &a.text, recalled.anchor_closeness),
+                    )
+                }),
+        );
+        held.extend(
+            recalled
+                .evidence
+                .iter()
+                .filter(|f| !is_digest(&f.id))
+                .map(|f| {
+                    let text = Held {
+                        text: &f.text,
+                        closeness: f.closeness,
+                        asked: false,
+                        fits: fits(&f.id),
+                    };
+                    (f.id.as_str(), text)
+                }),
+        );
+    }
+    held.extend(lines.iter().map(|line| {
+        let text = Held {
+            text: line,
+            closeness: 0.0,
+            asked: false,
+            fits: &[],
+        };
+        ("", text)
+    }));
+    held.extend(grounding.iter().filter(|g| g.bears()).map(|g| {
+        let text = Held {
+            text: &g.text,
+            closeness: 1.0,
+            asked: true,
+            fits: &[],
+        };
+        (g.id.as_str(), text)
+    }));
+    let texts: Vec<Held<'_>> = held.iter().map(|(_, h)| *h).collect();
+    if options.is_empty() {
+        return Verdict {
+            abstain: !gate.bears_on(question, &texts),
+            ..Verdict::default()
+        };
+    }
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    match gate.choose(question, &options, &texts, rarity) {
+        Some((option, text)) => Verdict {
+            abstain: false,
+            choice: Some(option),
+            support: held
+                .get(text)
+                .map(|(id, _)| (*id).to_owned())
+                .filter(|id| !id.is_empty()),
+        },
+        None => Verdict {
+            abstain: true,
+            ..Verdict::default()
+        },
+    }
+}
+
+/// Whether a scene memory is the digest of a scene the character lived through
+/// ([`crate::reverie::writer::episode_id`]), not one it started with.
+fn is_digest(id: &str) -> bool {
+    id.starts_with("episode:")
+}
+
+/// Whether a question is put in the second person: about the one it is put to.
+fn about_you(question: &str) -> bool {
+    question
+        .split(|c: char| !c.is_alphabetic())
+        .any(|w| ["you", "your", "yours", "yourself"].contains(&w.to_lowercase().as_str()))
+}
+
+/// What a character knows of itself, as the gate weighs it (its name, the names it
+/// answers to, and its profile), when `question` is about the character: put to it in
+/// the second person ("your husband"), or naming it.
+#[must_use]
+pub fn own_description(shard: &Shard, question: &str) -> Option<String> {
+    let p = &shard.profile;
+    let asked = dramatis_memory::lexical::stems(question);
+    let names_me = std::iter::once(&p.name).chain(&p.aliases).any(|name| {
+        let name = dramatis_memory::lexical::stems(name);
+        !name.is_empty() && name.iter().all(|w| asked.contains(w))
+    });
+    if !names_me && !about_you(question) {
+        return None;
+    }
+    let mut text = p.name.clone();
+    if !p.aliases.is_empty() {
+        let _ = write!(text, " ({})", p.aliases.join(", "));
+    }
+    let _ = write!(text, ": {}", p.profile.trim());
+    Some(text)
 }
 
 /// The turn instruction when the character was asked something its memory does not

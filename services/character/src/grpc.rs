@@ -128,22 +128,25 @@ impl AgentApi for AgentGrpc {
     ) -> Result<Response<pb::AnswerResponse>, Status> {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
+        crate::answer::check_options(&request.options).map_err(Status::from)?;
+        let choice = |c: Option<usize>| c.and_then(|c| u32::try_from(c).ok());
         if request.recall_only {
-            let (recalled, usage, abstained) = self
+            let view = self
                 .agents
-                .recall_view(&world, &character, &request.question)
+                .recall_view(&world, &character, &request.question, &request.options)
                 .await
                 .map_err(Status::from)?;
             return Ok(Response::new(pb::AnswerResponse {
                 answer: String::new(),
-                usage: Some(usage),
-                abstained,
-                recalled,
+                usage: Some(view.usage),
+                abstained: view.abstained,
+                recalled: view.items,
+                choice: choice(view.choice),
             }));
         }
         let outcome = self
             .agents
-            .answer(&world, &character, &request.question)
+            .answer(&world, &character, &request.question, &request.options)
             .await
             .map_err(Status::from)?;
         Ok(Response::new(pb::AnswerResponse {
@@ -151,6 +154,7 @@ impl AgentApi for AgentGrpc {
             usage: Some(outcome.usage),
             abstained: outcome.abstained,
             recalled: Vec::new(),
+            choice: choice(outcome.choice),
         }))
     }
 

@@ -118,6 +118,8 @@ pub struct AnswerOutcome {
     pub usage: Usage,
     /// Nothing the character remembers bears on the question; the answer says so.
     pub abstained: bool,
+    /// With options: the one the character holds evidence for.
+    pub choice: Option<usize>,
 }
 
 /// A file-name-safe rendering of an id.

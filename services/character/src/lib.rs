@@ -24,6 +24,7 @@ pub mod shard;
 mod stream_text;
 
 pub use action::{ACTION_SCHEMA_NAME, ParsedAction, action_schema, parse_action};
+pub use answer::RecallView;
 pub use boundary::GuardMode;
 pub use error::AgentError;
 pub use host::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};

@@ -100,7 +100,7 @@ async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
     );
 
     let answer = agents
-        .answer("w", "watson", "Where were you wounded at Maiwand?")
+        .answer("w", "watson", "Where were you wounded at Maiwand?", &[])
         .await
         .expect("an answer");
     assert!(!answer.answer.contains(CANARY), "{}", answer.answer);

@@ -200,11 +200,11 @@ async fn an_interview_changes_no_layer_no_module_and_no_file() {
 
     for question in QUESTIONS {
         agents
-            .answer("w", "holmes", question)
+            .answer("w", "holmes", question, &[])
             .await
             .expect("answer");
         agents
-            .recall_view("w", "holmes", question)
+            .recall_view("w", "holmes", question, &[])
             .await
             .expect("recall view");
     }
@@ -254,11 +254,11 @@ async fn a_question_never_reaches_a_later_prompt() {
     lived_through(&agents).await;
     let question = "What do you make of ZEPHYRQUILL, Mr Holmes?";
     agents
-        .answer("w", "holmes", question)
+        .answer("w", "holmes", question, &[])
         .await
         .expect("answer");
     agents
-        .recall_view("w", "holmes", question)
+        .recall_view("w", "holmes", question, &[])
         .await
         .expect("recall view");
     let asked = model.prompts().len();

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use dramatis_character::shard::read_store_file;
-use dramatis_character::{ABSTAIN_INSTRUCTION, AgentOptions, CharacterAgents};
+use dramatis_character::{ABSTAIN_INSTRUCTION, AgentOptions, CharacterAgents, RecallView};
 use dramatis_embed::FakeEmbedder;
 use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
 use dramatis_proto::v1::{
@@ -94,7 +94,7 @@ async fn sufficient_from_the_model_ends_the_probe_loop_early() {
     let model = probing_model("gold body");
     let agents = attached(&model).await;
     let outcome = agents
-        .answer("w", "holmes", PARTLY_COVERED)
+        .answer("w", "holmes", PARTLY_COVERED, &[])
         .await
         .expect("answer");
     assert_eq!(outcome.answer, "At Lauriston Gardens.");
@@ -118,7 +118,7 @@ async fn a_probe_that_covers_the_question_ends_the_loop_without_another_call() {
     let model = probing_model("Lauriston Gardens ring");
     let agents = attached(&model).await;
     let outcome = agents
-        .answer("w", "holmes", PARTLY_COVERED)
+        .answer("w", "holmes", PARTLY_COVERED, &[])
         .await
         .expect("answer");
     let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -137,7 +137,7 @@ async fn a_covered_question_needs_no_probe_and_an_unknown_one_is_refused() {
     let model = ScriptedModel::new(vec![rule(&["Question:"], "The body lay there.")]);
     let agents = attached(&model).await;
     let covered = agents
-        .answer("w", "holmes", "Where was the ring found?")
+        .answer("w", "holmes", "Where was the ring found?", &[])
         .await
         .expect("answer");
     assert_eq!(
@@ -151,6 +151,7 @@ async fn a_covered_question_needs_no_probe_and_an_unknown_one_is_refused() {
             "w",
             "holmes",
             "Who won the cricket match at Lord's yesterday?",
+            &[],
         )
         .await
         .expect("answer");
@@ -249,7 +250,7 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
     let question = "What did Watson say about the murder and the blood?";
     let ask = |agents: CharacterAgents| async move {
         let outcome = agents
-            .answer("w", "holmes", question)
+            .answer("w", "holmes", question, &[])
             .await
             .expect("answer");
         let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -333,7 +334,7 @@ async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
     let all = build(Layers::ALL);
     all.attach("w", "holmes", holmes()).await.expect("attached");
     let answered = all
-        .answer("w", "holmes", "Where was the ring found?")
+        .answer("w", "holmes", "Where was the ring found?", &[])
         .await
         .expect("answer");
     assert!(!answered.abstained);
@@ -346,12 +347,12 @@ async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
         .await
         .expect("attached");
     let refused = without
-        .answer("w", "holmes", "Where was the ring found?")
+        .answer("w", "holmes", "Where was the ring found?", &[])
         .await
         .expect("answer");
     assert!(refused.abstained, "no visible fact was read");
-    let (items, _, _) = without
-        .recall_view("w", "holmes", "Where was the ring found?")
+    let RecallView { items, .. } = without
+        .recall_view("w", "holmes", "Where was the ring found?", &[])
         .await
         .expect("recall");
     assert!(
@@ -426,4 +427,168 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
     assert_eq!(audited, 2, "a snapshot shows the turn not saved yet");
     agents.detach("w", "holmes", true).await.expect("detached");
     assert_eq!(on_disk(&path), (2, 2), "the detach saved the last turn");
+}
+
+/// Recall by words (issue 32): a question that shares no word form with the fact that
+/// answers it ("bedroom", "lodging" against "bedrooms", "lodgings") is far from it for
+/// the vectors, so recall by vector alone finds nothing and refuses. The word index
+/// matches the stems and brings the fact back; a question about nothing the character
+/// holds is still refused.
+#[tokio::test]
+async fn a_question_in_other_word_forms_is_recalled_by_its_stems() {
+    let fact = |id: String, text: String| KnownFact {
+        id,
+        text,
+        ..KnownFact::default()
+    };
+    let mut knowledge = vec![fact(
+        "rooms".into(),
+        "Our lodgings at Baker Street: two bedrooms and a sitting-room".into(),
+    )];
+    // Enough other facts that a word only one of them holds counts as rare.
+    for (i, topic) in [
+        "violin",
+        "tobacco",
+        "chemistry",
+        "boxing",
+        "cabs",
+        "telegrams",
+        "newspapers",
+        "revolvers",
+        "maps",
+        "poisons",
+        "ciphers",
+        "bees",
+    ]
+    .iter()
+    .enumerate()
+    {
+        knowledge.push(fact(
+            format!("topic-{i}"),
+            format!("Holmes keeps notes on {topic}"),
+        ));
+    }
+    let profile = CharacterProfile {
+        id: "watson".into(),
+        name: "Watson".into(),
+        profile: "An army doctor.".into(),
+        knowledge,
+        ..CharacterProfile::default()
+    };
+    let question = "How many bedroom does each lodging offer?";
+    let mut recalled = Vec::new();
+    for lexical in [false, true] {
+        let mut options = AgentOptions::new(
+            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+            Arc::new(FakeEmbedder::new(512)),
+        );
+        options.recall.lexical = lexical;
+        let agents = CharacterAgents::new(options);
+        agents
+            .attach("w", "watson", profile.clone())
+            .await
+            .expect("attached");
+        let RecallView {
+            items, abstained, ..
+        } = agents
+            .recall_view("w", "watson", question, &[])
+            .await
+            .expect("recall");
+        let texts: Vec<String> = items.into_iter().map(|i| i.text).collect();
+        let nothing = agents
+            .recall_view("w", "watson", "Who won the regatta at Henley?", &[])
+            .await
+            .expect("recall");
+        assert!(nothing.abstained, "lexical {lexical}: {:?}", nothing.items);
+        recalled.push((abstained, texts));
+    }
+    let (off_abstained, off) = &recalled[0];
+    assert!(*off_abstained, "by vector alone nothing is found: {off:?}");
+    let (on_abstained, on) = &recalled[1];
+    assert!(!on_abstained);
+    assert!(
+        on.iter().any(|t| t.contains("two bedrooms")),
+        "the stems bring the fact back: {on:?}"
+    );
+}
+
+/// A multiple-choice question is answered only from evidence: the option whose own
+/// words a memory on the question's subject holds ("wounded" at "Maiwand"). A memory
+/// that holds an option's word but is about something else ("dresser", in a memory of
+/// Watson's own old post, which searching for the options finds) does not answer a
+/// question about another man's trade: it is refused. Without the gate the agent picks
+/// no option at all, and only refuses when nothing was recalled.
+#[tokio::test]
+async fn options_are_chosen_by_evidence_on_the_subject_and_refused_without_it() {
+    let fact = |id: &str, text: &str| KnownFact {
+        id: id.into(),
+        text: text.into(),
+        ..KnownFact::default()
+    };
+    let mut knowledge = vec![
+        fact(
+            "wound",
+            "I was wounded at the battle of Maiwand by a Jezail bullet.",
+        ),
+        fact("post", "Years ago I served as a hospital dresser at Barts."),
+    ];
+    for (i, topic) in ["violins", "tobacco", "boxing", "cabs", "telegrams", "maps"]
+        .iter()
+        .enumerate()
+    {
+        knowledge.push(fact(
+            &format!("topic-{i}"),
+            &format!("London is full of {topic}"),
+        ));
+    }
+    let profile = CharacterProfile {
+        id: "watson".into(),
+        name: "Watson".into(),
+        profile: "An army doctor.".into(),
+        knowledge,
+        ..CharacterProfile::default()
+    };
+    let battles: Vec<String> = ["Maiwand", "Kandahar", "Isandlwana", "Tel-el-Kebir"]
+        .map(String::from)
+        .to_vec();
+    let trades: Vec<String> = [
+        "Consulting detective",
+        "Hospital dresser",
+        "Police surgeon",
+        "Brewery chemist",
+    ]
+    .map(String::from)
+    .to_vec();
+    let trade = "What is the odd chemist's real trade?";
+    let mut verdicts = Vec::new();
+    for gate in [true, false] {
+        let mut options = AgentOptions::new(
+            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+            Arc::new(FakeEmbedder::new(512)),
+        );
+        if !gate {
+            options.recall.gate = None;
+        }
+        let agents = CharacterAgents::new(options);
+        agents
+            .attach("w", "watson", profile.clone())
+            .await
+            .expect("attached");
+        let wound = agents
+            .recall_view("w", "watson", "Where was the doctor wounded?", &battles)
+            .await
+            .expect("recall");
+        let loose = agents
+            .recall_view("w", "watson", trade, &trades)
+            .await
+            .expect("recall");
+        verdicts.push((wound.choice, wound.abstained, loose.choice, loose.abstained));
+    }
+    assert_eq!(verdicts[0], (Some(0), false, None, true), "with the gate");
+    let (chosen, abstained, _, _) = verdicts[1];
+    assert_eq!(
+        (chosen, abstained),
+        (None, false),
+        "without it, nothing is chosen"
+    );
 }

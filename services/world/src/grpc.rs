@@ -538,7 +538,12 @@ impl WorldApi for WorldGrpc {
         required(&request.question, "question")?;
         routed!(self, metadata, &request.world_id, request, ask, |world| {
             let answer = world
-                .ask(&request.character, &request.question, request.recall_only)
+                .ask(
+                    &request.character,
+                    &request.question,
+                    &request.options,
+                    request.recall_only,
+                )
                 .await
                 .map_err(Status::from)?;
             Ok(Response::new(answer))

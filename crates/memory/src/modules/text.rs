@@ -13,6 +13,12 @@ const STOP_WORDS: &[&str] = &[
     "who", "whom", "why", "will", "with", "would", "you", "your",
 ];
 
+/// Whether `word` (lower-cased) is a word with no content for matching.
+#[must_use]
+pub fn is_stop_word(word: &str) -> bool {
+    STOP_WORDS.contains(&word)
+}
+
 /// A rough token count (about four characters a token), never zero for text.
 #[must_use]
 pub fn estimate_tokens(text: &str) -> usize {
@@ -25,7 +31,7 @@ pub fn keywords(text: &str) -> BTreeSet<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .map(|w| w.trim_matches('\'').to_lowercase())
         .map(|w| w.strip_suffix("'s").map(str::to_owned).unwrap_or(w))
-        .filter(|w| w.chars().count() > 1 && !STOP_WORDS.contains(&w.as_str()))
+        .filter(|w| w.chars().count() > 1 && !is_stop_word(w))
         .collect()
 }
 

@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 
 use dramatis_embed::{Embedder, embed_composed, normalise};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
+use dramatis_memory::evidence::Gate;
 use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
 use dramatis_proto::v1::Usage;
 use serde::Deserialize;
@@ -45,9 +46,21 @@ pub struct RecallSettings {
     /// Self-Probe rounds at most (model calls), for interview answers and for turns.
     pub answer_rounds: u32,
     pub act_rounds: u32,
+    /// Search the visible facts by vector, and by their words (BM25); with both, the
+    /// two rankings are fused.
+    pub dense: bool,
+    pub lexical: bool,
+    /// The BM25 score a fact found by words must reach: about one shared word that
+    /// few facts hold, so a common word alone brings nothing.
+    pub lexical_min: f32,
     /// ReverieMem's layers the read path uses (all by default; the evaluation switches
     /// one off at a time, the paper's Table 2).
     pub layers: Layers,
+    /// The evidence gate that decides refusal ([`crate::boundary::weigh`]); `None`
+    /// for the older rule, where anything recalled at all cancels a refusal.
+    pub gate: Option<Gate>,
+    /// Search the facts for each option of a multiple-choice question too.
+    pub option_search: bool,
 }
 
 /// Which of ReverieMem's three layers the read path consults.
@@ -136,7 +149,12 @@ impl Default for RecallSettings {
             pool_max: 5,
             answer_rounds: 2,
             act_rounds: 1,
+            dense: true,
+            lexical: false,
+            lexical_min: 2.0,
             layers: Layers::ALL,
+            gate: Some(Gate::default()),
+            option_search: true,
         }
     }
 }
@@ -152,6 +170,14 @@ pub struct Recalled {
     pub mood: Mood,
     /// Whether Emo-Gate fired.
     pub gate_fired: bool,
+    /// The anchor's cosine to the query (0 without one).
+    pub anchor_closeness: f32,
+    /// What weighing each option of a multiple-choice question found in the character's
+    /// facts and scene memories, beyond the pool and the anchor: evidence for the gate.
+    pub evidence: Vec<Found>,
+    /// Per id of a held fact or scene memory (the pool, the anchor, the evidence): the
+    /// cosine of each option, asked together with the question, to it.
+    pub fits: Fits,
     /// Nothing in memory bears on the query: the character should say so.
     pub abstain: bool,
     /// Retrieval rounds run (τ) and model calls spent on Self-Probe.
@@ -169,11 +195,27 @@ impl Recalled {
             pattern: None,
             mood,
             gate_fired: false,
+            anchor_closeness: 0.0,
+            evidence: Vec::new(),
+            fits: Fits::new(),
             abstain: false,
             rounds: 0,
             usage: Usage::default(),
         }
     }
+}
+
+/// A fact or scene memory that weighing an option found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub id: String,
+    pub text: String,
+    /// Its cosine to the question itself.
+    pub closeness: f32,
+    /// The fact, when it is one (a scene memory otherwise).
+    pub fact: Option<Fact>,
+    /// The scene memory, when it is one.
+    pub memory: Option<EpisodicMemory>,
 }
 
 /// The moment recall works on.
@@ -193,6 +235,9 @@ pub struct Query<'a> {
     pub scene_id: &'a str,
     /// Self-Probe rounds allowed.
     pub rounds: u32,
+    /// A multiple-choice question's options (empty otherwise): the character searches
+    /// its own facts for each one too, as a person weighs each answer against memory.
+    pub options: &'a [String],
 }
 
 #[derive(Debug, Deserialize)]
@@ -241,16 +286,16 @@ pub async fn recall(
     let query_vector = &vectors[0];
 
     // Anchor(q, c).
-    let anchor = if settings.layers.episodic {
+    let (anchor, anchor_closeness) = if settings.layers.episodic {
         shard
             .layers()
             .episodic
             .anchor(query_vector, 1)
             .into_iter()
             .find(|(_, score)| *score >= settings.anchor_min)
-            .map(|(m, _)| m.clone())
+            .map_or((None, 0.0), |(m, score)| (Some(m.clone()), score))
     } else {
-        None
+        (None, 0.0)
     };
 
     // Round 1: the query, its lines, and the query framed by the anchor.
@@ -263,12 +308,13 @@ pub async fn recall(
     {
         probes.push(framed);
     }
-    let mut pool = retrieve(shard, &me, &probes, settings);
+    let mut pool = retrieve(shard, &me, &probes, &[query.text], settings);
     let mut rounds = 1;
     let mut usage = Usage::default();
     let mut asked: Vec<String> = Vec::new();
-    let best = |pool: &[(Fact, f32)]| pool.first().map_or(0.0, |(_, s)| *s);
-    let abstain = best(&pool) < settings.relevant && anchor.is_none();
+    let best = |pool: &[(Fact, f32)]| pool.iter().map(|(_, s)| *s).fold(0.0, f32::max);
+    // Nothing found by vector or by word, and no scene memory frames it.
+    let abstain = pool.is_empty() && anchor.is_none();
     // Self-Probe + Sufficient, only when partly covered.
     while !abstain && best(&pool) < settings.covered && rounds <= query.rounds {
         let request = self_probe_request(shard, query.text, anchor.as_ref(), &pool, &asked);
@@ -297,8 +343,10 @@ pub async fn recall(
             break;
         }
         let vectors = embedder.embed(&fresh).await?;
+        let texts: Vec<&str> = fresh.iter().map(String::as_str).collect();
+        let found = retrieve(shard, &me, &vectors, &texts, settings);
         asked.extend(fresh);
-        for (fact, score) in retrieve(shard, &me, &vectors, settings) {
+        for (fact, score) in found {
             if !pool.iter().any(|(f, _)| f.id == fact.id) {
                 pool.push((fact, score));
             }
@@ -307,6 +355,16 @@ pub async fn recall(
         pool.truncate(settings.pool_max);
         rounds += 1;
     }
+    let (evidence, fits) = weigh_options(
+        shard,
+        &me,
+        query,
+        query_vector,
+        (&pool, anchor.as_ref()),
+        settings,
+        embedder,
+    )
+    .await?;
 
     // Personality track: Emo-Gate, Emo-Transition, Pattern.
     let previous = shard.mood().clone();
@@ -370,6 +428,9 @@ pub async fn recall(
         pattern,
         mood,
         gate_fired,
+        anchor_closeness,
+        evidence,
+        fits,
         abstain,
         rounds,
         usage,
@@ -404,27 +465,184 @@ impl EmotionVectors {
     }
 }
 
-/// Vis-Retrieve over the character's visible facts, keeping the relevant ones.
+/// Vis-Retrieve over the character's visible facts: by vector (each probe), keeping
+/// those at least `relevant`, and by words (each text), keeping those that share a
+/// rare enough word (`lexical_min`). The two rankings are fused by reciprocal rank;
+/// each fact keeps its best cosine to a probe as its score.
 fn retrieve(
     shard: &Shard,
     me: &str,
     probes: &[Vec<f32>],
+    texts: &[&str],
     settings: &RecallSettings,
 ) -> Vec<(Fact, f32)> {
     if !settings.layers.semantic {
         return Vec::new();
     }
-    let mut pool: Vec<(Fact, f32)> = shard
-        .layers()
-        .semantic
-        .vis_retrieve(me, probes, settings.per_probe)
+    let semantic = &shard.layers().semantic;
+    let dense: Vec<(usize, f32)> = if settings.dense {
+        semantic
+            .vis_retrieve_at(me, probes, settings.per_probe)
+            .into_iter()
+            .filter(|(_, score)| *score >= settings.relevant)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut lexical: Vec<(usize, f32)> = Vec::new();
+    if settings.lexical {
+        for text in texts {
+            for (position, score) in semantic.vis_search_words(me, text, settings.per_probe) {
+                if score < settings.lexical_min {
+                    continue;
+                }
+                match lexical.iter_mut().find(|(p, _)| *p == position) {
+                    Some((_, best)) => *best = best.max(score),
+                    None => lexical.push((position, score)),
+                }
+            }
+        }
+        lexical.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    // Reciprocal rank fusion (k = 60): a fact high in either ranking comes first.
+    let mut fused: Vec<(usize, f32)> = Vec::new();
+    for ranking in [&dense, &lexical] {
+        for (rank, (position, _)) in ranking.iter().enumerate() {
+            let gain = 1.0 / (60.0 + rank as f32 + 1.0);
+            match fused.iter_mut().find(|(p, _)| p == position) {
+                Some((_, sum)) => *sum += gain,
+                None => fused.push((*position, gain)),
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    fused.truncate(settings.pool_max);
+    let cosine = |position: usize| {
+        dense
+            .iter()
+            .find(|(p, _)| *p == position)
+            .map(|(_, s)| *s)
+            .or_else(|| {
+                let vector = semantic.vector_at(position)?;
+                probes
+                    .iter()
+                    .map(|probe| dramatis_memory::vector::dot(vector, probe))
+                    .reduce(f32::max)
+            })
+            .unwrap_or(0.0)
+    };
+    fused
         .into_iter()
-        .filter(|(_, score)| *score >= settings.relevant)
-        .map(|(f, s)| (f.clone(), s))
-        .collect();
-    pool.truncate(settings.pool_max);
-    pool
+        .filter_map(|(position, _)| {
+            let fact = semantic.facts().get(position)?;
+            Some((fact.clone(), cosine(position)))
+        })
+        .collect()
 }
+
+/// What each option of a multiple-choice question finds, searched by the question and
+/// option together (facts and scene memories) and by the option's words (facts), that
+/// the pool and the anchor do not hold yet, with its cosine to the question itself.
+async fn weigh_options(
+    shard: &Shard,
+    me: &str,
+    query: &Query<'_>,
+    query_vector: &[f32],
+    (pool, anchor): (&[(Fact, f32)], Option<&EpisodicMemory>),
+    settings: &RecallSettings,
+    embedder: &dyn Embedder,
+) -> Result<(Vec<Found>, Fits), AgentError> {
+    if query.options.is_empty() || !settings.option_search {
+        return Ok((Vec::new(), Fits::new()));
+    }
+    let asked: Vec<String> = query
+        .options
+        .iter()
+        .map(|o| format!("{} {}", query.text.trim(), o.trim()))
+        .collect();
+    let vectors = embedder.embed(&asked).await?;
+    let words: Vec<&str> = query.options.iter().map(String::as_str).collect();
+    let mut found: Vec<Found> = Vec::new();
+    let held = |found: &[Found], id: &str| {
+        pool.iter().any(|(f, _)| f.id == id)
+            || anchor.is_some_and(|a| a.id == id)
+            || found.iter().any(|f| f.id == id)
+    };
+    let wide = RecallSettings {
+        pool_max: settings.per_probe * query.options.len() * 2,
+        ..settings.clone()
+    };
+    let semantic = &shard.layers().semantic;
+    for (fact, _) in retrieve(shard, me, &vectors, &words, &wide) {
+        if held(&found, &fact.id) {
+            continue;
+        }
+        let closeness = semantic
+            .facts()
+            .iter()
+            .position(|f| f.id == fact.id)
+            .and_then(|p| semantic.vector_at(p))
+            .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
+        found.push(Found {
+            id: fact.id.clone(),
+            text: fact.text.clone(),
+            closeness,
+            fact: Some(fact),
+            memory: None,
+        });
+    }
+    if settings.layers.episodic {
+        let episodic = &shard.layers().episodic;
+        for vector in &vectors {
+            for (memory, score) in episodic.anchor(vector, settings.per_probe) {
+                if score < settings.relevant || held(&found, &memory.id) {
+                    continue;
+                }
+                let closeness = episodic
+                    .vector_of(&memory.id)
+                    .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
+                found.push(Found {
+                    id: memory.id.clone(),
+                    text: memory.text.clone(),
+                    closeness,
+                    fact: None,
+                    memory: Some(memory.clone()),
+                });
+            }
+        }
+    }
+    // How close each option is to everything held that has a vector.
+    let fact_vector = |id: &str| {
+        let at = semantic.facts().iter().position(|f| f.id == id)?;
+        semantic.vector_at(at)
+    };
+    let mut fits = Fits::new();
+    let held = pool
+        .iter()
+        .map(|(f, _)| (f.id.as_str(), fact_vector(&f.id)))
+        .chain(anchor.map(|a| (a.id.as_str(), shard.layers().episodic.vector_of(&a.id))))
+        .chain(found.iter().map(|f| {
+            let vector = if f.fact.is_some() {
+                fact_vector(&f.id)
+            } else {
+                shard.layers().episodic.vector_of(&f.id)
+            };
+            (f.id.as_str(), vector)
+        }));
+    for (id, vector) in held {
+        if let Some(vector) = vector {
+            let each = vectors
+                .iter()
+                .map(|o| dramatis_memory::vector::dot(o, vector))
+                .collect();
+            fits.insert(id.to_owned(), each);
+        }
+    }
+    Ok((found, fits))
+}
+
+/// Per held id, the cosine of each option (asked with the question) to it.
+type Fits = std::collections::HashMap<String, Vec<f32>>;
 
 /// Audit references of a workspace.
 pub fn refs(anchor: Option<&EpisodicMemory>, facts: &[(Fact, f32)]) -> Vec<(String, String)> {

@@ -205,9 +205,21 @@ fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<(Fact, Phrase)> 
                     ("did".to_owned(), deed(&event.speaker_name, &event.text))
                 }
                 PerceivedKind::Narration => ("saw".to_owned(), Phrase::alone(&event.text)),
+                // Being there: the place as it looked.
+                PerceivedKind::SceneStart if !event.place_description.trim().is_empty() => (
+                    "saw".to_owned(),
+                    Phrase::alone(&format!(
+                        "{}. {}",
+                        event.text.trim_end_matches('.'),
+                        event.place_description.trim()
+                    )),
+                ),
                 PerceivedKind::SceneStart | PerceivedKind::SceneEnd => return None,
             };
-            let subject = if event.kind == PerceivedKind::Narration {
+            let subject = if matches!(
+                event.kind,
+                PerceivedKind::Narration | PerceivedKind::SceneStart
+            ) {
                 writer.name.to_owned()
             } else {
                 event.speaker_name.clone()

@@ -40,6 +40,10 @@ pub struct Perceived {
     /// written before names were rendered per character).
     #[serde(default)]
     pub perceiver_names: Vec<String>,
+    /// A scene's start: what the place looks like (empty in shards written before the
+    /// world sent it).
+    #[serde(default)]
+    pub place_description: String,
 }
 
 impl Perceived {
@@ -65,6 +69,7 @@ impl Perceived {
             thought: event.thought.clone(),
             perceivers: event.perceivers.clone(),
             perceiver_names: event.perceiver_names.clone(),
+            place_description: event.place_description.clone(),
         })
     }
 

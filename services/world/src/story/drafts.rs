@@ -30,6 +30,8 @@ pub struct Draft {
     pub usage: Option<Usage>,
     /// The agent's fallback line (its model failed).
     pub fallback: bool,
+    /// A scene's start: the place's description.
+    pub place_description: String,
 }
 
 /// Where the event stands in the log, and who perceived it: what the world adds to a
@@ -71,6 +73,7 @@ impl Draft {
             destination: self.destination,
             travel_rounds: self.travel_rounds,
             fallback: self.fallback,
+            place_description: self.place_description,
         }
     }
 }
@@ -90,6 +93,15 @@ pub fn scene_id_for(scenario: &Scenario, state: &WorldState, kind: EventKind) ->
     } else {
         String::new()
     }
+}
+
+/// What the place `location` looks like (empty for a place the scenario does not
+/// describe).
+fn place_description(scenario: &Scenario, location: &str) -> String {
+    scenario
+        .location(location)
+        .map(|l| l.description.trim().to_owned())
+        .unwrap_or_default()
 }
 
 /// A scripted scene's opening: movements of the cast to the scene's location, the scene
@@ -116,6 +128,7 @@ pub fn scene_opening(scenario: &Scenario, state: &WorldState) -> Vec<Draft> {
         kind: EventKind::SceneStart,
         text: format!("Scene {}: {place}", state.scene + 1),
         location: scene.location.clone(),
+        place_description: place_description(scenario, &scene.location),
         ..Draft::default()
     });
     if !scene.opening.trim().is_empty() {
@@ -147,6 +160,7 @@ pub fn round_opening(
             scenario.place_name(location)
         ),
         location: location.to_owned(),
+        place_description: place_description(scenario, location),
         ..Draft::default()
     }];
     if let Some(open) = &scenario.open

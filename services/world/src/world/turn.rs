@@ -15,6 +15,9 @@ use crate::{Limits, WorldError};
 /// may ask for (a prompt is up to ~10 KB: a page stays far below message limits).
 pub const AUDIT_PAGE: u32 = 100;
 pub const AUDIT_PAGE_MAX: u32 = 1_000;
+/// Options a multiple-choice question may carry at most (the agent holds the same
+/// bound).
+pub const MAX_OPTIONS: usize = 8;
 
 impl World {
     /// Asks the actor's agent for its action, streaming its tokens to watchers.
@@ -95,11 +98,14 @@ impl World {
             })
     }
 
-    /// Puts a question to one character; its agent answers from its own shard.
+    /// Puts a question to one character; its agent answers from its own shard. With
+    /// options (a multiple-choice question) the agent also says which one it holds
+    /// evidence for.
     pub async fn ask(
         &self,
         character: &str,
         question: &str,
+        options: &[String],
         recall_only: bool,
     ) -> Result<pb::AskResponse, WorldError> {
         let id = self.character_id(character)?;
@@ -109,11 +115,26 @@ impl World {
             ));
         }
         Limits::check_chars("question", question, self.limits.max_question_chars)?;
+        if options.len() > MAX_OPTIONS {
+            return Err(WorldError::InvalidArgument(format!(
+                "{} options; a question takes at most {MAX_OPTIONS}",
+                options.len()
+            )));
+        }
+        for option in options {
+            if option.trim().is_empty() {
+                return Err(WorldError::InvalidArgument(
+                    "an option must not be empty".into(),
+                ));
+            }
+            Limits::check_chars("option", option, self.limits.max_question_chars)?;
+        }
         self.deliver_pending(&id).await?;
         let request = pb::AnswerRequest {
             character: Some(self.character_ref(&id)),
             question: question.to_owned(),
             recall_only,
+            options: options.to_vec(),
         };
         let answer = self
             .call_agent(&id, |mut client| {
@@ -128,6 +149,7 @@ impl World {
             usage: answer.usage,
             abstained: answer.abstained,
             recalled: answer.recalled,
+            choice: answer.choice,
         })
     }
 

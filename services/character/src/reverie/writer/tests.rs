@@ -24,6 +24,7 @@ fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &
         thought: String::new(),
         perceivers: vec!["holmes".into(), "watson".into()],
         perceiver_names: vec!["Holmes".into(), "Watson".into()],
+        place_description: String::new(),
     }
 }
 
@@ -107,6 +108,34 @@ async fn facts_carry_the_perceivers_and_the_route() {
     assert_eq!(written.transitions[0].trigger_vector.len(), 8);
     assert_eq!(written.episode.0.id, "episode:lab");
     assert_eq!(written.episode.0.text, digest(WATSON, &draft()));
+}
+
+/// Being there is knowing the place: a scene's start that carries the place's look is
+/// a fact of what the character saw, visible to those who were there, and only them.
+#[tokio::test]
+async fn the_place_a_scene_opens_in_is_remembered_as_seen_by_those_there() {
+    let mut draft = draft();
+    draft.events[0].place_description = "A lofty room lined with bottles and retorts.".into();
+    draft.events[0].perceivers = vec!["watson".into()];
+    let written = write_scene(WATSON, &draft, &FakeEmbedder::new(8))
+        .await
+        .expect("written");
+    let (place, _) = written
+        .facts
+        .iter()
+        .find(|(f, _)| f.id == "fact:e1")
+        .expect("a fact of the place");
+    assert_eq!(
+        place.text,
+        "The laboratory at Bart's. A lofty room lined with bottles and retorts."
+    );
+    assert_eq!(place.subject, "Watson");
+    assert_eq!(place.visibility, BTreeSet::from(["watson".to_owned()]));
+    // Without a description the scene's start is no fact, as before.
+    let plain = write_scene(WATSON, &self::draft(), &FakeEmbedder::new(8))
+        .await
+        .expect("written");
+    assert!(plain.facts.iter().all(|(f, _)| f.id != "fact:e1"));
 }
 
 #[tokio::test]

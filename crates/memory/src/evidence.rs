@@ -1,0 +1,336 @@
+//! The evidence gate: whether what a character holds supports an answer, decided by
+//! what the held texts say rather than by how similar they are to the question.
+//!
+//! **On the subject.** A held text bears on a question when it was found by the
+//! question's own search above its relevance floor, when it shares a content word (by
+//! stem) with the question, or when its cosine to the question reaches `close`.
+//!
+//! **Options.** With a multiple-choice question, each held text on the subject votes
+//! for the option whose *distinctive* words (stems no other option and not the
+//! question carries) it holds the largest share of, each word weighted by its rarity in
+//! the character's own facts, so a word most of its memories hold counts for little. A
+//! share under `share`, or two options held equally, is no vote. The option with the
+//! best vote wins (between equal shares, the text sharing more words with the question);
+//! two options tied is a refusal. A text off the subject still votes for an option when
+//! it *singles that option out*: the question and option together are at least `fit`
+//! close to it and `single_margin` closer than any other option.
+//!
+//! **Options in other words.** When no held text holds any option's words, the option
+//! that the question and option together are closest to in a text on the subject wins,
+//! if it reaches `fit` and is `fit_margin` closer than the next option.
+//!
+//! **Otherwise the character refuses.** Without options, the gate answers when anything
+//! held bears on the question.
+
+use std::collections::BTreeSet;
+
+use crate::lexical::stems;
+
+/// One text the character holds (a fact, a scene memory, a line it perceived, a module
+/// item), with its cosine to the question (0 when unknown).
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    pub text: &'a str,
+    pub closeness: f32,
+    /// Found by the question's own search (above its relevance floor): on the subject.
+    pub asked: bool,
+    /// Per option, the cosine between the question and option together and this text
+    /// (empty when the text has no vector).
+    pub fits: &'a [f32],
+}
+
+/// The gate's thresholds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gate {
+    /// A held text at least this close to the question is on its subject even without
+    /// a shared word (a question in entirely other words). With all-MiniLM-L6-v2, lines
+    /// of one story sit at 0.2–0.7 of any question about it, so this alone is weak: the
+    /// options' own words decide.
+    pub close: f32,
+    /// When no option's words are held: an option is supported by a held text on the
+    /// subject that the question and option together are at least this close to…
+    pub fit: f32,
+    /// …and closer by this margin than to any other option (an option in other words
+    /// than the memory that supports it).
+    pub fit_margin: f32,
+    /// A held text off the subject still supports an option whose words it holds when
+    /// the option, asked with the question, is at least `fit` close to it and closer by
+    /// this margin than any other option: the text singles that option out.
+    pub single_margin: f32,
+    /// The share of an option's distinctive words (weighted by rarity) a text must
+    /// hold to support it.
+    pub share: f32,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self {
+            close: 0.3,
+            fit: 0.5,
+            fit_margin: 0.06,
+            single_margin: 0.1,
+            share: 0.5,
+        }
+    }
+}
+
+fn stem_set(text: &str) -> BTreeSet<String> {
+    stems(text).into_iter().collect()
+}
+
+impl Gate {
+    /// Whether a held text with these stems and this closeness names the subject.
+    fn on_subject(
+        &self,
+        subject: &BTreeSet<String>,
+        held: &BTreeSet<String>,
+        h: &Held<'_>,
+    ) -> bool {
+        h.asked || h.closeness >= self.close || !subject.is_disjoint(held)
+    }
+
+    /// Whether anything held bears on `question`.
+    #[must_use]
+    pub fn bears_on(&self, question: &str, held: &[Held<'_>]) -> bool {
+        let subject = stem_set(question);
+        held.iter()
+            .any(|h| self.on_subject(&subject, &stem_set(h.text), h))
+    }
+
+    /// The option (index into `options`) that a held text bearing on `question`
+    /// supports best, with the held text's index; `None` when no option is supported,
+    /// or the best two are supported equally.
+    ///
+    /// An option's support from one text is the share of its distinctive words the
+    /// text holds, each word weighted by `rarity` (so a word most memories hold, such
+    /// as "house" in a story set in one, counts for little); it must reach `share`.
+    /// Between equal shares, the text that shares more words with the question wins.
+    #[must_use]
+    pub fn choose(
+        &self,
+        question: &str,
+        options: &[&str],
+        held: &[Held<'_>],
+        rarity: &dyn Fn(&str) -> f32,
+    ) -> Option<(usize, usize)> {
+        let subject = stem_set(question);
+        let words: Vec<BTreeSet<String>> = options.iter().map(|o| stem_set(o)).collect();
+        let distinctive: Vec<Vec<(&String, f32)>> = words
+            .iter()
+            .enumerate()
+            .map(|(i, own)| {
+                own.iter()
+                    .filter(|w| !subject.contains(*w))
+                    .filter(|w| {
+                        words
+                            .iter()
+                            .enumerate()
+                            .all(|(j, other)| j == i || !other.contains(*w))
+                    })
+                    .map(|w| (w, rarity(w).max(f32::EPSILON)))
+                    .collect()
+            })
+            .collect();
+        // Each held text: its stems, how many it shares with the question, and whether
+        // it is on the subject.
+        let all: Vec<(usize, BTreeSet<String>, usize, bool)> = held
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let stems = stem_set(h.text);
+                let shared = subject.intersection(&stems).count();
+                let on = self.on_subject(&subject, &stems, h);
+                (i, stems, shared, on)
+            })
+            .collect();
+        // Each text that supports one option more than any other votes for it, with
+        // (share, words shared with the question); a text that supports two options
+        // equally supports neither.
+        let mut support: Vec<(usize, f32, usize, usize)> = Vec::new();
+        for (i, stems, shared, on) in &all {
+            let mut shares: Vec<(usize, f32)> = distinctive
+                .iter()
+                .enumerate()
+                .filter(|(option, wanted)| {
+                    !wanted.is_empty() && (*on || self.singles_out(held[*i].fits, *option))
+                })
+                .map(|(option, wanted)| {
+                    let total: f32 = wanted.iter().map(|(_, w)| w).sum();
+                    let found: f32 = wanted
+                        .iter()
+                        .filter(|(w, _)| stems.contains(*w))
+                        .map(|(_, weight)| weight)
+                        .sum();
+                    (option, found / total)
+                })
+                .filter(|(_, share)| *share >= self.share)
+                .collect();
+            shares.sort_by(|a, b| b.1.total_cmp(&a.1));
+            match shares.as_slice() {
+                [(option, share)] => support.push((*option, *share, *shared, *i)),
+                [(option, a), (_, b), ..] if a > b => support.push((*option, *a, *shared, *i)),
+                _ => {}
+            }
+        }
+        support.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.cmp(&a.2)).then(a.3.cmp(&b.3)));
+        // The best vote per option.
+        let mut seen = BTreeSet::new();
+        support.retain(|v| seen.insert(v.0));
+        let relevant: Vec<usize> = all
+            .iter()
+            .filter(|(_, _, _, on)| *on)
+            .map(|(i, ..)| *i)
+            .collect();
+        match support.as_slice() {
+            [] => self.fitted(options.len(), held, &relevant),
+            [(option, _, _, text)] => Some((*option, *text)),
+            [(option, a, x, text), (_, b, y, _), ..] if a > b || (a == b && x > y) => {
+                Some((*option, *text))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a held text's fits single `option` out: close enough, and clearly
+    /// closer than any other option.
+    fn singles_out(&self, fits: &[f32], option: usize) -> bool {
+        let Some(&own) = fits.get(option) else {
+            return false;
+        };
+        let others = fits
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != option)
+            .map(|(_, f)| *f)
+            .fold(f32::MIN, f32::max);
+        own >= self.fit && own - others >= self.single_margin
+    }
+
+    /// No option's own words are held: the option the question and option together are
+    /// closest to in a held text on the subject, when that is close enough and clearly
+    /// closer than any other option.
+    fn fitted(
+        &self,
+        options: usize,
+        held: &[Held<'_>],
+        relevant: &[usize],
+    ) -> Option<(usize, usize)> {
+        let mut best: Vec<(usize, usize, f32)> = (0..options)
+            .filter_map(|option| {
+                relevant
+                    .iter()
+                    .filter_map(|i| Some((*i, *held[*i].fits.get(option)?)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(text, fit)| (option, text, fit))
+            })
+            .collect();
+        best.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        let (option, text, fit) = *best.first()?;
+        let runner_up = best.get(1).map_or(f32::MIN, |b| b.2);
+        (fit >= self.fit && fit - runner_up >= self.fit_margin).then_some((option, text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn even(_: &str) -> f32 {
+        1.0
+    }
+
+    fn held(text: &str) -> Held<'_> {
+        Held {
+            text,
+            closeness: 0.2,
+            asked: false,
+            fits: &[],
+        }
+    }
+
+    const BATTLES: [&str; 4] = [
+        "The battle of Maiwand",
+        "The battle of Kandahar",
+        "The battle of Isandlwana",
+        "The battle of Tel-el-Kebir",
+    ];
+
+    #[test]
+    fn an_option_is_picked_by_its_own_words_in_a_memory_on_the_subject() {
+        let memory = "I was wounded in the shoulder at the battle of Maiwand.";
+        let gate = Gate::default();
+        assert_eq!(
+            gate.choose(
+                "Where was the surgeon wounded?",
+                &BATTLES,
+                &[held(memory)],
+                &even
+            ),
+            Some((0, 0))
+        );
+        // The word the options share ("battle") picks nothing.
+        assert_eq!(
+            gate.choose(
+                "Where was the surgeon wounded?",
+                &BATTLES,
+                &[held("He spoke of the battle at length.")],
+                &even
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_memory_off_the_subject_supports_nothing_unless_it_is_very_close() {
+        let options = ["Consulting detective", "Hospital dresser", "Police surgeon"];
+        let question = "What is the peculiar chemist's real trade?";
+        let memory = "Years ago I was a dresser under Dr Watson at Barts.";
+        let gate = Gate::default();
+        assert_eq!(
+            gate.choose(question, &options, &[held(memory)], &even),
+            None
+        );
+        let close = Held {
+            text: memory,
+            closeness: 0.7,
+            asked: false,
+            fits: &[],
+        };
+        assert_eq!(
+            gate.choose(question, &options, &[close], &even),
+            Some((1, 0))
+        );
+    }
+
+    #[test]
+    fn two_options_supported_equally_are_a_refusal_and_a_larger_share_wins() {
+        let options = [
+            "Two bedrooms and a sitting-room",
+            "Three bedrooms and a parlour",
+        ];
+        let question = "How are the rooms laid out?";
+        let gate = Gate::default();
+        let both = "The rooms: two bedrooms, or three, and a parlour or a sitting-room.";
+        assert_eq!(gate.choose(question, &options, &[held(both)], &even), None);
+        let one = "The rooms are two bedrooms and a large sitting-room.";
+        assert_eq!(
+            gate.choose(question, &options, &[held(both), held(one)], &even),
+            Some((0, 1))
+        );
+    }
+
+    #[test]
+    fn a_question_bears_on_a_held_text_through_a_shared_stem_or_closeness() {
+        let gate = Gate::default();
+        assert!(gate.bears_on("Who wounded him?", &[held("He was wounded at Maiwand.")]));
+        assert!(!gate.bears_on("Who wounded him?", &[held("The rent is due on Friday.")]));
+        let close = Held {
+            text: "The rent is due on Friday.",
+            closeness: 0.6,
+            asked: false,
+            fits: &[],
+        };
+        assert!(gate.bears_on("Who wounded him?", &[close]));
+        assert!(!gate.bears_on("Who wounded him?", &[]));
+    }
+}
