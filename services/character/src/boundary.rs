@@ -92,11 +92,13 @@ pub fn weigh<'a>(
         fits: fits(id),
     };
     // The character's own description, when the question is about the character.
+    // Between options it is on the subject; a free question ("what did you hide?") must
+    // share a word with it, or "you" alone would cancel every refusal.
     held.extend(own.map(|own| {
         let text = Held {
             text: own,
             closeness: 0.0,
-            asked: true,
+            asked: !options.is_empty(),
             fits: &[],
         };
         ("", text)

@@ -592,3 +592,43 @@ async fn options_are_chosen_by_evidence_on_the_subject_and_refused_without_it() 
         "without it, nothing is chosen"
     );
 }
+
+/// A free question put to the character about itself ("you") is not answered just
+/// because it is about the character: what it holds must bear on it. Its own profile
+/// counts when it shares a word with the question.
+#[tokio::test]
+async fn a_question_about_you_is_refused_when_nothing_held_bears_on_it() {
+    let profile = CharacterProfile {
+        id: "watson".into(),
+        name: "Watson".into(),
+        profile: "An army doctor, wounded in the shoulder.".into(),
+        knowledge: vec![KnownFact {
+            id: "rooms".into(),
+            text: "The rooms at Baker Street have two bedrooms.".into(),
+            ..KnownFact::default()
+        }],
+        ..CharacterProfile::default()
+    };
+    let agents = CharacterAgents::new(AgentOptions::new(
+        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+        Arc::new(FakeEmbedder::new(512)),
+    ));
+    agents
+        .attach("w", "watson", profile)
+        .await
+        .expect("attached");
+    let hidden = agents
+        .recall_view("w", "watson", "What did you bury in the orchard?", &[])
+        .await
+        .expect("recall");
+    assert!(
+        hidden.abstained,
+        "nothing held bears on it: {:?}",
+        hidden.items
+    );
+    let wound = agents
+        .recall_view("w", "watson", "Where in the shoulder are you wounded?", &[])
+        .await
+        .expect("recall");
+    assert!(!wound.abstained, "its own profile bears on it");
+}
