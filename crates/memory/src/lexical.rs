@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use crate::modules::is_stop_word;
+use crate::modules::content_words;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -24,10 +24,7 @@ static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::
 /// The stems of `text`'s content words, in order, repeats kept.
 #[must_use]
 pub fn stems(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .map(|w| w.trim_matches('\'').to_lowercase())
-        .map(|w| w.strip_suffix("'s").map(str::to_owned).unwrap_or(w))
-        .filter(|w| w.chars().count() > 1 && !is_stop_word(w))
+    content_words(text)
         .map(|w| ENGLISH.stem(&w).into_owned())
         .collect()
 }

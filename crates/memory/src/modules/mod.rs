@@ -24,7 +24,7 @@ pub use bookmarks::{BookmarkKind, Bookmarks};
 pub use dualmem::DualMem;
 pub use kind::{KINDS, ModuleKind, ModuleSet};
 pub use moom::Moom;
-pub use text::{estimate_tokens, is_stop_word, keywords};
+pub use text::{content_words, estimate_tokens, is_stop_word, keywords};
 
 /// What a perceived line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

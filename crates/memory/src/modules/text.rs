@@ -28,11 +28,16 @@ pub fn estimate_tokens(text: &str) -> usize {
 /// The content words of `text`: lower-cased, stop words and one-letter words removed.
 #[must_use]
 pub fn keywords(text: &str) -> BTreeSet<String> {
+    content_words(text).collect()
+}
+
+/// The content words of `text` in order, repeats kept: lower-cased, possessive "'s"
+/// dropped, stop words and one-letter words removed.
+pub fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
         .map(|w| w.trim_matches('\'').to_lowercase())
         .map(|w| w.strip_suffix("'s").map(str::to_owned).unwrap_or(w))
         .filter(|w| w.chars().count() > 1 && !is_stop_word(w))
-        .collect()
 }
 
 /// Shortens `text` to at most `words` words, marking the cut.
