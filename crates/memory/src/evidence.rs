@@ -16,8 +16,14 @@
 //! close to it and `single_margin` closer than any other option.
 //!
 //! **Options in other words.** When no held text holds any option's words, the option
-//! that the question and option together are closest to in a text on the subject wins,
-//! if it reaches `fit` and is `fit_margin` closer than the next option.
+//! that the question and option together are closest to in a text firmly on the
+//! subject (found by the question's search or sharing a word with it) wins, if it
+//! reaches `fit`, is `fit_margin` closer than the next option, and is `lift` closer
+//! than the question alone.
+//!
+//! **Merely close.** A text that only its closeness puts on the subject must hold
+//! `loose_share` of an option's words: a place at the hospital is near a question about
+//! a hospital man's trade without saying what it is.
 //!
 //! **Otherwise the character refuses.** Without options, the gate answers when anything
 //! held bears on the question.
@@ -60,6 +66,13 @@ pub struct Gate {
     /// The share of an option's distinctive words (weighted by rarity) a text must
     /// hold to support it.
     pub share: f32,
+    /// An option in other words is supported only when asking it with the question
+    /// brings the text this much closer than the question alone: the option, not just
+    /// the subject (a name they share), is what matches.
+    pub lift: f32,
+    /// The share a text needs when only its closeness puts it on the subject (it was
+    /// not found by the question's search and shares no word with it).
+    pub loose_share: f32,
 }
 
 impl Default for Gate {
@@ -70,6 +83,8 @@ impl Default for Gate {
             fit_margin: 0.06,
             single_margin: 0.1,
             share: 0.5,
+            lift: 0.03,
+            loose_share: 0.75,
         }
     }
 }
@@ -143,6 +158,13 @@ impl Gate {
                 (i, stems, shared, on)
             })
             .collect();
+        let needed = |i: usize, shared: usize| {
+            if held[i].asked || shared > 0 {
+                self.share
+            } else {
+                self.loose_share.max(self.share)
+            }
+        };
         // Each text that supports one option more than any other votes for it, with
         // (share, words shared with the question); a text that supports two options
         // equally supports neither.
@@ -163,7 +185,7 @@ impl Gate {
                         .sum();
                     (option, found / total)
                 })
-                .filter(|(_, share)| *share >= self.share)
+                .filter(|(_, share)| *share >= needed(*i, *shared))
                 .collect();
             shares.sort_by(|a, b| b.1.total_cmp(&a.1));
             match shares.as_slice() {
@@ -176,9 +198,11 @@ impl Gate {
         // The best vote per option.
         let mut seen = BTreeSet::new();
         support.retain(|v| seen.insert(v.0));
+        // An option in other words needs a text firmly on the subject: found by the
+        // question's search or sharing a word with it, not merely close.
         let relevant: Vec<usize> = all
             .iter()
-            .filter(|(_, _, _, on)| *on)
+            .filter(|(i, _, shared, on)| *on && (held[*i].asked || *shared > 0))
             .map(|(i, ..)| *i)
             .collect();
         match support.as_slice() {
@@ -220,6 +244,7 @@ impl Gate {
                 relevant
                     .iter()
                     .filter_map(|i| Some((*i, *held[*i].fits.get(option)?)))
+                    .filter(|(i, fit)| fit - held[*i].closeness >= self.lift)
                     .max_by(|a, b| a.1.total_cmp(&b.1))
                     .map(|(text, fit)| (option, text, fit))
             })
@@ -284,7 +309,7 @@ mod tests {
     fn a_memory_off_the_subject_supports_nothing_unless_it_is_very_close() {
         let options = ["Consulting detective", "Hospital dresser", "Police surgeon"];
         let question = "What is the peculiar chemist's real trade?";
-        let memory = "Years ago I was a dresser under Dr Watson at Barts.";
+        let memory = "Years ago I was a hospital dresser under Dr Watson at Barts.";
         let gate = Gate::default();
         assert_eq!(
             gate.choose(question, &options, &[held(memory)], &even),
@@ -332,5 +357,81 @@ mod tests {
         };
         assert!(gate.bears_on("Who wounded him?", &[close]));
         assert!(!gate.bears_on("Who wounded him?", &[]));
+    }
+
+    /// A text only its closeness puts on the subject (not found by the question's
+    /// search, no word shared) is weak evidence: it supports an option only when it
+    /// holds nearly all the option's own words, and never one in other words.
+    #[test]
+    fn a_text_merely_close_to_the_question_needs_nearly_all_of_an_option() {
+        let options = ["Hospital dresser", "Consulting detective", "Police surgeon"];
+        let question = "What is the peculiar chemist's real trade?";
+        let gate = Gate::default();
+        let close = |text| Held {
+            text,
+            closeness: 0.34,
+            asked: false,
+            fits: &[],
+        };
+        // Half of "Hospital dresser": a place at the hospital says nothing of a trade.
+        let place = "The chemical laboratory at St Bartholomew's Hospital.";
+        assert_eq!(
+            gate.choose(question, &options, &[close(place)], &even),
+            None
+        );
+        // The same half, from a text found by the question's own search, is enough.
+        let found = Held {
+            asked: true,
+            ..close(place)
+        };
+        assert_eq!(
+            gate.choose(question, &options, &[found], &even),
+            Some((0, 0))
+        );
+        // All of it, even from a merely close text.
+        let whole = "I was a hospital dresser under Watson.";
+        assert_eq!(
+            gate.choose(question, &options, &[close(whole)], &even),
+            Some((0, 0))
+        );
+        // In other words: the fits of a merely close text pick nothing; of a text
+        // that names the subject, the clearly closest option.
+        let fits = [0.62, 0.4, 0.41];
+        let loose = Held {
+            fits: &fits,
+            ..close("He works among the wards and bandages.")
+        };
+        assert_eq!(gate.choose(question, &options, &[loose], &even), None);
+        let firm = Held {
+            fits: &fits,
+            ..close("The chemist works among the wards and bandages.")
+        };
+        assert_eq!(
+            gate.choose(question, &options, &[firm], &even),
+            Some((0, 0))
+        );
+    }
+
+    /// An option in other words is picked only when asking it with the question brings
+    /// the text closer than the question alone: a text close to the question for a name
+    /// they share does not pick the option that happens to sit nearest.
+    #[test]
+    fn an_option_in_other_words_must_lift_the_match() {
+        let options = ["At Maiwand", "At Kandahar", "In the Crimea"];
+        let question = "Where was John Watson wounded?";
+        let gate = Gate::default();
+        let fits = [0.6, 0.5, 0.5];
+        let text = "John Watson goes to the laboratory.";
+        let named = |closeness| Held {
+            text,
+            closeness,
+            asked: true,
+            fits: &fits,
+        };
+        assert_eq!(gate.choose(question, &options, &[named(0.59)], &even), None);
+        assert_eq!(
+            gate.choose(question, &options, &[named(0.4)], &even),
+            Some((0, 0))
+        );
     }
 }

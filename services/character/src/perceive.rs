@@ -9,7 +9,7 @@ use tracing::Instrument as _;
 
 use crate::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
-use crate::reverie::writer::{Author, rewrite_scene, write_scene};
+use crate::reverie::writer::{Author, arrival_facts, rewrite_scene, write_scene};
 use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};
 use dramatis_runtime::now_ms;
 
@@ -73,6 +73,16 @@ impl CharacterAgents {
             if self.options.memory_writes == MemoryWrites::Model {
                 self.rewrite(&mut shard, writer, &draft).await?;
             }
+        }
+        // The place of a scene the character just arrived in, known from now on.
+        if shard.module_set().contains(ModuleKind::Reverie) {
+            let places = arrival_facts(
+                writer,
+                &shard.perceived()[before..],
+                self.options.embedder.as_ref(),
+            )
+            .await?;
+            shard.commit_facts(places);
         }
         let last_seq = shard.last_seq();
         let saved = if accepted > 0 {

@@ -632,3 +632,66 @@ async fn a_question_about_you_is_refused_when_nothing_held_bears_on_it() {
         .expect("recall");
     assert!(!wound.abstained, "its own profile bears on it");
 }
+
+/// A character standing in a place can say how it looks before the scene ends: the
+/// scene's start, with the place's description, is a fact from the moment it arrives,
+/// not only once the scene is written at its end. The character who was not there
+/// refuses the same question.
+#[tokio::test]
+async fn the_place_in_view_is_evidence_while_its_scene_goes_on() {
+    let agents = attached(&ScriptedModel::new(Vec::new())).await;
+    agents
+        .attach(
+            "w",
+            "gregson",
+            CharacterProfile {
+                id: "gregson".into(),
+                name: "Gregson".into(),
+                profile: "A police inspector.".into(),
+                ..CharacterProfile::default()
+            },
+        )
+        .await
+        .expect("attached");
+    let start = Event {
+        world_id: "w".into(),
+        seq: 1,
+        scene_id: "s1".into(),
+        kind: EventKind::SceneStart as i32,
+        text: "Scene 1: 3 Lauriston Gardens".into(),
+        place_description: "A bare front room with a dusty floor and peeling wallpaper.".into(),
+        perceivers: vec!["holmes".into(), "watson".into()],
+        ..Event::default()
+    };
+    agents
+        .perceive("w", "holmes", &[start, speech(2, "What a dreadful house.")])
+        .await
+        .expect("perceived");
+    let walls: Vec<String> = [
+        "Oak panelling",
+        "Peeling wallpaper",
+        "Fresh whitewash",
+        "Red flock paper",
+    ]
+    .map(String::from)
+    .to_vec();
+    let question = "What is on the walls of the bare front room?";
+    let there = agents
+        .recall_view("w", "holmes", question, &walls)
+        .await
+        .expect("recall");
+    assert_eq!(
+        (there.choice, there.abstained),
+        (Some(1), false),
+        "the room in view holds the answer"
+    );
+    let away = agents
+        .recall_view("w", "gregson", question, &walls)
+        .await
+        .expect("recall");
+    assert_eq!(
+        (away.choice, away.abstained),
+        (None, true),
+        "one who was not there refuses"
+    );
+}

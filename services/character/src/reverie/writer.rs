@@ -179,64 +179,89 @@ fn route(writer: Author<'_>, event: &Perceived) -> VisibilityRoute {
 }
 
 /// One SPOCV fact per perceived speech, action or movement, visible to exactly the
-/// characters who perceived it, with the phrase its text and vector come from.
+/// characters who perceived it, with the phrase its text and vector come from. A
+/// scene's start is not among them: the place was written when the character arrived
+/// ([`arrival_facts`]).
 fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<(Fact, Phrase)> {
     events
         .iter()
-        .filter_map(|event| {
-            let (predicate, phrase) = match event.kind {
-                PerceivedKind::Speech if event.target.is_empty() => (
-                    "said".to_owned(),
-                    Phrase::new(
-                        format!("{} said", event.speaker_name),
-                        Joint::Quoted,
-                        &event.text,
-                    ),
-                ),
-                PerceivedKind::Speech => (
-                    format!("said to {}", event.target_name),
-                    Phrase::new(
-                        format!("{} said to {}", event.speaker_name, event.target_name),
-                        Joint::Quoted,
-                        &event.text,
-                    ),
-                ),
-                PerceivedKind::Action | PerceivedKind::Movement => {
-                    ("did".to_owned(), deed(&event.speaker_name, &event.text))
-                }
-                PerceivedKind::Narration => ("saw".to_owned(), Phrase::alone(&event.text)),
-                // Being there: the place as it looked.
-                PerceivedKind::SceneStart if !event.place_description.trim().is_empty() => (
-                    "saw".to_owned(),
-                    Phrase::alone(&format!(
-                        "{}. {}",
-                        event.text.trim_end_matches('.'),
-                        event.place_description.trim()
-                    )),
-                ),
-                PerceivedKind::SceneStart | PerceivedKind::SceneEnd => return None,
-            };
-            let subject = if matches!(
-                event.kind,
-                PerceivedKind::Narration | PerceivedKind::SceneStart
-            ) {
-                writer.name.to_owned()
-            } else {
-                event.speaker_name.clone()
-            };
-            let fact = Fact {
-                id: format!("fact:e{}", event.seq),
-                subject,
-                predicate,
-                object: event.text.clone(),
-                cause: String::new(),
-                visibility: visibility(event),
-                route: route(writer, event),
-                text: phrase.text(),
-            };
-            Some((fact, phrase))
-        })
+        .filter(|event| event.kind != PerceivedKind::SceneStart)
+        .filter_map(|event| event_fact(writer, event))
         .collect()
+}
+
+/// The place of each scene start in `events` that describes it, as a fact the
+/// character holds from the moment it arrives (not when the scene ends, so it can say
+/// where it stands while it stands there), embedded in one batch.
+pub async fn arrival_facts(
+    writer: Author<'_>,
+    events: &[Perceived],
+    embedder: &dyn Embedder,
+) -> Result<Vec<(Fact, Vec<f32>)>, AgentError> {
+    let facts: Vec<(Fact, Phrase)> = events
+        .iter()
+        .filter(|event| event.kind == PerceivedKind::SceneStart)
+        .filter_map(|event| event_fact(writer, event))
+        .collect();
+    if facts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let texts: Vec<Vec<String>> = facts.iter().map(|(_, phrase)| phrase.pieces()).collect();
+    let vectors = embed_composed(embedder, &texts).await?;
+    Ok(facts
+        .into_iter()
+        .zip(vectors)
+        .map(|((fact, _), vector)| (fact, vector))
+        .collect())
+}
+
+/// The SPOCV fact of one perceived event, with its phrase; `None` for a scene's end and
+/// a start that does not describe its place.
+fn event_fact(writer: Author<'_>, event: &Perceived) -> Option<(Fact, Phrase)> {
+    let (predicate, phrase) = match event.kind {
+        PerceivedKind::Speech if event.target.is_empty() => (
+            "said".to_owned(),
+            Phrase::new(
+                format!("{} said", event.speaker_name),
+                Joint::Quoted,
+                &event.text,
+            ),
+        ),
+        PerceivedKind::Speech => (
+            format!("said to {}", event.target_name),
+            Phrase::new(
+                format!("{} said to {}", event.speaker_name, event.target_name),
+                Joint::Quoted,
+                &event.text,
+            ),
+        ),
+        PerceivedKind::Action | PerceivedKind::Movement => {
+            ("did".to_owned(), deed(&event.speaker_name, &event.text))
+        }
+        PerceivedKind::Narration => ("saw".to_owned(), Phrase::alone(&event.text)),
+        // Being there: the place as it looked.
+        PerceivedKind::SceneStart => ("saw".to_owned(), Phrase::alone(&event.sight()?)),
+        PerceivedKind::SceneEnd => return None,
+    };
+    let subject = if matches!(
+        event.kind,
+        PerceivedKind::Narration | PerceivedKind::SceneStart
+    ) {
+        writer.name.to_owned()
+    } else {
+        event.speaker_name.clone()
+    };
+    let fact = Fact {
+        id: format!("fact:e{}", event.seq),
+        subject,
+        predicate,
+        object: event.text.clone(),
+        cause: String::new(),
+        visibility: visibility(event),
+        route: route(writer, event),
+        text: phrase.text(),
+    };
+    Some((fact, phrase))
 }
 
 /// An action as a sentence: the world usually writes "Holmes goes to …"; a bare

@@ -79,6 +79,21 @@ impl Perceived {
         self.phrase(me).map(|p| p.text())
     }
 
+    /// A scene's start as the one there saw it: the place's name and how it looks.
+    /// `None` for any other event, or a start that carries no description.
+    #[must_use]
+    pub fn sight(&self) -> Option<String> {
+        (self.kind == PerceivedKind::SceneStart && !self.place_description.trim().is_empty()).then(
+            || {
+                format!(
+                    "{}. {}",
+                    self.text.trim_end_matches('.'),
+                    self.place_description.trim()
+                )
+            },
+        )
+    }
+
     /// The line of [`Self::line`] in its parts: who, as the character knows them, and
     /// the words everyone who perceived the event heard or saw alike.
     #[must_use]

@@ -106,7 +106,13 @@ impl Shard {
             let position = self.state.memory.episodic.upsert(episode, &vector);
             self.saved.rewritten(position);
         }
-        for (fact, vector) in rewritten.facts {
+        self.commit_facts(rewritten.facts);
+    }
+
+    /// Adds facts, with their vectors, to the semantic layer (and their words to the
+    /// vocabulary).
+    pub fn commit_facts(&mut self, facts: Vec<(Fact, Vec<f32>)>) {
+        for (fact, vector) in facts {
             self.learn(&fact.text);
             self.state.memory.semantic.add(fact, &vector);
         }
@@ -117,10 +123,7 @@ impl Shard {
         let (episode, vector) = written.episode;
         self.learn(&episode.text);
         self.state.memory.episodic.add(episode, &vector);
-        for (fact, vector) in written.facts {
-            self.learn(&fact.text);
-            self.state.memory.semantic.add(fact, &vector);
-        }
+        self.commit_facts(written.facts);
         for transition in written.transitions {
             self.state.memory.personality.record(transition);
         }

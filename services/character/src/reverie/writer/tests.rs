@@ -111,31 +111,36 @@ async fn facts_carry_the_perceivers_and_the_route() {
 }
 
 /// Being there is knowing the place: a scene's start that carries the place's look is
-/// a fact of what the character saw, visible to those who were there, and only them.
+/// a fact of what the character saw, from its arrival, visible to those who were
+/// there, and only them. The scene's writing at its end does not repeat it.
 #[tokio::test]
 async fn the_place_a_scene_opens_in_is_remembered_as_seen_by_those_there() {
     let mut draft = draft();
     draft.events[0].place_description = "A lofty room lined with bottles and retorts.".into();
     draft.events[0].perceivers = vec!["watson".into()];
-    let written = write_scene(WATSON, &draft, &FakeEmbedder::new(8))
+    let arrived = arrival_facts(WATSON, &draft.events, &FakeEmbedder::new(8))
         .await
         .expect("written");
-    let (place, _) = written
-        .facts
-        .iter()
-        .find(|(f, _)| f.id == "fact:e1")
-        .expect("a fact of the place");
+    let [(place, vector)] = arrived.as_slice() else {
+        panic!("one fact of the place: {arrived:?}");
+    };
+    assert_eq!(place.id, "fact:e1");
     assert_eq!(
         place.text,
         "The laboratory at Bart's. A lofty room lined with bottles and retorts."
     );
     assert_eq!(place.subject, "Watson");
     assert_eq!(place.visibility, BTreeSet::from(["watson".to_owned()]));
-    // Without a description the scene's start is no fact, as before.
-    let plain = write_scene(WATSON, &self::draft(), &FakeEmbedder::new(8))
+    assert_eq!(vector.len(), 8);
+    let written = write_scene(WATSON, &draft, &FakeEmbedder::new(8))
         .await
         .expect("written");
-    assert!(plain.facts.iter().all(|(f, _)| f.id != "fact:e1"));
+    assert!(written.facts.iter().all(|(f, _)| f.id != "fact:e1"));
+    // Without a description the scene's start is no fact, as before.
+    let plain = arrival_facts(WATSON, &self::draft().events, &FakeEmbedder::new(8))
+        .await
+        .expect("written");
+    assert!(plain.is_empty());
 }
 
 #[tokio::test]
