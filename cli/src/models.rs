@@ -149,6 +149,8 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         if args.evidence_gate { "on" } else { "off" }.to_owned(),
         "--option-search".to_owned(),
         if args.option_search { "on" } else { "off" }.to_owned(),
+        "--synonyms".to_owned(),
+        if args.synonyms { "on" } else { "off" }.to_owned(),
     ]);
     // The API key travels through the environment (`child_env`), never on a command line.
     out
@@ -229,6 +231,7 @@ pub fn agent_options(
         .evidence_gate
         .then(dramatis_memory::evidence::Gate::default);
     options.recall.option_search = args.option_search;
+    options.recall.synonyms = args.synonyms;
     options.data_dir = data_dir;
     options.audit_keep = args.audit_keep.filter(|&keep| keep > 0);
     Ok(options)

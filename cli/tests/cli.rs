@@ -254,6 +254,19 @@ fn number(v: &serde_json::Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
 
+/// The letter `eval kbf --json` answered item `id` with.
+fn answer_of(report: &serde_json::Value, id: &str) -> String {
+    report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["id"] == id)
+        .unwrap_or_else(|| panic!("no item {id}"))["answer"]
+        .as_str()
+        .expect("answer")
+        .to_owned()
+}
+
 /// The KBF protocol on both shipped scenarios and the test suite's own: `eval probes`
 /// plays each on the scripted model and writes items with positions; `eval kbf` replays
 /// the story, stops at each position and asks there. The gold re-derived on the replay
@@ -476,17 +489,6 @@ fn the_evidence_gate_answers_in_other_words_and_refuses_on_loose_memories() {
         "--recall-by",
         "vectors",
     ];
-    let answer = |report: &serde_json::Value, id: &str| -> String {
-        report["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .find(|i| i["id"] == id)
-            .unwrap_or_else(|| panic!("no item {id}"))["answer"]
-            .as_str()
-            .expect("answer")
-            .to_owned()
-    };
     let scenario = "scenarios/study-in-scarlet/scenario.toml";
     let mut gains = Vec::new();
     for (probes, scenario, answered, refused) in [
@@ -513,12 +515,12 @@ fn the_evidence_gate_answers_in_other_words_and_refuses_on_loose_memories() {
         let before = kbf_json(&path, scenario, "retrieval", &before_flags).expect("before");
         let now = kbf_json(&path, scenario, "retrieval", &[]).expect("now");
         if let Some((id, gold)) = answered {
-            assert_eq!(answer(&before, id), "E", "{probes}: refused before");
-            assert_eq!(answer(&now, id), gold, "{probes}: answered now");
+            assert_eq!(answer_of(&before, id), "E", "{probes}: refused before");
+            assert_eq!(answer_of(&now, id), gold, "{probes}: answered now");
         }
         if let Some(id) = refused {
-            assert_ne!(answer(&before, id), "E", "{probes}: answered before");
-            assert_eq!(answer(&now, id), "E", "{probes}: refused now");
+            assert_ne!(answer_of(&before, id), "E", "{probes}: answered before");
+            assert_eq!(answer_of(&now, id), "E", "{probes}: refused now");
         }
         assert!(number(&now, "kr_acc") >= 0.8, "{probes}: {now}");
         gains.push((probes, number(&before, "kbf"), number(&now, "kbf")));
@@ -526,6 +528,30 @@ fn the_evidence_gate_answers_in_other_words_and_refuses_on_loose_memories() {
     for (probes, before, now) in gains {
         assert!(now > before + 0.05, "{probes}: KBF {before:.2} -> {now:.2}");
     }
+}
+
+/// Words in other words: WordNet's synonyms (set-up fetches them) let the gate see that
+/// "the books" a question names are "the ledgers" a fact names, so Ada, who knows the
+/// inspector comes on Thursday to audit the ledgers, answers "On which weekday is the
+/// revenue man due to go through the books?". With `--synonyms off` she refuses it, and
+/// the synonyms cost no refusal anywhere in the set.
+#[test]
+fn synonyms_answer_a_question_that_names_the_subject_in_other_words() {
+    if !embedder_present() {
+        return;
+    }
+    let probes = repo().join("tests/scenarios/tidewater/paraphrased.jsonl");
+    let scenario = "tests/scenarios/tidewater/scenario.toml";
+    let id = "ada-inspect-day@1";
+    let without = kbf_json(&probes, scenario, "retrieval", &["--synonyms", "off"]).expect("off");
+    let with = kbf_json(&probes, scenario, "retrieval", &[]).expect("on");
+    assert_eq!(answer_of(&without, id), "E", "{without}");
+    assert_eq!(answer_of(&with, id), "D", "{with}");
+    assert!(number(&with, "kr_acc") > 0.99, "{with}");
+    assert!(
+        number(&with, "kbf") > number(&without, "kbf"),
+        "{without} / {with}"
+    );
 }
 
 /// The retrieval answerer reads each agent's recall, not the scenario file: with the

@@ -21,6 +21,10 @@
 //! reaches `fit`, is `fit_margin` closer than the next option, and is `lift` closer
 //! than the question alone.
 //!
+//! **Words in other words.** A text holds a word it holds a synonym of
+//! ([`Thesaurus`]) for `alike` of the word's weight, and a word it shares with the
+//! question only as a synonym puts it on the subject (and counts as shared).
+//!
 //! **Merely close.** A text that only its closeness puts on the subject must hold
 //! `loose_share` of an option's words: a place at the hospital is near a question about
 //! a hospital man's trade without saying what it is.
@@ -31,6 +35,7 @@
 use std::collections::BTreeSet;
 
 use crate::lexical::stems;
+use crate::thesaurus::Thesaurus;
 
 /// One text the character holds (a fact, a scene memory, a line it perceived, a module
 /// item), with its cosine to the question (0 when unknown).
@@ -73,6 +78,12 @@ pub struct Gate {
     /// The share a text needs when only its closeness puts it on the subject (it was
     /// not found by the question's search and shares no word with it).
     pub loose_share: f32,
+    /// How much of a word a text holds when it holds the word only in other words (a
+    /// synonym): less than the word itself, since a synonym of one sense may stand for
+    /// another, and less than `share`, so a synonym alone never carries a one-word
+    /// option (at 0.5, "Scripted line 1." carried "written", and a pawnbroker's "small
+    /// book" the option "ledger").
+    pub alike: f32,
 }
 
 impl Default for Gate {
@@ -85,6 +96,7 @@ impl Default for Gate {
             share: 0.5,
             lift: 0.03,
             loose_share: 0.75,
+            alike: 0.4,
         }
     }
 }
@@ -93,23 +105,67 @@ fn stem_set(text: &str) -> BTreeSet<String> {
     stems(text).into_iter().collect()
 }
 
-impl Gate {
-    /// Whether a held text with these stems and this closeness names the subject.
-    fn on_subject(
-        &self,
-        subject: &BTreeSet<String>,
-        held: &BTreeSet<String>,
-        h: &Held<'_>,
-    ) -> bool {
-        h.asked || h.closeness >= self.close || !subject.is_disjoint(held)
+/// A held text's stems, and the stems they mean in a frequent sense.
+struct Words {
+    own: BTreeSet<String>,
+    alike: BTreeSet<String>,
+}
+
+impl Words {
+    fn of(text: &str, thesaurus: &Thesaurus) -> Self {
+        let own = stem_set(text);
+        let alike = own
+            .iter()
+            .flat_map(|s| thesaurus.synonyms(s))
+            .map(str::to_owned)
+            .collect();
+        Self { own, alike }
     }
 
-    /// Whether anything held bears on `question`.
+    /// Whether the text holds a word that means `word` (not `word` itself).
+    fn holds_alike(&self, word: &str, thesaurus: &Thesaurus) -> bool {
+        self.alike.contains(word) || thesaurus.synonyms(word).any(|s| self.own.contains(s))
+    }
+
+    /// How much of `word` the text holds: all of it as written, `alike` of it in
+    /// other words, else nothing.
+    fn holds(&self, word: &str, thesaurus: &Thesaurus, alike: f32) -> f32 {
+        if self.own.contains(word) {
+            1.0
+        } else if self.holds_alike(word, thesaurus) {
+            alike
+        } else {
+            0.0
+        }
+    }
+
+    /// How many of `words` the text holds as written, and how many more in other
+    /// words.
+    fn shares(&self, words: &BTreeSet<String>, thesaurus: &Thesaurus) -> (usize, usize) {
+        let written = words.iter().filter(|w| self.own.contains(*w)).count();
+        let alike = words
+            .iter()
+            .filter(|w| !self.own.contains(*w) && self.holds_alike(w, thesaurus))
+            .count();
+        (written, alike)
+    }
+}
+
+impl Gate {
+    /// Whether a held text with these stems and this closeness names the subject.
+    fn on_subject(&self, (written, alike): (usize, usize), h: &Held<'_>) -> bool {
+        h.asked || h.closeness >= self.close || written + alike > 0
+    }
+
+    /// Whether anything held bears on `question` (a word it shares may be in other
+    /// words, by `thesaurus`).
     #[must_use]
-    pub fn bears_on(&self, question: &str, held: &[Held<'_>]) -> bool {
+    pub fn bears_on(&self, question: &str, held: &[Held<'_>], thesaurus: &Thesaurus) -> bool {
         let subject = stem_set(question);
-        held.iter()
-            .any(|h| self.on_subject(&subject, &stem_set(h.text), h))
+        held.iter().any(|h| {
+            let shared = Words::of(h.text, thesaurus).shares(&subject, thesaurus);
+            self.on_subject(shared, h)
+        })
     }
 
     /// The option (index into `options`) that a held text bearing on `question`
@@ -126,7 +182,7 @@ impl Gate {
         question: &str,
         options: &[&str],
         held: &[Held<'_>],
-        rarity: &dyn Fn(&str) -> f32,
+        (rarity, thesaurus): (&dyn Fn(&str) -> f32, &Thesaurus),
     ) -> Option<(usize, usize)> {
         let subject = stem_set(question);
         let words: Vec<BTreeSet<String>> = options.iter().map(|o| stem_set(o)).collect();
@@ -148,14 +204,14 @@ impl Gate {
             .collect();
         // Each held text: its stems, how many it shares with the question, and whether
         // it is on the subject.
-        let all: Vec<(usize, BTreeSet<String>, usize, bool)> = held
+        let all: Vec<(usize, Words, usize, bool)> = held
             .iter()
             .enumerate()
             .map(|(i, h)| {
-                let stems = stem_set(h.text);
-                let shared = subject.intersection(&stems).count();
-                let on = self.on_subject(&subject, &stems, h);
-                (i, stems, shared, on)
+                let words = Words::of(h.text, thesaurus);
+                let shared = words.shares(&subject, thesaurus);
+                let on = self.on_subject(shared, h);
+                (i, words, shared.0 + shared.1, on)
             })
             .collect();
         let needed = |i: usize, shared: usize| {
@@ -169,7 +225,7 @@ impl Gate {
         // (share, words shared with the question); a text that supports two options
         // equally supports neither.
         let mut support: Vec<(usize, f32, usize, usize)> = Vec::new();
-        for (i, stems, shared, on) in &all {
+        for (i, words, shared, on) in &all {
             let mut shares: Vec<(usize, f32)> = distinctive
                 .iter()
                 .enumerate()
@@ -180,8 +236,7 @@ impl Gate {
                     let total: f32 = wanted.iter().map(|(_, w)| w).sum();
                     let found: f32 = wanted
                         .iter()
-                        .filter(|(w, _)| stems.contains(*w))
-                        .map(|(_, weight)| weight)
+                        .map(|(w, weight)| weight * words.holds(w, thesaurus, self.alike))
                         .sum();
                     (option, found / total)
                 })
@@ -264,6 +319,14 @@ mod tests {
         1.0
     }
 
+    static NO_SYNONYMS: std::sync::LazyLock<Thesaurus> =
+        std::sync::LazyLock::new(Thesaurus::default);
+
+    /// Every word equally rare, no synonyms.
+    fn plain() -> (&'static dyn Fn(&str) -> f32, &'static Thesaurus) {
+        (&even, &NO_SYNONYMS)
+    }
+
     fn held(text: &str) -> Held<'_> {
         Held {
             text,
@@ -289,7 +352,7 @@ mod tests {
                 "Where was the surgeon wounded?",
                 &BATTLES,
                 &[held(memory)],
-                &even
+                plain()
             ),
             Some((0, 0))
         );
@@ -299,7 +362,7 @@ mod tests {
                 "Where was the surgeon wounded?",
                 &BATTLES,
                 &[held("He spoke of the battle at length.")],
-                &even
+                plain()
             ),
             None
         );
@@ -312,7 +375,7 @@ mod tests {
         let memory = "Years ago I was a hospital dresser under Dr Watson at Barts.";
         let gate = Gate::default();
         assert_eq!(
-            gate.choose(question, &options, &[held(memory)], &even),
+            gate.choose(question, &options, &[held(memory)], plain()),
             None
         );
         let close = Held {
@@ -322,7 +385,7 @@ mod tests {
             fits: &[],
         };
         assert_eq!(
-            gate.choose(question, &options, &[close], &even),
+            gate.choose(question, &options, &[close], plain()),
             Some((1, 0))
         );
     }
@@ -336,10 +399,13 @@ mod tests {
         let question = "How are the rooms laid out?";
         let gate = Gate::default();
         let both = "The rooms: two bedrooms, or three, and a parlour or a sitting-room.";
-        assert_eq!(gate.choose(question, &options, &[held(both)], &even), None);
+        assert_eq!(
+            gate.choose(question, &options, &[held(both)], plain()),
+            None
+        );
         let one = "The rooms are two bedrooms and a large sitting-room.";
         assert_eq!(
-            gate.choose(question, &options, &[held(both), held(one)], &even),
+            gate.choose(question, &options, &[held(both), held(one)], plain()),
             Some((0, 1))
         );
     }
@@ -347,16 +413,24 @@ mod tests {
     #[test]
     fn a_question_bears_on_a_held_text_through_a_shared_stem_or_closeness() {
         let gate = Gate::default();
-        assert!(gate.bears_on("Who wounded him?", &[held("He was wounded at Maiwand.")]));
-        assert!(!gate.bears_on("Who wounded him?", &[held("The rent is due on Friday.")]));
+        assert!(gate.bears_on(
+            "Who wounded him?",
+            &[held("He was wounded at Maiwand.")],
+            &NO_SYNONYMS
+        ));
+        assert!(!gate.bears_on(
+            "Who wounded him?",
+            &[held("The rent is due on Friday.")],
+            &NO_SYNONYMS
+        ));
         let close = Held {
             text: "The rent is due on Friday.",
             closeness: 0.6,
             asked: false,
             fits: &[],
         };
-        assert!(gate.bears_on("Who wounded him?", &[close]));
-        assert!(!gate.bears_on("Who wounded him?", &[]));
+        assert!(gate.bears_on("Who wounded him?", &[close], &NO_SYNONYMS));
+        assert!(!gate.bears_on("Who wounded him?", &[], &NO_SYNONYMS));
     }
 
     /// A text only its closeness puts on the subject (not found by the question's
@@ -376,7 +450,7 @@ mod tests {
         // Half of "Hospital dresser": a place at the hospital says nothing of a trade.
         let place = "The chemical laboratory at St Bartholomew's Hospital.";
         assert_eq!(
-            gate.choose(question, &options, &[close(place)], &even),
+            gate.choose(question, &options, &[close(place)], plain()),
             None
         );
         // The same half, from a text found by the question's own search, is enough.
@@ -385,13 +459,13 @@ mod tests {
             ..close(place)
         };
         assert_eq!(
-            gate.choose(question, &options, &[found], &even),
+            gate.choose(question, &options, &[found], plain()),
             Some((0, 0))
         );
         // All of it, even from a merely close text.
         let whole = "I was a hospital dresser under Watson.";
         assert_eq!(
-            gate.choose(question, &options, &[close(whole)], &even),
+            gate.choose(question, &options, &[close(whole)], plain()),
             Some((0, 0))
         );
         // In other words: the fits of a merely close text pick nothing; of a text
@@ -401,13 +475,13 @@ mod tests {
             fits: &fits,
             ..close("He works among the wards and bandages.")
         };
-        assert_eq!(gate.choose(question, &options, &[loose], &even), None);
+        assert_eq!(gate.choose(question, &options, &[loose], plain()), None);
         let firm = Held {
             fits: &fits,
             ..close("The chemist works among the wards and bandages.")
         };
         assert_eq!(
-            gate.choose(question, &options, &[firm], &even),
+            gate.choose(question, &options, &[firm], plain()),
             Some((0, 0))
         );
     }
@@ -428,9 +502,65 @@ mod tests {
             asked: true,
             fits: &fits,
         };
-        assert_eq!(gate.choose(question, &options, &[named(0.59)], &even), None);
         assert_eq!(
-            gate.choose(question, &options, &[named(0.4)], &even),
+            gate.choose(question, &options, &[named(0.59)], plain()),
+            None
+        );
+        assert_eq!(
+            gate.choose(question, &options, &[named(0.4)], plain()),
+            Some((0, 0))
+        );
+    }
+
+    /// A word held in other words (a synonym) counts for half of it, and a text that
+    /// shares a word with the question only in other words is on its subject: "a small
+    /// black book full of names and sums" answers for "a little book of names with
+    /// amounts of money" about "the bundle" when the packet is a bundle. Half is not
+    /// enough alone for a text merely close to the question.
+    #[test]
+    fn words_in_other_words_count_for_half_and_put_a_text_on_the_subject() {
+        let thesaurus = Thesaurus::from_groups([
+            &["little", "small"][..],
+            &["sum", "amount"][..],
+            &["bundle", "packet"][..],
+            &["weekday", "day"][..],
+        ]);
+        let words = (&even as &dyn Fn(&str) -> f32, &thesaurus);
+        let options = [
+            "A roll of banknotes",
+            "A pawn ticket and a ring",
+            "A little book of names with amounts of money",
+        ];
+        let question = "What was inside the bundle you pinched?";
+        let gate = Gate::default();
+        let packet = held("The packet I lifted holds a small black book full of names and sums.");
+        assert_eq!(
+            gate.choose(question, &options, &[packet], words),
+            Some((2, 0))
+        );
+        // As written only, the text shares no word with the question and holds two of
+        // the option's five words: it supports nothing.
+        assert_eq!(gate.choose(question, &options, &[packet], plain()), None);
+        // A merely close text holding one option only in other words supports nothing.
+        let close = Held {
+            closeness: 0.4,
+            ..held("Some small change.")
+        };
+        let sizes = ["Little", "Huge"];
+        assert_eq!(
+            gate.choose("What size was it?", &sizes, &[close], words),
+            None
+        );
+        assert_eq!(
+            gate.choose(
+                "What size was it?",
+                &sizes,
+                &[Held {
+                    text: "Little change.",
+                    ..close
+                }],
+                words
+            ),
             Some((0, 0))
         );
     }

@@ -17,6 +17,7 @@ pub mod lexical;
 pub mod modules;
 mod personality;
 mod semantic;
+pub mod thesaurus;
 pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};

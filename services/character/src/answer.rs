@@ -140,7 +140,14 @@ impl CharacterAgents {
                 grounding,
                 (own.as_deref(), lines),
                 (question, options),
-                &|stem| shard.layers().semantic.word_rarity(stem),
+                (
+                    &|stem| shard.layers().semantic.word_rarity(stem),
+                    if settings.synonyms {
+                        boundary::thesaurus()
+                    } else {
+                        boundary::no_synonyms()
+                    },
+                ),
             ),
             None => Verdict {
                 abstain: boundary::abstains(reverie_on, recalled.abstain, grounding),

@@ -16,10 +16,12 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
 use dramatis_memory::evidence::{Gate, Held};
 use dramatis_memory::modules::{Grounding, ModuleKind};
+use dramatis_memory::thesaurus::{Thesaurus, WORDNET_DIR};
 use dramatis_proto::v1::{SceneFrame, Usage};
 
 use crate::AgentError;
@@ -80,7 +82,7 @@ pub fn weigh<'a>(
     grounding: &'a [Grounding],
     (own, lines): (Option<&'a str>, &'a [String]),
     (question, options): (&str, &[String]),
-    rarity: &dyn Fn(&str) -> f32,
+    words: (&dyn Fn(&str) -> f32, &Thesaurus),
 ) -> Verdict {
     // What is held, with the id of each text.
     let mut held: Vec<(&str, Held<'_>)> = Vec::new();
@@ -160,12 +162,12 @@ pub fn weigh<'a>(
     let texts: Vec<Held<'_>> = held.iter().map(|(_, h)| *h).collect();
     if options.is_empty() {
         return Verdict {
-            abstain: !gate.bears_on(question, &texts),
+            abstain: !gate.bears_on(question, &texts, words.1),
             ..Verdict::default()
         };
     }
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    match gate.choose(question, &options, &texts, rarity) {
+    match gate.choose(question, &options, &texts, words) {
         Some((option, text)) => Verdict {
             abstain: false,
             choice: Some(option),
@@ -179,6 +181,35 @@ pub fn weigh<'a>(
             ..Verdict::default()
         },
     }
+}
+
+/// WordNet's synonyms, as the gate counts them, read once per process from set-up's
+/// files under the models directory. Without them (set-up not run), a warning is
+/// logged once and words match only as written.
+pub fn thesaurus() -> &'static Thesaurus {
+    static LOADED: OnceLock<Thesaurus> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        let dir = dramatis_runtime::models::model_path(WORDNET_DIR);
+        match Thesaurus::load(&dir) {
+            Ok(thesaurus) => {
+                tracing::debug!(stems = thesaurus.len(), "synonyms loaded");
+                thesaurus
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "{e}; the evidence gate matches words only as written \
+                     (run `bash scripts/setup.sh`)"
+                );
+                Thesaurus::default()
+            }
+        }
+    })
+}
+
+/// No synonyms: words match only as written (`--synonyms off`).
+pub fn no_synonyms() -> &'static Thesaurus {
+    static NONE: OnceLock<Thesaurus> = OnceLock::new();
+    NONE.get_or_init(Thesaurus::default)
 }
 
 /// Whether a scene memory is the digest of a scene the character lived through

@@ -140,6 +140,11 @@ fn file_safe(id: &str) -> String {
 impl CharacterAgents {
     #[must_use]
     pub fn new(options: AgentOptions) -> Self {
+        // The gate's synonyms take a second or two to read: read them now, off the
+        // caller's thread, rather than on the first question.
+        if options.recall.gate.is_some() && options.recall.synonyms {
+            std::thread::spawn(|| crate::boundary::thesaurus().len());
+        }
         Self {
             shards: Arc::default(),
             lost: Arc::default(),

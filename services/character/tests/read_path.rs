@@ -695,3 +695,60 @@ async fn the_place_in_view_is_evidence_while_its_scene_goes_on() {
         "one who was not there refuses"
     );
 }
+
+/// An option's own words are searched for by word whatever the recall mode: the one
+/// fact that names "Gullcove" shares no word form with "At which inlet are the illicit
+/// kegs landed? Gullcove" that a vector search would weigh above the facts about inlets
+/// and kegs, yet it is the evidence, and the gate picks the option it names. A
+/// character without that fact refuses.
+#[tokio::test]
+async fn an_option_named_in_a_fact_is_found_by_its_word_and_answers() {
+    let fact = |id: &str, text: &str| KnownFact {
+        id: id.into(),
+        text: text.into(),
+        ..KnownFact::default()
+    };
+    let filler = [
+        fact("inlets", "Every inlet along this coast silts up by autumn."),
+        fact("kegs", "The cooper mends kegs and barrels behind the inn."),
+        fact(
+            "illicit",
+            "Illicit trade is punished by the magistrate at Truro.",
+        ),
+        fact("landing", "Boats are landed on the shingle at high water."),
+        fact(
+            "coves",
+            "Kynance Cove and Lamorna Cove are far to the west.",
+        ),
+    ];
+    let mut knowledge = filler.to_vec();
+    knowledge.push(fact(
+        "smuggler",
+        "A smuggler called Jory Penhallow lands brandy at Gullcove on moonless nights.",
+    ));
+    let options: Vec<String> = ["Kynance Cove", "Lamorna Cove", "Gullcove", "Porthallow"]
+        .map(String::from)
+        .to_vec();
+    let question = "At which inlet are the illicit kegs landed?";
+    let mut choices = Vec::new();
+    for knowledge in [knowledge, filler.to_vec()] {
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+            Arc::new(FakeEmbedder::new(512)),
+        ));
+        let profile = CharacterProfile {
+            id: "ben".into(),
+            name: "Ben".into(),
+            profile: "A fisherman.".into(),
+            knowledge,
+            ..CharacterProfile::default()
+        };
+        agents.attach("w", "ben", profile).await.expect("attached");
+        let view = agents
+            .recall_view("w", "ben", question, &options)
+            .await
+            .expect("recall");
+        choices.push((view.choice, view.abstained));
+    }
+    assert_eq!(choices, [(Some(2), false), (None, true)]);
+}

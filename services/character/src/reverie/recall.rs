@@ -61,6 +61,9 @@ pub struct RecallSettings {
     pub gate: Option<Gate>,
     /// Search the facts for each option of a multiple-choice question too.
     pub option_search: bool,
+    /// The gate counts a word in other words (WordNet's synonyms,
+    /// [`crate::boundary::thesaurus`]).
+    pub synonyms: bool,
 }
 
 /// Which of ReverieMem's three layers the read path consults.
@@ -155,6 +158,7 @@ impl Default for RecallSettings {
             layers: Layers::ALL,
             gate: Some(Gate::default()),
             option_search: true,
+            synonyms: true,
         }
     }
 }
@@ -568,20 +572,42 @@ async fn weigh_options(
             || anchor.is_some_and(|a| a.id == id)
             || found.iter().any(|f| f.id == id)
     };
+    // An option's own words are searched for whatever the recall mode: a rare word
+    // such as a name or a weekday is the surest trace of an option, and any fact that
+    // holds one is weighed (the gate, not the search, decides what it supports).
     let wide = RecallSettings {
         pool_max: settings.per_probe * query.options.len() * 2,
+        lexical: true,
+        lexical_min: f32::MIN_POSITIVE,
         ..settings.clone()
     };
     let semantic = &shard.layers().semantic;
+    let by_vector: Vec<String> = retrieve(
+        shard,
+        me,
+        &vectors,
+        &[],
+        &RecallSettings {
+            lexical: false,
+            ..wide.clone()
+        },
+    )
+    .into_iter()
+    .map(|(fact, _)| fact.id)
+    .collect();
     for (fact, _) in retrieve(shard, me, &vectors, &words, &wide) {
         if held(&found, &fact.id) {
             continue;
         }
+        // A fact only an option's word found (no option brought it near) is on the
+        // question's subject only by the words they share, never by closeness: a
+        // distractor's word turns up in memories about anything.
         let closeness = semantic
             .facts()
             .iter()
             .position(|f| f.id == fact.id)
             .and_then(|p| semantic.vector_at(p))
+            .filter(|_| by_vector.contains(&fact.id))
             .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
         found.push(Found {
             id: fact.id.clone(),
