@@ -68,6 +68,12 @@ impl Lexical {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
+    /// How many texts hold `stem`.
+    #[must_use]
+    pub fn holders(&self, stem: &str) -> usize {
+        self.postings.get(stem).map_or(0, Vec::len)
+    }
+
     /// Texts indexed.
     #[must_use]
     pub fn len(&self) -> usize {

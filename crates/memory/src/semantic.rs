@@ -77,6 +77,12 @@ impl SemanticLayer {
         self.words.rarity(stem)
     }
 
+    /// How many facts hold `stem` (visible to anyone).
+    #[must_use]
+    pub fn word_holders(&self, stem: &str) -> usize {
+        self.words.holders(stem)
+    }
+
     /// The facts visible to `character` that share the rarest words with `text`: the
     /// `k` best by BM25, each with its position and score, best first.
     #[must_use]

@@ -132,6 +132,13 @@ impl CharacterAgents {
         let reverie_on = boundary::reverie_on(shard);
         let settings = &self.options.recall;
         let own = boundary::own_description(shard, question);
+        // The gate reads the question with the other names of whoever it names.
+        let others = boundary::other_names(shard, question);
+        let question = if others.is_empty() {
+            question.to_owned()
+        } else {
+            format!("{question} ({})", others.join("; "))
+        };
         let verdict = match &settings.gate {
             Some(gate) => boundary::weigh(
                 (gate, settings.relevant),
@@ -139,7 +146,7 @@ impl CharacterAgents {
                 recalled,
                 grounding,
                 (own.as_deref(), lines),
-                (question, options),
+                (&question, options),
                 (
                     &|stem| shard.layers().semantic.word_rarity(stem),
                     if settings.synonyms {

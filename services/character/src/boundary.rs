@@ -14,7 +14,7 @@
 //!   words named as unknown to the character; if the retry still uses them, the line
 //!   is replaced by an in-character deflection.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -245,6 +245,41 @@ pub fn own_description(shard: &Shard, question: &str) -> Option<String> {
     }
     let _ = write!(text, ": {}", p.profile.trim());
     Some(text)
+}
+
+/// The other names of everyone `question` names, as this character knows them: each
+/// person it perceived under more than one name (a stranger seen as "a tall young man
+/// with a test-tube" who later introduced himself as "Holmes": one handle, two names)
+/// is the same person whichever name a question or a memory uses. Only names the
+/// character perceived count, so no name reaches the gate that the character never
+/// heard. A name counts as named when the question holds all its content words.
+#[must_use]
+pub fn other_names(shard: &Shard, question: &str) -> Vec<String> {
+    let me = shard.id();
+    let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for p in shard.perceived() {
+        let pairs = [(&p.speaker, &p.speaker_name), (&p.target, &p.target_name)];
+        let present = p.perceivers.iter().zip(&p.perceiver_names);
+        for (id, name) in pairs.into_iter().chain(present) {
+            if !id.is_empty() && id != me && !name.trim().is_empty() {
+                names.entry(id).or_default().insert(name.trim());
+            }
+        }
+    }
+    let asked: HashSet<String> = dramatis_memory::lexical::stems(question)
+        .into_iter()
+        .collect();
+    let named = |name: &str| {
+        let stems = dramatis_memory::lexical::stems(name);
+        !stems.is_empty() && stems.iter().all(|s| asked.contains(s))
+    };
+    let mut others: Vec<String> = Vec::new();
+    for known in names.values().filter(|n| n.len() > 1) {
+        if known.iter().any(|n| named(n)) {
+            others.extend(known.iter().filter(|n| !named(n)).map(|n| (*n).to_owned()));
+        }
+    }
+    others
 }
 
 /// The turn instruction when the character was asked something its memory does not

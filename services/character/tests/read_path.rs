@@ -752,3 +752,69 @@ async fn an_option_named_in_a_fact_is_found_by_its_word_and_answers() {
     }
     assert_eq!(choices, [(Some(2), false), (None, true)]);
 }
+
+/// A person the character perceived under two names is one person to its gate: Watson
+/// heard a stranger ("a tall young man with a test-tube") say he had found a reagent,
+/// then heard him introduce himself as Holmes, so "What has Holmes discovered?" is
+/// about that line. A Watson who never heard the name cannot link them, and refuses.
+#[tokio::test]
+async fn a_person_known_by_two_names_is_one_subject_to_the_gate() {
+    let stranger = "a tall young man with a test-tube";
+    let event = |seq: u64, kind: EventKind, name: &str, text: &str| Event {
+        world_id: "w".into(),
+        seq,
+        scene_id: "s1".into(),
+        kind: kind as i32,
+        speaker: if name.is_empty() {
+            String::new()
+        } else {
+            "person-7".into()
+        },
+        speaker_name: name.into(),
+        text: text.into(),
+        perceivers: vec!["watson".into(), "person-7".into()],
+        perceiver_names: vec!["John Watson".into(), stranger.into()],
+        ..Event::default()
+    };
+    let seen = vec![
+        event(1, EventKind::SceneStart, "", "Scene 1: the laboratory"),
+        event(
+            2,
+            EventKind::Speech,
+            stranger,
+            "I have found a reagent which is precipitated by haemoglobin!",
+        ),
+    ];
+    let mut heard = seen.clone();
+    heard.push(event(3, EventKind::Speech, "Holmes", "Holmes is the name."));
+    let options: Vec<String> = ["A reagent", "A ring", "A letter", "A bullet"]
+        .map(String::from)
+        .to_vec();
+    let mut verdicts = Vec::new();
+    for events in [heard, seen] {
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+            Arc::new(FakeEmbedder::new(512)),
+        ));
+        let profile = CharacterProfile {
+            id: "watson".into(),
+            name: "John Watson".into(),
+            profile: "An army doctor.".into(),
+            ..CharacterProfile::default()
+        };
+        agents
+            .attach("w", "watson", profile)
+            .await
+            .expect("attached");
+        agents
+            .perceive("w", "watson", &events)
+            .await
+            .expect("perceived");
+        let view = agents
+            .recall_view("w", "watson", "What has Holmes discovered?", &options)
+            .await
+            .expect("recall");
+        verdicts.push((view.choice, view.abstained));
+    }
+    assert_eq!(verdicts, [(Some(0), false), (None, true)]);
+}

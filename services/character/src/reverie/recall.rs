@@ -62,7 +62,8 @@ pub struct RecallSettings {
     /// Search the facts for each option of a multiple-choice question too.
     pub option_search: bool,
     /// The gate counts a word in other words (WordNet's synonyms,
-    /// [`crate::boundary::thesaurus`]).
+    /// [`crate::boundary::thesaurus`]). Off by default: on a real novel's cloze items
+    /// they cost more refusals than they win answers (README, KBF).
     pub synonyms: bool,
 }
 
@@ -158,7 +159,7 @@ impl Default for RecallSettings {
             layers: Layers::ALL,
             gate: Some(Gate::default()),
             option_search: true,
-            synonyms: true,
+            synonyms: false,
         }
     }
 }
@@ -544,6 +545,9 @@ fn retrieve(
         .collect()
 }
 
+/// An option's word held by at most this many facts is searched for by word.
+const RARE_HOLDERS: usize = 2;
+
 /// What each option of a multiple-choice question finds, searched by the question and
 /// option together (facts and scene memories) and by the option's words (facts), that
 /// the pool and the anchor do not hold yet, with its cosine to the question itself.
@@ -565,7 +569,31 @@ async fn weigh_options(
         .map(|o| format!("{} {}", query.text.trim(), o.trim()))
         .collect();
     let vectors = embedder.embed(&asked).await?;
-    let words: Vec<&str> = query.options.iter().map(String::as_str).collect();
+    // Searched by word: each option's names (capitalised words: a place, a person, a
+    // weekday) that at most `RARE_HOLDERS` facts hold. A common word, or one many facts
+    // hold ("looking", in a novel), finds memories about anything.
+    let semantic = &shard.layers().semantic;
+    let rare: Vec<String> = query
+        .options
+        .iter()
+        .map(|option| {
+            option
+                .split_whitespace()
+                .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+                .flat_map(dramatis_memory::modules::content_words)
+                .filter(|w| {
+                    let held = dramatis_memory::lexical::stems(w)
+                        .iter()
+                        .map(|s| semantic.word_holders(s))
+                        .max()
+                        .unwrap_or(0);
+                    (1..=RARE_HOLDERS).contains(&held)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let words: Vec<&str> = rare.iter().map(String::as_str).collect();
     let mut found: Vec<Found> = Vec::new();
     let held = |found: &[Found], id: &str| {
         pool.iter().any(|(f, _)| f.id == id)
@@ -581,7 +609,6 @@ async fn weigh_options(
         lexical_min: f32::MIN_POSITIVE,
         ..settings.clone()
     };
-    let semantic = &shard.layers().semantic;
     let by_vector: Vec<String> = retrieve(
         shard,
         me,
