@@ -530,11 +530,11 @@ fn the_evidence_gate_answers_in_other_words_and_refuses_on_loose_memories() {
     }
 }
 
-/// Words in other words: with `--synonyms on`, WordNet's synonyms (set-up fetches them)
-/// let the gate see that "the books" a question names are "the ledgers" a fact names,
-/// so Ada, who knows the inspector comes on Thursday to audit the ledgers, answers "On
-/// which weekday is the revenue man due to go through the books?". By default (off) she
-/// refuses it, and on this set the synonyms cost no refusal.
+/// Words in other words: WordNet's synonyms (set-up fetches them) let the gate see that
+/// "the books" a question names are "the ledgers" a fact names, so Ada, who knows the
+/// inspector comes on Thursday to audit the ledgers, answers "On which weekday is the
+/// revenue man due to go through the books?". With `--synonyms off` she refuses it, and
+/// the synonyms cost no refusal anywhere in the set.
 #[test]
 fn synonyms_answer_a_question_that_names_the_subject_in_other_words() {
     if !embedder_present() {
@@ -543,8 +543,8 @@ fn synonyms_answer_a_question_that_names_the_subject_in_other_words() {
     let probes = repo().join("tests/scenarios/tidewater/paraphrased.jsonl");
     let scenario = "tests/scenarios/tidewater/scenario.toml";
     let id = "ada-inspect-day@1";
-    let without = kbf_json(&probes, scenario, "retrieval", &[]).expect("default");
-    let with = kbf_json(&probes, scenario, "retrieval", &["--synonyms", "on"]).expect("on");
+    let without = kbf_json(&probes, scenario, "retrieval", &["--synonyms", "off"]).expect("off");
+    let with = kbf_json(&probes, scenario, "retrieval", &[]).expect("on");
     assert_eq!(answer_of(&without, id), "E", "{without}");
     assert_eq!(answer_of(&with, id), "D", "{with}");
     assert!(number(&with, "kr_acc") > 0.99, "{with}");

@@ -62,8 +62,7 @@ pub struct RecallSettings {
     /// Search the facts for each option of a multiple-choice question too.
     pub option_search: bool,
     /// The gate counts a word in other words (WordNet's synonyms,
-    /// [`crate::boundary::thesaurus`]). Off by default: on a real novel's cloze items
-    /// they cost more refusals than they win answers (README, KBF).
+    /// [`crate::boundary::thesaurus`]).
     pub synonyms: bool,
 }
 
@@ -159,7 +158,7 @@ impl Default for RecallSettings {
             layers: Layers::ALL,
             gate: Some(Gate::default()),
             option_search: true,
-            synonyms: false,
+            synonyms: true,
         }
     }
 }
