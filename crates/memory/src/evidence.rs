@@ -24,8 +24,8 @@
 //! **Words in other words.** A text holds a word it holds a synonym of
 //! ([`Thesaurus`]) for `alike` of the word's weight, and a word it shares with the
 //! question only as a synonym puts it on the subject, as closeness does: it must hold
-//! `loose_share` of an option (firmly on the subject takes a word shared as written;
-//! on a novel, synonyms making texts firm cost 14 refusals in 190).
+//! `loose_share` of an option (firmly on the subject takes a word shared as written:
+//! synonyms making texts firm cost 14 refusals in 190 on a novel's cloze items).
 //!
 //! **Merely close.** A text that only its closeness puts on the subject must hold
 //! `loose_share` of an option's words: a place at the hospital is near a question about

@@ -599,41 +599,41 @@ async fn weigh_options(
             || anchor.is_some_and(|a| a.id == id)
             || found.iter().any(|f| f.id == id)
     };
-    // An option's own words are searched for whatever the recall mode: a rare word
-    // such as a name or a weekday is the surest trace of an option, and any fact that
-    // holds one is weighed (the gate, not the search, decides what it supports).
-    let wide = RecallSettings {
-        pool_max: settings.per_probe * query.options.len() * 2,
+    // Found as the question is: by vector (question and option together) and, with
+    // recall by words (`--recall-by words|both`), by every word of each option above
+    // recall's own BM25 floor.
+    let pool_max = settings.per_probe * query.options.len() * 2;
+    let every: Vec<&str> = query.options.iter().map(String::as_str).collect();
+    let usual = RecallSettings {
+        pool_max,
+        ..settings.clone()
+    };
+    let hits = retrieve(shard, me, &vectors, &every, &usual);
+    let usual: Vec<String> = hits.iter().map(|(fact, _)| fact.id.clone()).collect();
+    // And by an option's names, whatever the recall mode, any hit: a place or a
+    // weekday is the surest trace of an option, and recall's BM25 floor is above any
+    // score in a shard of twenty facts.
+    let by_name = RecallSettings {
+        pool_max,
+        dense: false,
         lexical: true,
         lexical_min: f32::MIN_POSITIVE,
         ..settings.clone()
     };
-    let by_vector: Vec<String> = retrieve(
-        shard,
-        me,
-        &vectors,
-        &[],
-        &RecallSettings {
-            lexical: false,
-            ..wide.clone()
-        },
-    )
-    .into_iter()
-    .map(|(fact, _)| fact.id)
-    .collect();
-    for (fact, _) in retrieve(shard, me, &vectors, &words, &wide) {
+    let named = retrieve(shard, me, &[], &words, &by_name);
+    for (fact, _) in hits.into_iter().chain(named) {
         if held(&found, &fact.id) {
             continue;
         }
-        // A fact only an option's word found (no option brought it near) is on the
-        // question's subject only by the words they share, never by closeness: a
-        // distractor's word turns up in memories about anything.
+        // A fact only an option's name found is on the question's subject only by the
+        // words they share, never by closeness: a distractor's word turns up in
+        // memories about anything.
         let closeness = semantic
             .facts()
             .iter()
             .position(|f| f.id == fact.id)
             .and_then(|p| semantic.vector_at(p))
-            .filter(|_| by_vector.contains(&fact.id))
+            .filter(|_| usual.contains(&fact.id))
             .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
         found.push(Found {
             id: fact.id.clone(),
