@@ -732,10 +732,7 @@ async fn an_option_named_in_a_fact_is_found_by_its_word_and_answers() {
     let question = "At which inlet are the illicit kegs landed?";
     let mut choices = Vec::new();
     for knowledge in [knowledge, filler.to_vec()] {
-        let agents = CharacterAgents::new(AgentOptions::new(
-            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
-            Arc::new(FakeEmbedder::new(512)),
-        ));
+        let agents = agents(&ScriptedModel::new(Vec::new()), None);
         let profile = CharacterProfile {
             id: "ben".into(),
             name: "Ben".into(),
@@ -792,10 +789,7 @@ async fn a_person_known_by_two_names_is_one_subject_to_the_gate() {
         .to_vec();
     let mut verdicts = Vec::new();
     for events in [heard, seen] {
-        let agents = CharacterAgents::new(AgentOptions::new(
-            RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
-            Arc::new(FakeEmbedder::new(512)),
-        ));
+        let agents = agents(&ScriptedModel::new(Vec::new()), None);
         let profile = CharacterProfile {
             id: "watson".into(),
             name: "John Watson".into(),
