@@ -48,7 +48,7 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$new" "$artifacts" "$seeds"
   if [ "$target" = scenario_text ]; then
     # Every scenario file in the repository, valid and broken, as seeds.
-    find scenarios services/world/tests ingest/tests tests/scenarios -name '*.toml' -size -64k \
+    find scenarios crates/scenario/tests ingest/tests tests/scenarios -name '*.toml' -size -64k \
       -exec cp -t "$seeds" {} + 2>/dev/null || true
   fi
   if [ "$target" = sandbox_crowd ]; then

@@ -9,7 +9,7 @@ use dramatis_llm::{
     LanguageModel, ModelRole, OpenAiClient, OpenAiConfig, RoleModels, ScriptedModel,
 };
 
-use crate::args::{BoundaryGuardArg, EndpointArgs, MemoryWritesArg, ModelArgs, RecallBy};
+use crate::options::{BoundaryGuardArg, EndpointArgs, MemoryWritesArg, ModelArgs, RecallBy};
 
 /// The models for each role, from the arguments. The character endpoint must be set
 /// unless the scripted model was chosen; the narrator and answer roles fall back to the

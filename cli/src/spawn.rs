@@ -23,7 +23,7 @@ use dramatis_world::agent_clients::{AgentDirectory, Loss};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::args::ModelArgs;
+use crate::options::{LayoutArg, LayoutArgs, ModelArgs};
 
 /// The line a child prints when it is ready.
 pub const READY: &str = "DRAMATIS_READY";
@@ -155,6 +155,20 @@ pub enum Layout {
     PerWorld,
     /// One process per character.
     PerCharacter,
+}
+
+impl From<&LayoutArgs> for Layout {
+    /// The layout these flags ask for.
+    fn from(args: &LayoutArgs) -> Self {
+        match (args.shared_agent, args.agents) {
+            (true, _) | (false, LayoutArg::World) => Self::PerWorld,
+            (false, LayoutArg::Character) => Self::PerCharacter,
+            (false, LayoutArg::Pool) => Self::Pool(args.agent_pool.map_or_else(
+                || std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+                |n| n as usize,
+            )),
+        }
+    }
 }
 
 impl Layout {

@@ -11,7 +11,7 @@ use dramatis_runtime::Shutdown;
 use dramatis_world::agent_clients::AgentDirectory;
 use dramatis_world::{ServeError, WorldServiceOptions, Worlds};
 
-use crate::args::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
+use crate::options::{BoundaryGuardArg, MemoryWritesArg, ModelArgs};
 use crate::spawn::{Spawned, SpawnedAgents, start_builtin_llm};
 
 /// The running stack; dropping it stops everything it started.

@@ -60,8 +60,8 @@ async fn watchers_that_do_not_read_are_bounded_and_cut_off() {
     let pid = server.id().expect("pid");
     let mut world = WorldClient::connect(url.clone()).await.expect("connect");
     let path = common::repo().join("scenarios/lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
-    let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("shipped sandbox");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
     spec.rounds = 400;
     world
         .create_world(CreateWorldRequest {

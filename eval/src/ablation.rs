@@ -11,8 +11,8 @@ use anyhow::anyhow;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::{CharacterRef, GetAuditRequest, GetWorldRequest, SnapshotRequest, Usage};
 use dramatis_runtime::client::{ClientOptions, describe, world_client};
+use dramatis_scenario::Scenario;
 use dramatis_world::agent_clients::AgentLinks;
-use dramatis_world::scenario::Scenario;
 use serde::Serialize;
 
 use crate::answerers::{Answerer, RecallAnswerer, ask_at_positions};
@@ -170,7 +170,7 @@ pub async fn play_and_probe(
 
 /// A scenario file, a folder holding one, or a shipped scenario's name.
 pub fn resolve_scenario(scenario: &str) -> anyhow::Result<PathBuf> {
-    if let Some(file) = dramatis_world::scenario::local_file(scenario)? {
+    if let Some(file) = dramatis_scenario::local_file(scenario)? {
         return Ok(file);
     }
     let shipped = dramatis_runtime::models::scenarios_dir()

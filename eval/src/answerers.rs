@@ -21,7 +21,7 @@ use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
 use dramatis_memory::vector::dot as cosine;
 use dramatis_proto::v1::{AskRequest, AskResponse, Usage};
 use dramatis_runtime::client::describe;
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 
 use crate::kbf::{Probe, best_supported, match_letter};
 use crate::probes::{derive_gold, truths};

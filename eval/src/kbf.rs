@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 use dramatis_embed::Embedder;
 use dramatis_memory::vector::dot as cosine;
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// The refusal option.

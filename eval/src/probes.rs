@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher as _;
 
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 
 use crate::kbf::{Probe, REFUSAL, REFUSAL_TEXT, Split};
 use crate::walk::{Run, Source, sources};

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail};
 use dramatis_proto::v1::{AdvanceRequest, Event, EventKind, WorldStatus, advance_request};
 use dramatis_runtime::client::{WorldRpc, describe};
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 
 use crate::words::word_set;
 

@@ -1,7 +1,7 @@
 //! An inline sandbox spec's bytes, as `CreateWorld` receives them (see
-//! `dramatis_world::scenario::fuzz_checks::sandbox_spec`).
+//! `dramatis_scenario::fuzz_checks::sandbox_spec`).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    dramatis_world::scenario::fuzz_checks::sandbox_spec(data);
+    dramatis_scenario::fuzz_checks::sandbox_spec(data);
 });

@@ -1,7 +1,7 @@
 //! A scenario file's text through the validator (see
-//! `dramatis_world::scenario::fuzz_checks::scenario_text`).
+//! `dramatis_scenario::fuzz_checks::scenario_text`).
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    dramatis_world::scenario::fuzz_checks::scenario_text(data);
+    dramatis_scenario::fuzz_checks::scenario_text(data);
 });

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]

@@ -60,8 +60,8 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
 
     // An open story asking for 4,294,967,295 rounds.
     let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
-    let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("shipped sandbox");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("spec");
     // An inline spec with more characters, or facts, than the service allows: refused
     // before it is read any further (before, a 1 MB spec could hold 53,000 characters,
     // about 5 GB of agent memory).

@@ -105,7 +105,7 @@ async fn companions_were_there(scenario_name: &str, characters: &[&str], rules: 
     let cluster = Cluster::start(characters, rules).await;
     let id = cluster.create(scenario_name, "companions").await;
     advance(&cluster, &id, advance_request::Until::ScriptEnd(true)).await;
-    let scenario = dramatis_world::scenario::Scenario::load(
+    let scenario = dramatis_scenario::Scenario::load(
         &dramatis_tests::scenarios_dir().join(format!("{scenario_name}/scenario.toml")),
     )
     .expect("shipped scenario");

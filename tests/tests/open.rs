@@ -155,8 +155,8 @@ async fn an_open_story_moves_people_and_tells_each_only_what_happens_where_they_
 
 fn ledger_spec() -> dramatis_proto::v1::SandboxSpec {
     let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
-    dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("an open story")
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("shipped sandbox");
+    dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("an open story")
 }
 
 async fn create_inline(

@@ -60,7 +60,7 @@ async fn world_requests_are_validated_precisely() {
         "no shipped scenario named \"hamlet\"",
     );
     let broken = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../services/world/tests/broken/unknown-cast.toml");
+        .join("../crates/scenario/tests/broken/unknown-cast.toml");
     assert_refused(
         world
             .create_world(CreateWorldRequest {

@@ -15,7 +15,7 @@
 //!    QA (four options) and RoleMemo-style Recall@10 (is the planted fact among the first
 //!    ten items recalled).
 
-use crate::args::ModelArgs;
+use crate::options::ModelArgs;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -28,7 +28,7 @@ use dramatis_eval::kbf::load_probes;
 use dramatis_eval::long_run::{PLANTED, write_long_run};
 use dramatis_memory::modules::ModuleSet;
 use dramatis_runtime::Shutdown;
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 
 use crate::stack::{LocalStack, folder_of};
 

@@ -2,7 +2,7 @@
 //! end of the scene, or to the end of the story, printing one summary line per scene as
 //! each scene ends.
 
-use crate::args::ServerArg;
+use crate::options::ServerArg;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use dramatis_proto::v1::{

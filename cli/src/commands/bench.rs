@@ -9,7 +9,7 @@ use dramatis_character::MemoryWrites;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::bench::{TurnsSetup, turns};
 
-use crate::args::MemoryWritesArg;
+use crate::options::MemoryWritesArg;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

@@ -17,7 +17,7 @@ use dramatis_runtime::memory_use::{peak_rss_mb_of, rss_mb};
 use serde::Serialize;
 
 use super::bench::{JsonArg, print_json};
-use crate::args::{LayoutArg, LayoutArgs, ModelArgs};
+use crate::options::{LayoutArg, LayoutArgs, ModelArgs};
 use crate::spawn::Layout;
 use crate::stack::LocalStack;
 
@@ -139,7 +139,13 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
             };
             eprintln!("{} × {characters}: running…", layout_name(layout));
             let spec = story_spec(&base, characters, args.rounds)?;
-            let run = one(&args.model, layout_args.layout(), spec, &scenarios_dir).await?;
+            let run = one(
+                &args.model,
+                Layout::from(&layout_args),
+                spec,
+                &scenarios_dir,
+            )
+            .await?;
             per_character = Some(run.peak_rss_mb_per_character.max(1.0));
             runs.push(Run {
                 layout: layout_name(layout).to_owned(),

@@ -210,11 +210,11 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
     let other_client =
         world_client(&ClientOptions::local(&format!("http://{}", other.addr))).await?;
     let id = format!("failover-{run}");
-    let base = dramatis_world::scenario::Scenario::load(
+    let base = dramatis_scenario::Scenario::load(
         &dramatis_runtime::models::scenarios_dir().join("lamplighters-ledger/scenario.toml"),
     )?;
-    let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(&base)
-        .context("the shipped open story")?;
+    let mut spec =
+        dramatis_scenario::sandbox::scenario_to_spec(&base).context("the shipped open story")?;
     spec.rounds = 60;
     owner_client
         .create_world(CreateWorldRequest {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::bench::{StorySetup, story, story_spec};
-use dramatis_world::scenario::ScenarioCatalog;
+use dramatis_scenario::ScenarioCatalog;
 
 use super::bench::{JsonArg, print_json};
 
@@ -38,7 +38,7 @@ pub struct StoryBenchArgs {
 pub fn sandbox_base(
     scenarios_dir: Option<&std::path::Path>,
     sandbox: &str,
-) -> anyhow::Result<(PathBuf, dramatis_world::scenario::Scenario)> {
+) -> anyhow::Result<(PathBuf, dramatis_scenario::Scenario)> {
     let dir = scenarios_dir.map_or_else(dramatis_runtime::models::scenarios_dir, PathBuf::from);
     let base = ScenarioCatalog::new(dir.clone())
         .load(sandbox)

@@ -19,10 +19,10 @@ use dramatis_llm::ModelRole;
 use dramatis_proto::v1::Usage;
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, world_client};
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 use serde_json::json;
 
-use crate::args::ModelArgs;
+use crate::options::ModelArgs;
 use crate::spawn::{Spawned, start_builtin_llm};
 use crate::stack::{LocalStack, folder_of};
 
@@ -317,7 +317,7 @@ fn longer_story(
 
 pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let scenario_path = match &args.scenario {
-        Some(path) => dramatis_world::scenario::local_file(&path.to_string_lossy())?
+        Some(path) => dramatis_scenario::local_file(&path.to_string_lossy())?
             .with_context(|| format!("no scenario file or folder {}", path.display()))?,
         None => args
             .probes

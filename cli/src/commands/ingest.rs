@@ -44,7 +44,7 @@ pub struct IngestArgs {
     pub stop_after: Option<String>,
     /// The endpoint that refines each stage (default: the built-in model).
     #[command(flatten)]
-    pub endpoint: crate::args::EndpointArgs,
+    pub endpoint: crate::options::EndpointArgs,
     /// The scripted model answering from this JSON fixture (tests).
     #[arg(long, conflicts_with_all = ["no_model", "llm_endpoint"])]
     pub scripted: Option<String>,

@@ -21,7 +21,7 @@ pub struct LlmServeArgs {
     #[arg(long)]
     pub threads: Option<i32>,
     #[command(flatten)]
-    pub metrics: crate::args::MetricsArgs,
+    pub metrics: crate::options::MetricsArgs,
 }
 
 pub async fn llm(args: LlmServeArgs) -> anyhow::Result<()> {

@@ -1,6 +1,6 @@
 //! `dramatis play`: a terminal client for `World.Play`.
 
-use crate::args::ServerArg;
+use crate::options::ServerArg;
 use anyhow::anyhow;
 use clap::Args;
 use dramatis_proto::v1::{

@@ -1,7 +1,7 @@
 //! `dramatis run`: everything in one command — model, world service, agents — then the
 //! story, printed live.
 
-use crate::args::ModelArgs;
+use crate::options::ModelArgs;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,7 +25,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
-    pub layout: crate::args::LayoutArgs,
+    pub layout: crate::options::LayoutArgs,
     /// Where the event log and process logs go (default: a temporary directory).
     #[arg(long, env = "DRAMATIS_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
@@ -58,7 +58,7 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     let stack = LocalStack::start(
         args.model.clone(),
         args.data_dir.clone(),
-        args.layout.layout(),
+        crate::spawn::Layout::from(&args.layout),
         args.scenarios_dir.clone(),
         file.as_deref().map(folder_of).unwrap_or_default(),
         shutdown.clone(),
@@ -114,10 +114,10 @@ fn scenes_that_failed(events: &[dramatis_proto::v1::Event]) -> Vec<u32> {
 
 /// `dramatis sandbox`: `run` for open stories; refuses a scripted scenario.
 pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
-    let spec = if let Some(file) = dramatis_world::scenario::local_file(&args.scenario)? {
-        dramatis_world::scenario::Scenario::load(&file)?
+    let spec = if let Some(file) = dramatis_scenario::local_file(&args.scenario)? {
+        dramatis_scenario::Scenario::load(&file)?
     } else {
-        let catalog = dramatis_world::scenario::ScenarioCatalog::new(
+        let catalog = dramatis_scenario::ScenarioCatalog::new(
             args.scenarios_dir
                 .clone()
                 .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
@@ -137,14 +137,14 @@ pub async fn sandbox(args: RunArgs) -> anyhow::Result<()> {
     }
     // Sent inline, as any client would send a sandbox spec.
     let inline =
-        dramatis_world::scenario::sandbox::scenario_to_spec(&spec).context("not an open story")?;
+        dramatis_scenario::sandbox::scenario_to_spec(&spec).context("not an open story")?;
     play_locally(args, create_world_request::Source::Sandbox(inline)).await
 }
 
 /// A CreateWorld source: an existing file (or a folder holding `scenario.toml`) is a
 /// path, anything else a shipped name.
 pub fn scenario_source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
-    Ok(match dramatis_world::scenario::local_file(scenario)? {
+    Ok(match dramatis_scenario::local_file(scenario)? {
         Some(file) => {
             let path = std::fs::canonicalize(&file).unwrap_or(file);
             create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())

@@ -1,6 +1,6 @@
 use anyhow::bail;
 use clap::Args;
-use dramatis_world::scenario::{Scenario, ScenarioCatalog};
+use dramatis_scenario::{Scenario, ScenarioCatalog};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]

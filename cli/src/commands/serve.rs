@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use crate::args::{LimitArgs, ModelArgs};
+use crate::options::{LimitArgs, ModelArgs};
 use anyhow::Context as _;
 use clap::Args;
 use dramatis_character::CharacterAgents;
@@ -14,8 +14,8 @@ use dramatis_world::cluster::{Cluster, Peers, Replica};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::args::MemoryWritesArg;
 use crate::models::{agent_options, role_models};
+use crate::options::MemoryWritesArg;
 use crate::spawn::{SpawnedAgents, start_builtin_llm};
 
 #[derive(Debug, Args)]
@@ -36,7 +36,7 @@ pub struct ServeArgs {
     )]
     pub agent_endpoints: Vec<String>,
     #[command(flatten)]
-    pub layout: crate::args::LayoutArgs,
+    pub layout: crate::options::LayoutArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     /// Where the event log (and process logs) live.
@@ -67,7 +67,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub security: ServeSecurityArgs,
     #[command(flatten)]
-    pub metrics: crate::args::MetricsArgs,
+    pub metrics: crate::options::MetricsArgs,
 }
 
 /// Where the event log is: the embedded file under --data-dir, or a NATS JetStream
@@ -284,7 +284,7 @@ pub struct AgentArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
-    pub metrics: crate::args::MetricsArgs,
+    pub metrics: crate::options::MetricsArgs,
     /// Also answer gRPC health checks, and nothing else, in plain HTTP/2 on this
     /// address: for probes (a kubelet's) that cannot present the world service's
     /// certificate, which the agent's own port demands.
@@ -355,7 +355,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             args.model.clone(),
             logs,
             &args.data_dir,
-            args.layout.layout(),
+            crate::spawn::Layout::from(&args.layout),
         )
         .await?;
         agent_tls = Some(spawned.agent_tls());

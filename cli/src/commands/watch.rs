@@ -1,4 +1,4 @@
-use crate::args::ServerArg;
+use crate::options::ServerArg;
 use anyhow::anyhow;
 use clap::Args;
 use dramatis_proto::v1::WatchRequest;

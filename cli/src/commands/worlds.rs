@@ -10,7 +10,7 @@ use dramatis_proto::v1::{
 };
 
 use super::run::scenario_source;
-use crate::args::ServerArg;
+use crate::options::ServerArg;
 use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
@@ -30,10 +30,10 @@ pub struct CreateArgs {
 /// first, so a mistake names the local file and line), or a sandbox spec file, which is
 /// sent inline so the server needs no copy of it.
 fn source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
-    if let Some(path) = dramatis_world::scenario::local_file(scenario)? {
-        let loaded = dramatis_world::scenario::Scenario::load(&path)?;
+    if let Some(path) = dramatis_scenario::local_file(scenario)? {
+        let loaded = dramatis_scenario::Scenario::load(&path)?;
         if loaded.open.is_some() {
-            let spec = dramatis_world::scenario::sandbox::scenario_to_spec(&loaded)
+            let spec = dramatis_scenario::sandbox::scenario_to_spec(&loaded)
                 .context("not an open story")?;
             return Ok(create_world_request::Source::Sandbox(spec));
         }

@@ -121,9 +121,8 @@ impl Dice {
 /// The shipped open story as an inline spec, with `rounds` rounds.
 pub fn ledger(rounds: u32) -> dramatis_proto::v1::SandboxSpec {
     let path = repo().join("scenarios/lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_world::scenario::Scenario::load(&path).expect("shipped sandbox");
-    let mut spec =
-        dramatis_world::scenario::sandbox::scenario_to_spec(&scenario).expect("an open story");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("shipped sandbox");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("an open story");
     spec.rounds = rounds;
     spec
 }

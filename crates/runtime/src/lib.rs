@@ -15,4 +15,4 @@ mod small;
 pub mod telemetry;
 
 pub use shutdown::Shutdown;
-pub use small::{lock, now_ms, prefix, saturating_u32};
+pub use small::{QUOTE_CHARS, lock, now_ms, prefix, quote, saturating_u32};

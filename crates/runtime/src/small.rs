@@ -33,6 +33,22 @@ pub fn prefix(input: &str, max_chars: usize) -> String {
     }
 }
 
+/// The most characters of a client's input an error message repeats.
+pub const QUOTE_CHARS: usize = 40;
+
+/// At most [`QUOTE_CHARS`] characters of `input`, quoted, saying how long it was when
+/// cut: how an error message repeats what a client sent.
+#[must_use]
+pub fn quote(input: &str) -> String {
+    let shown = prefix(input, QUOTE_CHARS);
+    match shown.strip_suffix('…') {
+        Some(cut) if shown.len() != input.len() => {
+            format!("{cut:?}… ({} characters)", input.chars().count())
+        }
+        _ => format!("{shown:?}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +72,13 @@ mod tests {
         assert_eq!(prefix("abcdef", 3), "abc…");
         assert_eq!(prefix("abc", 3), "abc");
         assert_eq!(prefix("ééé", 2), "éé…");
+    }
+
+    #[test]
+    fn quotes_are_cut_at_forty_characters_and_say_how_long_the_input_was() {
+        let long = "x".repeat(5_000);
+        let quoted = quote(&long);
+        assert_eq!(quoted, format!("{:?}… (5000 characters)", "x".repeat(40)));
+        assert_eq!(quote("short"), "\"short\"");
     }
 }

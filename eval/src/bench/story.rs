@@ -13,7 +13,7 @@ use dramatis_proto::v1::{
     advance_request, create_world_request, watch_response,
 };
 use dramatis_runtime::client::describe;
-use dramatis_world::scenario::Scenario;
+use dramatis_scenario::Scenario;
 
 use super::stages::{self, StageTime};
 use super::{Cluster, ClusterSetup};
@@ -61,7 +61,7 @@ const STAGE_WINDOW: usize = 10;
 /// (`<id>-2`, `<id>-3`, …, each district's opening place one step from the previous
 /// one's), so every place keeps the base's crowd.
 pub fn story_spec(base: &Scenario, characters: usize, rounds: u32) -> anyhow::Result<SandboxSpec> {
-    let mut spec = dramatis_world::scenario::sandbox::scenario_to_spec(base)
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(base)
         .with_context(|| format!("{} is not an open story", base.source.display()))?;
     anyhow::ensure!(
         !spec.characters.is_empty(),
@@ -253,7 +253,7 @@ mod tests {
             spec.characters.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), 10, "ids are distinct");
         assert!(ids.contains("ada-3") && !ids.contains("varga-3"), "{ids:?}");
-        let back = dramatis_world::scenario::sandbox::parse_spec(&spec).expect("valid");
+        let back = dramatis_scenario::sandbox::parse_spec(&spec).expect("valid");
         assert_eq!(back.characters.len(), 10);
         let small = story_spec(&base(), 2, 3).expect("cut");
         assert_eq!(small.characters.len(), 2);

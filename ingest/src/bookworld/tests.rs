@@ -1,5 +1,5 @@
 use super::*;
-use dramatis_world::scenario::{Route, Scenario};
+use dramatis_scenario::{Route, Scenario};
 
 fn fixtures() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/bookworld");

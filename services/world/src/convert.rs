@@ -4,8 +4,8 @@
 use dramatis_proto::v1::{self as pb, WorldStatus};
 use dramatis_runtime::saturating_u32;
 
-use crate::scenario::Scenario;
-use crate::story::state::WorldState;
+use dramatis_scenario::Scenario;
+use dramatis_story::state::WorldState;
 
 /// The world as clients see it: where the story is, who is where, the map, the cost.
 #[must_use]

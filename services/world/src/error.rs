@@ -1,7 +1,7 @@
 use dramatis_proto::{DomainError, ErrorKind};
 
 use crate::limits::quote;
-use crate::scenario::ScenarioError;
+use dramatis_scenario::ScenarioError;
 
 /// Why a world operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -17,8 +17,6 @@ pub mod limits;
 pub mod log;
 pub mod metrics;
 pub mod registry;
-pub mod scenario;
-pub mod story;
 mod unrestored;
 pub mod viewer;
 pub mod world;

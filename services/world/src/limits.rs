@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use crate::WorldError;
 
-/// The most characters of a client's input an error message repeats.
-pub const QUOTE_CHARS: usize = 40;
+pub use dramatis_runtime::{QUOTE_CHARS, quote};
 
 /// The limits of one world service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,18 +77,6 @@ impl Default for Limits {
     }
 }
 
-/// At most [`QUOTE_CHARS`] characters of `input`, marked when cut.
-#[must_use]
-pub fn quote(input: &str) -> String {
-    let shown = dramatis_runtime::prefix(input, QUOTE_CHARS);
-    match shown.strip_suffix('…') {
-        Some(cut) if shown.len() != input.len() => {
-            format!("{cut:?}… ({} characters)", input.chars().count())
-        }
-        _ => format!("{shown:?}"),
-    }
-}
-
 impl Limits {
     /// Refuses `value` (the field `field`) when it is longer than `max` characters.
     pub fn check_chars(field: &str, value: &str, max: usize) -> Result<(), WorldError> {
@@ -148,14 +135,6 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quotes_are_cut_at_forty_characters_and_say_how_long_the_input_was() {
-        let long = "x".repeat(5_000);
-        let quoted = quote(&long);
-        assert_eq!(quoted, format!("{:?}… (5000 characters)", "x".repeat(40)));
-        assert_eq!(quote("short"), "\"short\"");
-    }
 
     #[test]
     fn checks_refuse_only_what_is_over_the_limit() {

@@ -13,9 +13,9 @@ use crate::WorldError;
 use crate::agent_clients::{AgentDirectory, AgentLinks, AgentPool};
 use crate::cluster::{Cluster, Holder, Place};
 use crate::log::{SharedLog, WorldRecord};
-use crate::scenario::{Scenario, ScenarioCatalog};
 use crate::unrestored::{RETRY_EVERY, Unrestored};
 use crate::world::{Shared, World};
+use dramatis_scenario::{Scenario, ScenarioCatalog};
 
 /// Settings of a world service.
 #[derive(Debug, Clone)]
@@ -232,7 +232,7 @@ impl Worlds {
         ) else {
             return pb::WorldInfo::default();
         };
-        let mut state = crate::story::state::WorldState::initial(&scenario);
+        let mut state = dramatis_story::state::WorldState::initial(&scenario);
         for event in &history {
             state.apply(&scenario, event);
         }
@@ -640,7 +640,7 @@ impl Worlds {
                 // Validation is linear, but a megabyte of spec is still work: not on a
                 // thread that serves every other call.
                 let spec = spec.clone();
-                read_off_runtime(move || Ok(crate::scenario::sandbox::parse_spec(&spec)?)).await?
+                read_off_runtime(move || Ok(dramatis_scenario::sandbox::parse_spec(&spec)?)).await?
             }
         };
         let limits = &self.inner.limits;
@@ -700,7 +700,9 @@ impl Worlds {
         if let ScenarioSource::Sandbox(spec) = &source {
             let file = self.inner.sandboxes.join(format!("{id}.toml"));
             std::fs::create_dir_all(&self.inner.sandboxes)
-                .and_then(|()| std::fs::write(&file, crate::scenario::sandbox::spec_to_toml(spec)))
+                .and_then(|()| {
+                    std::fs::write(&file, dramatis_scenario::sandbox::spec_to_toml(spec))
+                })
                 .map_err(|e| {
                     WorldError::Log(format!("cannot keep sandbox {}: {e}", file.display()))
                 })?;
@@ -748,7 +750,7 @@ impl Worlds {
                 created_ms: dramatis_runtime::now_ms(),
                 sandbox_toml: match &source {
                     ScenarioSource::Sandbox(spec) => {
-                        Some(crate::scenario::sandbox::spec_to_toml(spec))
+                        Some(dramatis_scenario::sandbox::spec_to_toml(spec))
                     }
                     _ => None,
                 },

@@ -12,10 +12,10 @@ use tokio::sync::mpsc;
 
 use crate::WorldError;
 use crate::log::{SharedLog, TokenFeed};
-use crate::scenario::Scenario;
-use crate::story::names::Perspective;
-use crate::story::perception::PerceptionRouter;
-use crate::story::state::WorldState;
+use dramatis_scenario::Scenario;
+use dramatis_story::names::Perspective;
+use dramatis_story::perception::PerceptionRouter;
+use dramatis_story::state::WorldState;
 
 /// What one mirrored watch asks for.
 #[derive(Debug, Clone)]

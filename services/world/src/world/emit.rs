@@ -10,11 +10,11 @@ use tracing::Instrument as _;
 
 use super::World;
 use crate::WorldError;
-use crate::story::drafts::{Draft, Stamp};
-use crate::story::frame::frame_for;
-use crate::story::names::Perspective;
-use crate::story::perception::PerceptionRouter;
-use crate::story::state::WorldState;
+use dramatis_story::drafts::{Draft, Stamp};
+use dramatis_story::frame::frame_for;
+use dramatis_story::names::Perspective;
+use dramatis_story::perception::PerceptionRouter;
+use dramatis_story::state::WorldState;
 
 /// Most events in one `Perceive` call.
 const PERCEIVE_BATCH: usize = 256;

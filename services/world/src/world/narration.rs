@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::World;
-use crate::scenario::{OpenStory, Scenario};
-use crate::story::state::WorldState;
+use dramatis_scenario::{OpenStory, Scenario};
+use dramatis_story::state::WorldState;
 
 /// Name of the narrator's schema.
 pub const NARRATOR_SCHEMA: &str = "narrator_judgement";

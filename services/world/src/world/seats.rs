@@ -6,7 +6,7 @@ use futures::{Stream, StreamExt as _};
 
 use super::World;
 use crate::WorldError;
-use crate::story::state::WorldState;
+use dramatis_story::state::WorldState;
 
 /// A person's claim on a character.
 #[derive(Debug, Clone)]

@@ -7,9 +7,9 @@ use tracing::Instrument as _;
 use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
 
 use super::World;
-use crate::story::drafts::{Draft, resolve};
-use crate::story::state::WorldState;
 use crate::{Limits, WorldError};
+use dramatis_story::drafts::{Draft, resolve};
+use dramatis_story::state::WorldState;
 
 /// Prompts in one page of `GetAudit` when the caller does not say, and the most it
 /// may ask for (a prompt is up to ~10 KB: a page stays far below message limits).

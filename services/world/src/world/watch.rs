@@ -6,8 +6,8 @@ use dramatis_proto::v1 as pb;
 use super::World;
 use std::sync::Arc;
 
-use crate::story::names::Perspective;
-use crate::story::perception::PerceptionRouter;
+use dramatis_story::names::Perspective;
+use dramatis_story::perception::PerceptionRouter;
 
 /// Items a watcher's buffer holds: what one slow watcher can cost, beside one chunk of
 /// replay.

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use dramatis_world::scenario::{Scenario, ScenarioError};
+use dramatis_scenario::{Scenario, ScenarioError};
 
 #[test]
 fn broken_scenarios_are_rejected_with_file_line_and_field() {

@@ -5,9 +5,9 @@
 
 use dramatis_proto::v1::watch_response;
 
-use crate::story::names::Perspective;
+use crate::names::Perspective;
 
-use crate::story::state::WorldState;
+use crate::state::WorldState;
 
 /// Who perceives an event.
 #[derive(Debug, Clone, Copy, Default)]
@@ -58,8 +58,8 @@ mod tests {
     use dramatis_proto::v1::{Event, TokenChunk};
 
     use super::*;
-    use crate::story::state::WorldState;
-    use crate::story::test_scenarios::scripted;
+    use crate::state::WorldState;
+    use crate::test_scenarios::scripted;
 
     #[test]
     fn movement_is_seen_at_both_ends_each_side_apart_and_a_traveller_sees_its_arrival() {

@@ -2,8 +2,8 @@
 //! act, close the scene, or nothing (the story is done). Scripted stories follow their
 //! script; open stories run rounds, one scene each, where the characters are.
 
-use crate::scenario::{OpenStory, Scenario};
-use crate::story::state::WorldState;
+use crate::state::WorldState;
+use dramatis_scenario::{OpenStory, Scenario};
 
 /// The next step of a story.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +175,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::scenario::{Character, Location, Scene};
+    use dramatis_scenario::{Character, Location, Scene};
 
     fn scenario() -> Scenario {
         let character = |id: &str, at: &str| Character {

@@ -15,7 +15,7 @@ pub mod state;
 pub(crate) mod test_scenarios {
     use std::path::Path;
 
-    use crate::scenario::Scenario;
+    use dramatis_scenario::Scenario;
 
     const PLACES_AND_PEOPLE: &str = r#"
 [[locations]]

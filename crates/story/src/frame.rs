@@ -3,8 +3,8 @@
 
 use dramatis_proto::v1 as pb;
 
-use crate::scenario::Scenario;
-use crate::story::state::WorldState;
+use crate::state::WorldState;
+use dramatis_scenario::Scenario;
 
 /// The frame of `actor`'s turn in the scene running in `state`.
 #[must_use]
@@ -60,8 +60,8 @@ mod tests {
     use dramatis_proto::v1::Event;
 
     use super::*;
-    use crate::story::drafts::{Stamp, scene_opening};
-    use crate::story::test_scenarios::{open_story, scripted};
+    use crate::drafts::{Stamp, scene_opening};
+    use crate::test_scenarios::{open_story, scripted};
 
     /// `state` after the drafts of the first scene's opening are applied.
     fn opened(scenario: &Scenario) -> WorldState {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use dramatis_proto::v1::{Event, EventKind, Usage};
 
-use crate::scenario::Scenario;
-use crate::story::names::Acquaintances;
+use crate::names::Acquaintances;
+use dramatis_scenario::Scenario;
 
 /// The mutable state of one world.
 #[derive(Debug, Clone, PartialEq, Eq)]

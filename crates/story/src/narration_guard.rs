@@ -7,8 +7,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::scenario::Scenario;
-use crate::story::state::WorldState;
+use crate::state::WorldState;
+use dramatis_scenario::Scenario;
 
 /// Words a fact shares with any sentence: they say nothing of what it is about.
 const COMMON: [&str; 40] = [

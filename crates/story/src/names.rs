@@ -14,7 +14,7 @@ use std::hash::Hasher;
 
 use dramatis_proto::v1::{Event, EventKind, SceneFrame, TokenChunk};
 
-use crate::scenario::{Scenario, Scene};
+use dramatis_scenario::{Scenario, Scene};
 
 /// The names each character learned during the story, with the event that taught
 /// each. Derived from events only, so replaying the log rebuilds it.

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use dramatis_proto::v1::MemoryModules;
 
-use crate::limits::quote;
+use dramatis_runtime::quote;
 
 use super::raw::{RawScenario, S};
 use super::{

@@ -4,9 +4,9 @@
 
 use dramatis_proto::v1::{Action, ActionKind, Event, EventKind, Usage};
 
-use crate::scenario::Scenario;
-use crate::story::names::Perspective;
-use crate::story::state::WorldState;
+use crate::names::Perspective;
+use crate::state::WorldState;
+use dramatis_scenario::Scenario;
 
 /// An event before the world numbers it and decides who perceives it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -295,7 +295,7 @@ pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Dr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::story::test_scenarios::{open_story, scripted};
+    use crate::test_scenarios::{open_story, scripted};
 
     /// `who`'s view of the test world "w".
     fn by<'a>(scenario: &'a Scenario, state: &'a WorldState, who: &'a str) -> Perspective<'a> {

@@ -1,8 +1,8 @@
 use dramatis_proto::v1::{Event, EventKind, Usage};
 
 use super::*;
-use crate::story::state::WorldState;
-use crate::story::test_scenarios::scripted;
+use crate::state::WorldState;
+use crate::test_scenarios::scripted;
 
 fn view<'a>(scenario: &'a Scenario, state: &'a WorldState, me: &'a str) -> Perspective<'a> {
     Perspective {

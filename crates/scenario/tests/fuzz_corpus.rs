@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dramatis_world::scenario::ScenarioCatalog;
-use dramatis_world::scenario::fuzz_checks;
-use dramatis_world::scenario::sandbox::scenario_to_spec;
+use dramatis_scenario::ScenarioCatalog;
+use dramatis_scenario::fuzz_checks;
+use dramatis_scenario::sandbox::scenario_to_spec;
 use prost::Message as _;
 
 fn repo() -> PathBuf {
@@ -32,7 +32,7 @@ fn scenario_files_and_the_scenario_corpus_keep_the_parser_properties() {
     let mut files = Vec::new();
     for dir in [
         "scenarios",
-        "services/world/tests/broken",
+        "crates/scenario/tests/broken",
         "tests/scenarios",
     ] {
         files_in(&repo().join(dir), Some("toml"), &mut files);
