@@ -6,7 +6,6 @@ use std::pin::Pin;
 
 use dramatis_proto::v1::world_server::World as WorldApi;
 use dramatis_proto::v1::{self as pb, advance_request, create_world_request};
-use dramatis_runtime::auth::Role;
 use futures::Stream;
 use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
@@ -19,30 +18,6 @@ use crate::cluster::peers::{forwarded, was_forwarded};
 use crate::limits::quote;
 use crate::registry::{ScenarioSource, Worlds};
 use crate::world::{OpenSeat, PlayInput, Until};
-
-/// The role each path of this service's port needs when tokens are configured (see
-/// `README.md`, "Running it for others"). A World method not listed needs `operator`,
-/// so a new RPC is closed until it is placed here.
-#[must_use]
-pub fn required_role(path: &str) -> Option<Role> {
-    if path.starts_with(dramatis_runtime::auth::HEALTH_PREFIX)
-        || path == "/"
-        || path == "/viewer"
-        || path.starts_with("/viewer/")
-    {
-        // Probes, and the viewer's static files (its calls carry the token).
-        return None;
-    }
-    let Some(method) = path.strip_prefix("/dramatis.v1.World/") else {
-        // Reflection, and anything that would answer 404.
-        return Some(Role::Viewer);
-    };
-    Some(match method {
-        "ListScenarios" | "ListWorlds" | "GetWorld" | "Watch" => Role::Viewer,
-        "ClaimSeat" | "Play" | "PlayAct" | "Ask" => Role::Player,
-        _ => Role::Operator,
-    })
-}
 
 /// The gRPC face of a [`Worlds`] registry.
 #[derive(Debug, Clone)]

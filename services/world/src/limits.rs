@@ -2,13 +2,13 @@
 //! from a flag of the same name (README, "Running it for others", lists them). A
 //! request over a limit is refused before any work is done, with INVALID_ARGUMENT (a
 //! value too large) or RESOURCE_EXHAUSTED (the service or world is full), and the
-//! message quotes at most [`QUOTE_CHARS`] characters of what was sent.
+//! message quotes at most [`dramatis_runtime::QUOTE_CHARS`] characters of what was sent.
 
 use std::time::Duration;
 
 use crate::WorldError;
 
-pub use dramatis_runtime::{QUOTE_CHARS, quote};
+pub use dramatis_runtime::quote;
 
 /// The limits of one world service.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,7 +29,7 @@ use dramatis_story::narration_guard;
 use dramatis_story::scheduler::{Step, next_step};
 use dramatis_story::state::WorldState;
 use narration::NarratorNotes;
-pub use seats::{OpenSeat, PlayInput, TurnRequest};
+pub use seats::{OpenSeat, PlayInput};
 pub use watch::WATCH_BUFFER;
 
 /// How far one `advance` call runs.

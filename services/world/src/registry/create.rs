@@ -1,0 +1,213 @@
+//! Creating a world: its scenario read (a shipped name, a confined path or an inline
+//! spec), its id checked and held under the limit, its lease taken in a cluster, its
+//! agents attached, and its record written to the log.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use dramatis_proto::v1 as pb;
+use dramatis_scenario::Scenario;
+
+use super::paths::read_off_runtime;
+use super::{Creating, ScenarioSource, Worlds};
+use crate::agent_clients::AgentLinks;
+use crate::cluster::Holder;
+use crate::log::WorldRecord;
+use crate::world::{Shared, World};
+use crate::{Limits, WorldError};
+
+impl Worlds {
+    pub(super) async fn start(
+        &self,
+        id: String,
+        scenario: Arc<Scenario>,
+        history: Vec<pb::Event>,
+    ) -> Result<World, WorldError> {
+        let mut endpoints = BTreeMap::new();
+        for character in &scenario.characters {
+            let endpoint = self.inner.agents.endpoint_for(&id, &character.id).await?;
+            endpoints.insert(character.id.clone(), endpoint);
+        }
+        let links = AgentLinks {
+            directory: Arc::clone(&self.inner.agents),
+            pool: self.inner.pool.clone(),
+        };
+        let shared = Shared {
+            log: Arc::clone(&self.inner.log),
+            links,
+            narrator: self.inner.narrator.clone(),
+            limits: Arc::clone(&self.inner.limits),
+        };
+        World::start(id, scenario, endpoints, history, shared).await
+    }
+
+    /// Creates and starts a world.
+    pub async fn create(
+        &self,
+        source: ScenarioSource,
+        world_id: Option<String>,
+    ) -> Result<Arc<World>, WorldError> {
+        let mut scenario = self.read_scenario(&source).await?;
+        let limits = &self.inner.limits;
+        if let Some(open) = &scenario.open {
+            Limits::check_count(
+                "open.rounds",
+                u64::from(open.rounds),
+                u64::from(limits.max_rounds),
+                "--max-rounds",
+            )?;
+        }
+        let id = checked_id(world_id, limits)?;
+        // The id and a place under the limit are held from here until the world is in
+        // the table (or its creation failed): of concurrent creations, only as many as
+        // the limit allows go on, and only one per id.
+        let _creating = self.hold(&id)?;
+        if self.inner.log.world(&id).await?.is_some() {
+            return Err(WorldError::WorldExists(id));
+        }
+        if let ScenarioSource::Sandbox(spec) = &source {
+            scenario.source = self.keep_sandbox(&id, spec)?;
+        }
+        let source_path =
+            std::fs::canonicalize(&scenario.source).unwrap_or_else(|_| scenario.source.clone());
+        self.take_new_lease(&id).await?;
+        let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
+            Ok(world) => Arc::new(world),
+            Err(error) => {
+                self.inner.agents.release(&id).await;
+                self.give_up_lease(&id).await;
+                self.forget_sandbox(&id);
+                return Err(error);
+            }
+        };
+        match self.inner.worlds.entry(id.clone()) {
+            dashmap::Entry::Occupied(_) => return Err(WorldError::WorldExists(id)),
+            dashmap::Entry::Vacant(slot) => {
+                slot.insert(Arc::clone(&world));
+            }
+        }
+        self.count_worlds();
+        self.inner
+            .log
+            .put_world(WorldRecord {
+                world_id: id.clone(),
+                scenario_path: source_path.to_string_lossy().into_owned(),
+                created_ms: dramatis_runtime::now_ms(),
+                sandbox_toml: match &source {
+                    ScenarioSource::Sandbox(spec) => {
+                        Some(dramatis_scenario::sandbox::spec_to_toml(spec))
+                    }
+                    _ => None,
+                },
+            })
+            .await?;
+        tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");
+        Ok(world)
+    }
+
+    /// The scenario a new world plays, read and validated off the async runtime.
+    async fn read_scenario(&self, source: &ScenarioSource) -> Result<Scenario, WorldError> {
+        match source {
+            ScenarioSource::Name(name) => {
+                let (inner, key) = (Arc::clone(&self.inner), name.clone());
+                read_off_runtime(move || {
+                    inner
+                        .catalog
+                        .load(&key)
+                        .ok_or_else(|| WorldError::ScenarioNotFound(key.clone()))?
+                        .map_err(WorldError::from)
+                })
+                .await
+            }
+            ScenarioSource::Path(path) => {
+                let asked = path.clone();
+                let path = self.confined(path)?;
+                // Errors name the file as the client gave it, not as it resolved.
+                read_off_runtime(move || Ok(Scenario::load(&path).map_err(|e| e.shown_as(asked))?))
+                    .await
+            }
+            ScenarioSource::Sandbox(spec) => {
+                self.inner.limits.check_spec(spec)?;
+                // Validation is linear, but a megabyte of spec is still work: not on a
+                // thread that serves every other call.
+                let spec = spec.clone();
+                read_off_runtime(move || Ok(dramatis_scenario::sandbox::parse_spec(&spec)?)).await
+            }
+        }
+    }
+
+    /// Holds `id` and a place under `--max-worlds` until the guard is dropped.
+    fn hold(&self, id: &str) -> Result<Creating<'_>, WorldError> {
+        let limits = &self.inner.limits;
+        let mut creating = dramatis_runtime::lock(&self.inner.creating);
+        if self.inner.worlds.contains_key(id) || creating.contains(id) {
+            return Err(WorldError::WorldExists(id.to_owned()));
+        }
+        if self.inner.worlds.len() + self.inner.unrestored.len() + creating.len()
+            >= limits.max_worlds
+        {
+            return Err(WorldError::Full(format!(
+                "this service holds {} worlds, its limit (serve --max-worlds); delete one first",
+                limits.max_worlds
+            )));
+        }
+        creating.insert(id.to_owned());
+        Ok(Creating {
+            inner: &self.inner,
+            id: id.to_owned(),
+        })
+    }
+
+    /// Keeps an inline spec as a scenario file beside the log, so the world can be
+    /// restored after a restart like any other; the file's path.
+    fn keep_sandbox(
+        &self,
+        id: &str,
+        spec: &pb::SandboxSpec,
+    ) -> Result<std::path::PathBuf, WorldError> {
+        let file = self.inner.sandboxes.join(format!("{id}.toml"));
+        std::fs::create_dir_all(&self.inner.sandboxes)
+            .and_then(|()| std::fs::write(&file, dramatis_scenario::sandbox::spec_to_toml(spec)))
+            .map_err(|e| WorldError::Log(format!("cannot keep sandbox {}: {e}", file.display())))?;
+        Ok(file)
+    }
+
+    /// In a cluster, the new world's lease comes first: of two replicas creating the
+    /// same id, one wins it.
+    async fn take_new_lease(&self, id: &str) -> Result<(), WorldError> {
+        let Some(cluster) = &self.inner.cluster else {
+            return Ok(());
+        };
+        let revision = match cluster.leases.holder(id).await? {
+            Holder::Other { .. } => None,
+            Holder::Me { revision } => cluster.leases.take(id, Some(revision)).await?,
+            Holder::Free { revision } => cluster.leases.take(id, revision).await?,
+        };
+        let Some(revision) = revision else {
+            return Err(WorldError::WorldExists(id.to_owned()));
+        };
+        cluster.owned.insert(id.to_owned(), revision);
+        crate::metrics::LEASE_CHANGES
+            .with_label_values(&["taken"])
+            .inc();
+        Ok(())
+    }
+}
+
+/// A client's `world_id` checked (length, letters), or a fresh UUID when none is given.
+fn checked_id(world_id: Option<String>, limits: &Limits) -> Result<String, WorldError> {
+    let Some(id) = world_id.filter(|w| !w.trim().is_empty()) else {
+        return Ok(uuid::Uuid::new_v4().to_string());
+    };
+    Limits::check_chars("world_id", &id, limits.max_world_id_chars)?;
+    if !id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(WorldError::InvalidArgument(format!(
+            "world_id {} may hold only letters, digits, '-' and '_'",
+            crate::limits::quote(&id)
+        )));
+    }
+    Ok(id)
+}
