@@ -133,7 +133,7 @@ impl CharacterAgents {
         let schema = action_schema(&present, &frame.exits);
         for attempt in 0..=self.options.act_retries {
             // Every call is audited, retries included: each one sends the prompt again.
-            Self::audit(&mut shard, &built, "act");
+            built.audit(&mut shard, "act");
             let temperature = if attempt == 0 {
                 self.options.temperature
             } else {
@@ -180,10 +180,18 @@ impl CharacterAgents {
                     given: &[],
                 };
                 let text = |reply: &str| parse_action(reply).map(|a| a.text);
-                match self
-                    .guard_line(&mut shard, model.as_ref(), &asked, &reply, text, &mut usage)
-                    .instrument(tracing::info_span!("guard"))
-                    .await?
+                let guard = self.options.boundary_guard;
+                match crate::boundary::guard_line(
+                    guard,
+                    &mut shard,
+                    model.as_ref(),
+                    &asked,
+                    &reply,
+                    text,
+                    &mut usage,
+                )
+                .instrument(tracing::info_span!("guard"))
+                .await?
                 {
                     Guarded::Kept => Some(action),
                     Guarded::Replaced(again) => parse_action(&again),

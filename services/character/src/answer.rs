@@ -212,7 +212,7 @@ impl CharacterAgents {
             .recall_for_question(shard, model, question, options)
             .await?;
         let built = prompt::answer(shard, &recalled, &grounding, question);
-        Self::audit(shard, &built, "answer");
+        built.audit(shard, "answer");
         let request = CompletionRequest::new(built.messages.clone())
             .with_max_tokens(self.options.answer_max_tokens)
             .with_temperature(self.options.answer_temperature);
@@ -234,9 +234,11 @@ impl CharacterAgents {
                 given: &[question],
             };
             let text = |reply: &str| Some(reply.trim().to_owned()).filter(|t| !t.is_empty());
-            match self
-                .guard_line(shard, model, &asked, &answer, text, &mut usage)
-                .await?
+            let guard = self.options.boundary_guard;
+            match crate::boundary::guard_line(
+                guard, shard, model, &asked, &answer, text, &mut usage,
+            )
+            .await?
             {
                 Guarded::Kept => {}
                 Guarded::Replaced(again) => again.trim().clone_into(&mut answer),

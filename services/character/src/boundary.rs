@@ -25,7 +25,6 @@ use dramatis_memory::thesaurus::{Thesaurus, WORDNET_DIR};
 use dramatis_proto::v1::{SceneFrame, Usage};
 
 use crate::AgentError;
-use crate::host::CharacterAgents;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::Recalled;
 use crate::shard::Shard;
@@ -282,11 +281,6 @@ pub fn other_names(shard: &Shard, question: &str) -> Vec<String> {
     others
 }
 
-/// The turn instruction when the character was asked something its memory does not
-/// support (the answer path's refusal, worded for a turn).
-pub const TURN_ABSTAIN_INSTRUCTION: &str = "You were just asked something nothing you \
-    remember bears on. Say in character that you do not know; do not make anything up.";
-
 /// Capitalised words that are not names: titles, the pronoun, interjections.
 const NOT_NAMES: &[&str] = &[
     "i", "i'm", "i'll", "i've", "i'd", "mr", "mrs", "miss", "ms", "sir", "madam", "ma'am", "dr",
@@ -444,58 +438,55 @@ pub(crate) enum Guarded {
     GivenUp,
 }
 
-impl CharacterAgents {
-    /// The boundary guard on one generated line, the same for a turn and an answer:
-    /// `line` reads the line out of a model reply (`None`: nothing to check). A line
-    /// with words the character has no source for is flagged on its prompt; with
-    /// [`GuardMode::Regenerate`] the prompt is sent once more, with the flagged reply
-    /// and an instruction naming the words as unknown.
-    pub(crate) async fn guard_line(
-        &self,
-        shard: &mut Shard,
-        model: &dyn LanguageModel,
-        asked: &Asked<'_>,
-        reply: &str,
-        line: impl Fn(&str) -> Option<String>,
-        usage: &mut Usage,
-    ) -> Result<Guarded, AgentError> {
-        let guard = self.options.boundary_guard;
-        let Some(text) = line(reply).filter(|_| guard != GuardMode::Off) else {
-            return Ok(Guarded::Kept);
-        };
-        let known = Known::of(shard, asked.frame, asked.given);
-        let unknown = known.unknown_in(&text);
-        if unknown.is_empty() {
-            return Ok(Guarded::Kept);
-        }
-        flag(shard, asked.purpose, &text, &unknown);
-        if guard != GuardMode::Regenerate {
-            return Ok(Guarded::Kept);
-        }
-        let mut retry = asked.built.clone();
-        retry.messages.push(ChatMessage::assistant(reply));
-        retry
-            .messages
-            .push(ChatMessage::user(retry_instruction(&unknown)));
-        Self::audit(shard, &retry, asked.purpose);
-        let request = CompletionRequest {
-            messages: retry.messages,
-            // Cooler than the first try; never warmer (a greedy request stays greedy).
-            temperature: asked.request.temperature.min(0.2),
-            ..asked.request.clone()
-        };
-        let again = model.complete(&request, None).await?;
-        usage.count_call(again.prompt_tokens, again.completion_tokens);
-        let Some(text) = line(&again.text) else {
-            return Ok(Guarded::GivenUp);
-        };
-        let still = known.unknown_in(&text);
-        if still.is_empty() {
-            return Ok(Guarded::Replaced(again.text));
-        }
-        flag(shard, asked.purpose, &text, &still);
-        Ok(Guarded::GivenUp)
+/// The boundary guard (`guard`) on one generated line, the same for a turn and an
+/// answer: `line` reads the line out of a model reply (`None`: nothing to check). A line
+/// with words the character has no source for is flagged on its prompt; with
+/// [`GuardMode::Regenerate`] the prompt is sent once more, with the flagged reply and an
+/// instruction naming the words as unknown.
+pub(crate) async fn guard_line(
+    guard: GuardMode,
+    shard: &mut Shard,
+    model: &dyn LanguageModel,
+    asked: &Asked<'_>,
+    reply: &str,
+    line: impl Fn(&str) -> Option<String>,
+    usage: &mut Usage,
+) -> Result<Guarded, AgentError> {
+    let Some(text) = line(reply).filter(|_| guard != GuardMode::Off) else {
+        return Ok(Guarded::Kept);
+    };
+    let known = Known::of(shard, asked.frame, asked.given);
+    let unknown = known.unknown_in(&text);
+    if unknown.is_empty() {
+        return Ok(Guarded::Kept);
     }
+    flag(shard, asked.purpose, &text, &unknown);
+    if guard != GuardMode::Regenerate {
+        return Ok(Guarded::Kept);
+    }
+    let mut retry = asked.built.clone();
+    retry.messages.push(ChatMessage::assistant(reply));
+    retry
+        .messages
+        .push(ChatMessage::user(retry_instruction(&unknown)));
+    retry.audit(shard, asked.purpose);
+    let request = CompletionRequest {
+        messages: retry.messages,
+        // Cooler than the first try; never warmer (a greedy request stays greedy).
+        temperature: asked.request.temperature.min(0.2),
+        ..asked.request.clone()
+    };
+    let again = model.complete(&request, None).await?;
+    usage.count_call(again.prompt_tokens, again.completion_tokens);
+    let Some(text) = line(&again.text) else {
+        return Ok(Guarded::GivenUp);
+    };
+    let still = known.unknown_in(&text);
+    if still.is_empty() {
+        return Ok(Guarded::Replaced(again.text));
+    }
+    flag(shard, asked.purpose, &text, &still);
+    Ok(Guarded::GivenUp)
 }
 
 /// Notes a flagged line on the prompt it answered (the latest in the audit).

@@ -17,10 +17,8 @@ use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
 use crate::AgentError;
 use crate::boundary::GuardMode;
 use crate::mind::AgentMind;
-use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
-use crate::shard::{AuditEntry, Shard, ShardStore, store_path};
-use dramatis_runtime::now_ms;
+use crate::shard::{Shard, ShardStore, store_path};
 
 /// How a scene's episodic memory is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -492,21 +490,5 @@ impl CharacterAgents {
             shard.record_prompt(entry);
         }
         Ok(grounding)
-    }
-
-    pub(crate) fn audit(shard: &mut Shard, built: &BuiltPrompt, purpose: &str) {
-        let prompt = built
-            .messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        shard.record_prompt(AuditEntry {
-            purpose: purpose.to_owned(),
-            prompt,
-            items: built.items.clone(),
-            timestamp_ms: now_ms(),
-            flagged: Vec::new(),
-        });
     }
 }

@@ -14,7 +14,7 @@ use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
 
 use crate::reverie::recall::{Recalled, refs};
-use crate::shard::{PERCEIVED, PERSONALITY, Shard};
+use crate::shard::{AuditEntry, PERCEIVED, PERSONALITY, Shard};
 
 /// A prompt and the memory items (id, layer) it was built from.
 #[derive(Debug, Clone)]
@@ -22,6 +22,30 @@ pub(crate) struct BuiltPrompt {
     pub messages: Vec<ChatMessage>,
     pub items: Vec<(String, String)>,
 }
+
+impl BuiltPrompt {
+    /// Records this prompt in `shard`'s audit, under `purpose` ("act", "answer").
+    pub(crate) fn audit(&self, shard: &mut Shard, purpose: &str) {
+        let prompt = self
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        shard.record_prompt(AuditEntry {
+            purpose: purpose.to_owned(),
+            prompt,
+            items: self.items.clone(),
+            timestamp_ms: dramatis_runtime::now_ms(),
+            flagged: Vec::new(),
+        });
+    }
+}
+
+/// The turn instruction when the character was asked something its memory does not
+/// support (the answer path's refusal, worded for a turn).
+pub const TURN_ABSTAIN_INSTRUCTION: &str = "You were just asked something nothing you \
+    remember bears on. Say in character that you do not know; do not make anything up.";
 
 /// Lines of the scene under way a turn sees at most.
 pub const RECENT_LINES: usize = 6;
@@ -175,7 +199,7 @@ pub(crate) fn act(
         let _ = write!(user, "\nYou can go to: {}.", frame.exits.join(", "));
     }
     if refuse {
-        let _ = write!(user, "\n{}", crate::boundary::TURN_ABSTAIN_INSTRUCTION);
+        let _ = write!(user, "\n{}", TURN_ABSTAIN_INSTRUCTION);
     }
     let mut messages = vec![
         ChatMessage::system(ACT_SYSTEM),

@@ -22,7 +22,7 @@ use dramatis_nats::{NatsError, NatsOptions};
 use dramatis_proto::v1::{ShardDelta, ShardRow};
 use prost::Message as _;
 
-use super::store::{Delta, Row};
+use super::rows::{Delta, Row};
 use crate::AgentError;
 
 /// Messages published for a character after which its whole store is published

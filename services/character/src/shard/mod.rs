@@ -20,6 +20,7 @@ mod jetstream;
 mod legacy;
 mod perceived;
 mod persist;
+mod rows;
 mod scenes;
 mod scratch;
 mod store;
@@ -27,9 +28,9 @@ mod vocabulary;
 mod wire;
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
+pub use rows::{Delta, Stored};
 pub use store::{
-    Delta, PendingSave, ShardStore, Stored, read_file as read_store_file, remove_set_aside,
-    set_aside, store_path,
+    PendingSave, ShardStore, read_file as read_store_file, remove_set_aside, set_aside, store_path,
 };
 pub(crate) use store::{
     apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,

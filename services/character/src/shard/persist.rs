@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::hash::{Hash as _, Hasher as _};
 use std::path::Path;
 
-use super::store::{self, Delta, Stored, vector_bytes, vector_of};
+use super::rows::{Delta, Row, Stored, vector_bytes, vector_of};
 use super::*;
 
 /// Format of a shard in a store.
@@ -102,7 +102,7 @@ fn rows<T: Serialize>(
     positions: impl IntoIterator<Item = usize>,
     vector: impl Fn(usize) -> Option<Vec<u8>>,
     what: &str,
-) -> Result<Vec<(u64, store::Row)>, AgentError> {
+) -> Result<Vec<(u64, Row)>, AgentError> {
     positions
         .into_iter()
         .map(|i| {

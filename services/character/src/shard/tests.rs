@@ -155,7 +155,7 @@ async fn stored(mut shard: Shard, path: &std::path::Path) -> Shard {
 }
 
 /// Writes `delta` (taken from `shard`) to the shard's store.
-async fn commit_delta(shard: &Shard, delta: store::Delta) {
+async fn commit_delta(shard: &Shard, delta: Delta) {
     let store = shard.store().expect("a store");
     store.submit(delta).wait().await.expect("saved");
 }
