@@ -67,10 +67,9 @@ pub struct AblateArgs {
     pub model: ModelArgs,
 }
 
-pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
-    let scenario_path = resolve_scenario(&args.scenario)?;
-    let scenario = Scenario::load(&scenario_path)?;
-    let probes = load_probes(&args.probes, &scenario)?;
+/// The module sets `--sets` names, and with `--without-layers` ReverieMem whole and
+/// without each layer named: a label, the set and its layers.
+fn module_sets(args: &AblateArgs) -> anyhow::Result<Vec<(String, ModuleSet, Layers)>> {
     let mut sets: Vec<(String, ModuleSet, Layers)> = args
         .sets
         .split(';')
@@ -92,6 +91,74 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
             sets.push((format!("reverie without {}", name.trim()), reverie, layers));
         }
     }
+    Ok(sets)
+}
+
+/// The ablation's table: one row per module set, then BOOKMARKS' figures where it ran.
+fn print_table(
+    scenario: &str,
+    probes: usize,
+    rounds: Option<u32>,
+    rows: &[dramatis_eval::ablation::Row],
+) {
+    println!(
+        "Ablation on {} ({} KBF probes{}); memory answers by recall only, no answer call",
+        scenario,
+        probes,
+        rounds
+            .map(|rounds| format!(
+                ", long run of {rounds} lines with {} planted facts",
+                PLANTED.len()
+            ))
+            .unwrap_or_default()
+    );
+    println!(
+        "{:<34} {:>6} {:>6} {:>6} {:>10} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}",
+        "modules",
+        "KBF",
+        "KRf",
+        "KR",
+        "calls/turn",
+        "tokens/turn",
+        "items",
+        "items@long",
+        "probe QA",
+        "Recall@10",
+        "time s"
+    );
+    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"));
+    for r in rows {
+        println!(
+            "{:<34} {:>6.3} {:>6.3} {:>6.3} {:>10.2} {:>12.0} {:>6} {:>10} {:>9} {:>9} {:>7.1}",
+            r.modules,
+            r.kbf,
+            r.krf_acc,
+            r.kr_acc,
+            r.calls_per_turn,
+            r.prompt_tokens_per_turn,
+            r.items_kept,
+            r.long_run_items
+                .map_or_else(|| "—".to_owned(), |n| n.to_string()),
+            opt(r.probe_qa),
+            opt(r.recall_at_10),
+            r.seconds
+        );
+    }
+    for r in rows {
+        if let (Some(rate), Some(saved)) = (r.bookmark_hit_rate, r.bookmark_tokens_saved) {
+            println!(
+                "{}: BOOKMARKS hit rate {:.2}, {:.0} storyline tokens not re-read by syncing",
+                r.modules, rate, saved
+            );
+        }
+    }
+}
+
+pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
+    let scenario_path = resolve_scenario(&args.scenario)?;
+    let scenario = Scenario::load(&scenario_path)?;
+    let probes = load_probes(&args.probes, &scenario)?;
+    let sets = module_sets(args)?;
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
         args.model.embedder_dir.as_deref(),
     ))?;
@@ -158,57 +225,11 @@ pub async fn ablate(args: &AblateArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
-    println!(
-        "Ablation on {} ({} KBF probes{}); memory answers by recall only, no answer call",
-        scenario.name,
+    print_table(
+        &scenario.name,
         probes.len(),
-        long.as_ref()
-            .map(|_| format!(
-                ", long run of {} lines with {} planted facts",
-                args.rounds,
-                PLANTED.len()
-            ))
-            .unwrap_or_default()
+        long.as_ref().map(|_| args.rounds),
+        &rows,
     );
-    println!(
-        "{:<34} {:>6} {:>6} {:>6} {:>10} {:>12} {:>6} {:>10} {:>9} {:>9} {:>7}",
-        "modules",
-        "KBF",
-        "KRf",
-        "KR",
-        "calls/turn",
-        "tokens/turn",
-        "items",
-        "items@long",
-        "probe QA",
-        "Recall@10",
-        "time s"
-    );
-    let opt = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"));
-    for r in &rows {
-        println!(
-            "{:<34} {:>6.3} {:>6.3} {:>6.3} {:>10.2} {:>12.0} {:>6} {:>10} {:>9} {:>9} {:>7.1}",
-            r.modules,
-            r.kbf,
-            r.krf_acc,
-            r.kr_acc,
-            r.calls_per_turn,
-            r.prompt_tokens_per_turn,
-            r.items_kept,
-            r.long_run_items
-                .map_or_else(|| "—".to_owned(), |n| n.to_string()),
-            opt(r.probe_qa),
-            opt(r.recall_at_10),
-            r.seconds
-        );
-    }
-    for r in &rows {
-        if let (Some(rate), Some(saved)) = (r.bookmark_hit_rate, r.bookmark_tokens_saved) {
-            println!(
-                "{}: BOOKMARKS hit rate {:.2}, {:.0} storyline tokens not re-read by syncing",
-                r.modules, rate, saved
-            );
-        }
-    }
     Ok(())
 }

@@ -147,6 +147,44 @@ fn print_table(f: &Figures) {
     );
 }
 
+/// A scripted agent in `data` (its log beside it, `data.log`).
+async fn spawn_agent(data: &std::path::Path, wait: Duration) -> anyhow::Result<Spawned> {
+    spawn_self(
+        &args(&[
+            "agent",
+            "--listen",
+            "127.0.0.1:0",
+            "--no-tls",
+            "--scripted",
+            "builtin",
+        ])
+        .chain(["--data-dir".into(), data.to_string_lossy().into_owned()])
+        .collect::<Vec<_>>(),
+        &[],
+        &data.with_extension("log"),
+        wait,
+    )
+    .await
+}
+
+/// Creates `id` through `client`: the shipped open story, 60 rounds long.
+async fn create_open_story(client: &mut WorldRpc, id: &str) -> anyhow::Result<()> {
+    let base = dramatis_scenario::Scenario::load(
+        &dramatis_runtime::models::scenarios_dir().join("lamplighters-ledger/scenario.toml"),
+    )?;
+    let mut spec =
+        dramatis_scenario::sandbox::scenario_to_spec(&base).context("the shipped open story")?;
+    spec.rounds = 60;
+    client
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::Sandbox(spec)),
+            world_id: id.to_owned(),
+        })
+        .await
+        .map_err(|s| anyhow!("create: {}", describe(&s)))?;
+    Ok(())
+}
+
 /// One failover: a fresh NATS cluster, an agent and two replicas; a long open story
 /// advanced through its owner, which is killed once a watcher on the other replica has
 /// seen 40 events; the story then advanced through the other replica. Milliseconds from
@@ -158,25 +196,7 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
         .tempdir()?;
     let wait = Duration::from_secs(60);
     let path = |name: &str| dir.path().join(name);
-    let agent = spawn_self(
-        &args(&[
-            "agent",
-            "--listen",
-            "127.0.0.1:0",
-            "--no-tls",
-            "--scripted",
-            "builtin",
-        ])
-        .chain([
-            "--data-dir".into(),
-            path("agent").to_string_lossy().into_owned(),
-        ])
-        .collect::<Vec<_>>(),
-        &[],
-        &path("agent.log"),
-        wait,
-    )
-    .await?;
+    let agent = spawn_agent(&path("agent"), wait).await?;
     let replica = |name: &'static str| {
         let data = path(name);
         let mut argv: Vec<String> = args(&[
@@ -210,19 +230,7 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
     let other_client =
         world_client(&ClientOptions::local(&format!("http://{}", other.addr))).await?;
     let id = format!("failover-{run}");
-    let base = dramatis_scenario::Scenario::load(
-        &dramatis_runtime::models::scenarios_dir().join("lamplighters-ledger/scenario.toml"),
-    )?;
-    let mut spec =
-        dramatis_scenario::sandbox::scenario_to_spec(&base).context("the shipped open story")?;
-    spec.rounds = 60;
-    owner_client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::Sandbox(spec)),
-            world_id: id.clone(),
-        })
-        .await
-        .map_err(|s| anyhow!("create: {}", describe(&s)))?;
+    create_open_story(&mut owner_client, &id).await?;
     let mut watch = other_client
         .clone()
         .watch(WatchRequest {

@@ -310,16 +310,10 @@ pub struct AgentArgs {
 /// service runs for months, and each interview adds about 10 KB.
 pub const SERVE_AUDIT_KEEP: u64 = 1_000;
 
-pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
-    args.model.audit_keep.get_or_insert(SERVE_AUDIT_KEEP);
-    let tokens = args.security.tokens()?;
-    args.security
-        .check_exposure(args.listen, tokens.as_deref())?;
-    let tls = match (&args.security.tls_cert, &args.security.tls_key) {
-        (Some(cert), Some(key)) => Some(dramatis_runtime::pki::server_tls(cert, key)?),
-        _ => None,
-    };
-    let mut agent_tls = match &args.security.agent_tls {
+/// How the world reaches `https://` agents: the deployment's certificates from
+/// `--agent-tls`, required when any agent endpoint is https.
+fn agent_tls(args: &ServeArgs) -> anyhow::Result<Option<tonic::transport::ClientTlsConfig>> {
+    let agent_tls = match &args.security.agent_tls {
         Some(dir) => Some(dramatis_runtime::pki::world_client_tls(dir)?),
         None => None,
     };
@@ -334,6 +328,19 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
              certificates: give --agent-tls DIR (see `dramatis certs`)"
         );
     }
+    Ok(agent_tls)
+}
+
+pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    args.model.audit_keep.get_or_insert(SERVE_AUDIT_KEEP);
+    let tokens = args.security.tokens()?;
+    args.security
+        .check_exposure(args.listen, tokens.as_deref())?;
+    let tls = match (&args.security.tls_cert, &args.security.tls_key) {
+        (Some(cert), Some(key)) => Some(dramatis_runtime::pki::server_tls(cert, key)?),
+        _ => None,
+    };
+    let mut agent_tls = agent_tls(&args)?;
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
     args.metrics.start(&shutdown).await?;

@@ -92,26 +92,21 @@ impl OpenAiClient {
         body
     }
 
-    async fn attempt(
-        &self,
-        body: &serde_json::Value,
-        budget: usize,
-        tokens: Option<&TokenSink>,
-        streamed: &mut bool,
-    ) -> Result<Completion, LlmError> {
+    /// Sends `body` and waits (at most the idle timeout) for a successful status; an
+    /// error status is returned with the start of its body.
+    async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
         let endpoint = &self.url;
         let mut builder = self.http.post(endpoint).json(body);
         if let Some(key) = &self.config.api_key {
             builder = builder.bearer_auth(key);
         }
         let idle = self.config.idle_timeout;
-        let timeout = || LlmError::Timeout {
-            endpoint: endpoint.clone(),
-            after: idle,
-        };
         let response = tokio::time::timeout(idle, builder.send())
             .await
-            .map_err(|_| timeout())?
+            .map_err(|_| LlmError::Timeout {
+                endpoint: endpoint.clone(),
+                after: idle,
+            })?
             .map_err(|e| LlmError::Unreachable {
                 endpoint: endpoint.clone(),
                 message: e.to_string(),
@@ -129,6 +124,23 @@ impl OpenAiClient {
                 body: body.chars().take(500).collect(),
             });
         }
+        Ok(response)
+    }
+
+    async fn attempt(
+        &self,
+        body: &serde_json::Value,
+        budget: usize,
+        tokens: Option<&TokenSink>,
+        streamed: &mut bool,
+    ) -> Result<Completion, LlmError> {
+        let endpoint = &self.url;
+        let idle = self.config.idle_timeout;
+        let timeout = || LlmError::Timeout {
+            endpoint: endpoint.clone(),
+            after: idle,
+        };
+        let response = self.send(body).await?;
         let mut stream = response.bytes_stream();
         let mut decoder = SseDecoder::default();
         let mut completion = Completion::default();

@@ -94,45 +94,11 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
     );
     root.insert(
         "characters".into(),
-        list(
-            spec.characters
-                .iter()
-                .map(|c: &SandboxCharacter| {
-                    let mut character = vec![
-                        ("id", text(&c.id)),
-                        ("name", text(&c.name)),
-                        ("aliases", texts(&c.aliases)),
-                        ("profile", text(&c.profile)),
-                        ("style", text(&c.style)),
-                        ("location", text(&c.location)),
-                        ("goal", text(&c.goal)),
-                    ];
-                    if !c.memory_modules.is_empty() {
-                        character.push(("memory_modules", texts(&c.memory_modules)));
-                    }
-                    table(character)
-                })
-                .collect(),
-        ),
+        list(spec.characters.iter().map(character_table).collect()),
     );
     root.insert(
         "facts".into(),
-        list(
-            spec.facts
-                .iter()
-                .map(|f: &SandboxFact| {
-                    let mut fact = vec![
-                        ("id", text(&f.id)),
-                        ("text", text(&f.text)),
-                        ("known_by", texts(&f.known_by)),
-                    ];
-                    if !f.route.is_empty() {
-                        fact.push(("route", text(&f.route)));
-                    }
-                    table(fact)
-                })
-                .collect(),
-        ),
+        list(spec.facts.iter().map(fact_table).collect()),
     );
     if !spec.memory_modules.is_empty() {
         root.insert(
@@ -141,6 +107,36 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
         );
     }
     toml::to_string(&root).unwrap_or_default()
+}
+
+/// One `[[characters]]` entry of a spec.
+fn character_table(c: &SandboxCharacter) -> Value {
+    let mut character = vec![
+        ("id", text(&c.id)),
+        ("name", text(&c.name)),
+        ("aliases", texts(&c.aliases)),
+        ("profile", text(&c.profile)),
+        ("style", text(&c.style)),
+        ("location", text(&c.location)),
+        ("goal", text(&c.goal)),
+    ];
+    if !c.memory_modules.is_empty() {
+        character.push(("memory_modules", texts(&c.memory_modules)));
+    }
+    table(character)
+}
+
+/// One `[[facts]]` entry of a spec.
+fn fact_table(f: &SandboxFact) -> Value {
+    let mut fact = vec![
+        ("id", text(&f.id)),
+        ("text", text(&f.text)),
+        ("known_by", texts(&f.known_by)),
+    ];
+    if !f.route.is_empty() {
+        fact.push(("route", text(&f.route)));
+    }
+    table(fact)
 }
 
 /// Validates a spec; errors name the spec's fields.

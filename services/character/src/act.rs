@@ -7,17 +7,90 @@ use tracing::Instrument as _;
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
 use dramatis_memory::modules::ModuleKind;
-use dramatis_proto::v1::{Action, ActionKind, SceneFrame};
+use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
 use tokio::sync::mpsc;
 
-use crate::action::{ParsedKind, action_schema, parse_action};
+use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
 use crate::boundary::{Asked, Guarded};
 use crate::host::{ActOutcome, CharacterAgents};
-use crate::prompt::{self};
+use crate::prompt::{self, BuiltPrompt};
 use crate::reverie::recall::{Query, Recalled, recall};
-use crate::shard::{Annotation, PerceivedKind, Phrase};
+use crate::shard::{Annotation, PerceivedKind, Phrase, Shard};
 use crate::stream_text::TextFieldStreamer;
 use crate::{ACTION_SCHEMA_NAME, AgentError};
+
+/// The moment a turn answers, read from the character's current scene: its latest
+/// lines, the last thing someone else said, and whether that was a question to it.
+struct Moment {
+    /// The last three lines and the direction, as one text and line by line in pieces.
+    text: String,
+    lines: Vec<Vec<String>>,
+    /// What the character reacts to (the last line someone else said, or the
+    /// direction), whole and in pieces.
+    trigger: String,
+    trigger_pieces: Vec<String>,
+    /// Whether that line was a question put to the character: only then is a turn
+    /// worth a Self-Probe call and weighed by the evidence gate.
+    questioned: bool,
+    /// The question's own words (the words heard, not who said them) and the scene's
+    /// other lines, which the gate weighs it against.
+    asked: String,
+    heard: Vec<String>,
+}
+
+impl Moment {
+    fn of(shard: &Shard, frame: &SceneFrame) -> Self {
+        let me = shard.id().to_owned();
+        let scene = shard.current_scene();
+        let phrases: Vec<Phrase> = scene.iter().filter_map(|p| p.phrase(&me)).collect();
+        let last_other = scene
+            .iter()
+            .rev()
+            .find(|p| p.speaker != me && p.kind != PerceivedKind::SceneStart);
+        let questioned = last_other.is_some_and(|p| {
+            p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
+        });
+        let asked = last_other.map(|p| p.text.clone()).unwrap_or_default();
+        let asked_seq = last_other.map(|p| p.seq);
+        let heard: Vec<String> = if questioned {
+            scene
+                .iter()
+                .filter(|p| Some(p.seq) != asked_seq)
+                .filter_map(|p| p.line(&me))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (trigger, trigger_pieces) = last_other.and_then(|p| p.phrase(&me)).map_or_else(
+            || (frame.direction.clone(), vec![frame.direction.clone()]),
+            |p| (p.text(), p.pieces()),
+        );
+        let recent = &phrases[phrases.len().saturating_sub(3)..];
+        let mut lines: Vec<Vec<String>> = recent.iter().map(Phrase::pieces).collect();
+        let mut text = recent
+            .iter()
+            .map(Phrase::text)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !frame.direction.trim().is_empty() {
+            text.push('\n');
+            text.push_str(frame.direction.trim());
+            lines.push(vec![frame.direction.trim().to_owned()]);
+        }
+        Self {
+            text,
+            lines,
+            trigger,
+            trigger_pieces,
+            questioned,
+            asked,
+            heard,
+        }
+    }
+}
+
+/// A usable action, the reply it was read from, and the request it answered.
+type Reply = (ParsedAction, String, CompletionRequest);
 
 impl CharacterAgents {
     /// The character's next action. Visible words stream to `tokens` as generated.
@@ -33,64 +106,17 @@ impl CharacterAgents {
         let mut shard = shard.lock().await;
         let started = Instant::now();
         let model = self.options.models.get(ModelRole::Character);
-        let me = shard.id().to_owned();
-        // The moment: the latest lines of the scene, and the last one someone else said.
-        let phrases: Vec<Phrase> = shard
-            .current_scene()
-            .iter()
-            .filter_map(|p| p.phrase(&me))
-            .collect();
-        let last_other = shard
-            .current_scene()
-            .iter()
-            .rev()
-            .find(|p| p.speaker != me && p.kind != PerceivedKind::SceneStart);
-        // Only a question put to the character is worth a Self-Probe call in a turn;
-        // otherwise the scene's own lines are the probes.
-        let questioned = last_other.is_some_and(|p| {
-            p.kind == PerceivedKind::Speech && p.target == me && p.text.contains('?')
-        });
-        // The gate weighs a question's own words (the words heard, not who said them)
-        // against what the character holds, the scene's other lines included.
-        let asked = last_other.map(|p| p.text.clone()).unwrap_or_default();
-        let asked_seq = last_other.map(|p| p.seq);
-        let heard: Vec<String> = if questioned {
-            shard
-                .current_scene()
-                .iter()
-                .filter(|p| Some(p.seq) != asked_seq)
-                .filter_map(|p| p.line(&me))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let (trigger, trigger_pieces) = last_other.and_then(|p| p.phrase(&me)).map_or_else(
-            || (frame.direction.clone(), vec![frame.direction.clone()]),
-            |p| (p.text(), p.pieces()),
-        );
-        // The last three lines and the direction; recall gets each line in its pieces.
-        let recent = &phrases[phrases.len().saturating_sub(3)..];
-        let mut moment_lines: Vec<Vec<String>> = recent.iter().map(Phrase::pieces).collect();
-        let mut moment = recent
-            .iter()
-            .map(Phrase::text)
-            .collect::<Vec<_>>()
-            .join("\n");
-        if !frame.direction.trim().is_empty() {
-            moment.push('\n');
-            moment.push_str(frame.direction.trim());
-            moment_lines.push(vec![frame.direction.trim().to_owned()]);
-        }
+        let moment = Moment::of(&shard, frame);
         let mut recalled = if shard.module_set().contains(ModuleKind::Reverie) {
             recall(
                 &mut shard,
                 &Query {
-                    text: &moment,
-                    lines: &moment_lines,
-                    trigger: &trigger,
-                    trigger_pieces: &trigger_pieces,
+                    text: &moment.text,
+                    lines: &moment.lines,
+                    trigger: &moment.trigger,
+                    trigger_pieces: &moment.trigger_pieces,
                     scene_id: &frame.scene_id,
-                    rounds: if questioned {
+                    rounds: if moment.questioned {
                         self.options.recall.act_rounds
                     } else {
                         0
@@ -113,7 +139,7 @@ impl CharacterAgents {
             .module_grounding(
                 &mut shard,
                 model.as_ref(),
-                &moment,
+                &moment.text,
                 false,
                 &present,
                 &mut recalled.usage,
@@ -121,19 +147,63 @@ impl CharacterAgents {
             .instrument(tracing::info_span!("grounding"))
             .await?;
         // Asked something its memory does not support: the turn carries the refusal.
-        let refuse = questioned
+        let refuse = moment.questioned
             && self
-                .verdict(&shard, &mut recalled, &grounding, &heard, (&asked, &[]))
+                .verdict(
+                    &shard,
+                    &mut recalled,
+                    &grounding,
+                    &moment.heard,
+                    (&moment.asked, &[]),
+                )
                 .abstain;
         let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
-        let name = shard.profile.name.clone();
         let mut usage = recalled.usage;
-        // The parsed action, with the model's reply and the request it answered.
-        let mut parsed = None;
         let schema = action_schema(&present, &frame.exits);
+        let reply = self
+            .generate(
+                &mut shard,
+                model.as_ref(),
+                &built,
+                schema,
+                tokens,
+                &mut usage,
+            )
+            .await?;
+        // A line the guard gave up is deflected in character.
+        let (parsed, deflect) = match reply {
+            Some(reply) => {
+                self.guarded(&mut shard, model.as_ref(), &built, frame, reply, &mut usage)
+                    .await?
+            }
+            None => (None, false),
+        };
+        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let action = into_action(&mut shard, parsed, deflect, moment, usage);
+        // Not saved here: the turn's audited prompts and feeling go to disk with the
+        // character's own event, which the world delivers as soon as it has logged the
+        // line (one durable write instead of two per line). A snapshot shows them
+        // meanwhile, and a detach saves them. `kill -9` in between loses them, never an
+        // acknowledged event.
+        drop(shard);
+        Ok(ActOutcome { action })
+    }
+
+    /// Asks the model for an action, once and then up to `act_retries` more times while
+    /// the output is unusable. Only the first attempt streams to `tokens`.
+    async fn generate(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        built: &BuiltPrompt,
+        schema: serde_json::Value,
+        tokens: Option<mpsc::UnboundedSender<String>>,
+        usage: &mut Usage,
+    ) -> Result<Option<Reply>, AgentError> {
+        let character = shard.id().to_owned();
         for attempt in 0..=self.options.act_retries {
             // Every call is audited, retries included: each one sends the prompt again.
-            built.audit(&mut shard, "act");
+            built.audit(shard, "act");
             let temperature = if attempt == 0 {
                 self.options.temperature
             } else {
@@ -148,7 +218,7 @@ impl CharacterAgents {
                 });
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
-            let completion = match stream_completion(model.as_ref(), &request, sink)
+            let completion = match stream_completion(model, &request, sink)
                 .instrument(tracing::info_span!("model"))
                 .await
             {
@@ -163,88 +233,87 @@ impl CharacterAgents {
             };
             usage.count_call(completion.prompt_tokens, completion.completion_tokens);
             if let Some(action) = parse_action(&completion.text) {
-                parsed = Some((action, completion.text, request));
-                break;
+                return Ok(Some((action, completion.text, request)));
             }
             tracing::warn!(character, attempt, output = %completion.text, "unusable action output");
         }
-        // A line the guard gave up is deflected in character.
-        let mut deflect = false;
-        let parsed = match parsed {
-            Some((action, reply, request)) => {
-                let asked = Asked {
-                    purpose: "act",
-                    built: &built,
-                    request: &request,
-                    frame: Some(frame),
-                    given: &[],
-                };
-                let text = |reply: &str| parse_action(reply).map(|a| a.text);
-                let guard = self.options.boundary_guard;
-                match crate::boundary::guard_line(
-                    guard,
-                    &mut shard,
-                    model.as_ref(),
-                    &asked,
-                    &reply,
-                    text,
-                    &mut usage,
-                )
-                .instrument(tracing::info_span!("guard"))
-                .await?
-                {
-                    Guarded::Kept => Some(action),
-                    Guarded::Replaced(again) => parse_action(&again),
-                    Guarded::GivenUp => {
-                        deflect = true;
-                        None
-                    }
-                }
+        Ok(None)
+    }
+
+    /// The boundary guard on the turn's line: the action as it stands, as the retry
+    /// replaced it, or none with `true` when the guard gave it up (to be deflected).
+    async fn guarded(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        built: &BuiltPrompt,
+        frame: &SceneFrame,
+        (action, reply, request): Reply,
+        usage: &mut Usage,
+    ) -> Result<(Option<ParsedAction>, bool), AgentError> {
+        let asked = Asked {
+            purpose: "act",
+            built,
+            request: &request,
+            frame: Some(frame),
+            given: &[],
+        };
+        let text = |reply: &str| parse_action(reply).map(|a| a.text);
+        let guard = self.options.boundary_guard;
+        let guarded = crate::boundary::guard_line(guard, shard, model, &asked, &reply, text, usage)
+            .instrument(tracing::info_span!("guard"))
+            .await?;
+        Ok(match guarded {
+            Guarded::Kept => (Some(action), false),
+            Guarded::Replaced(again) => (parse_action(&again), false),
+            Guarded::GivenUp => (None, true),
+        })
+    }
+}
+
+/// The action a turn ends with: the parsed one (its goal and feeling kept on the
+/// shard), or an in-character line when nothing usable came or the guard gave up.
+fn into_action(
+    shard: &mut Shard,
+    parsed: Option<ParsedAction>,
+    deflect: bool,
+    moment: Moment,
+    usage: Usage,
+) -> Action {
+    let name = shard.profile.name.clone();
+    let deflected = |text: String| Action {
+        kind: ActionKind::Action as i32,
+        text,
+        usage: Some(usage),
+        fallback: true,
+        ..Action::default()
+    };
+    match parsed {
+        Some(p) => {
+            shard.revise_goal(&p.goal);
+            shard.expect_own(Annotation {
+                emotion: p.emotion.clone(),
+                intensity: p.intensity,
+                intent: p.intent.clone(),
+                trigger: moment.trigger,
+                trigger_pieces: moment.trigger_pieces,
+            });
+            Action {
+                kind: match p.kind {
+                    ParsedKind::Speech => ActionKind::Speech,
+                    ParsedKind::Action => ActionKind::Action,
+                    ParsedKind::Move => ActionKind::Movement,
+                } as i32,
+                text: p.text,
+                target: p.target,
+                destination: p.destination,
+                thought: p.thought,
+                usage: Some(usage),
+                fallback: false,
             }
-            None => None,
-        };
-        usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let deflected = |text: String| Action {
-            kind: ActionKind::Action as i32,
-            text,
-            usage: Some(usage),
-            fallback: true,
-            ..Action::default()
-        };
-        let action = match parsed {
-            Some(p) => {
-                shard.revise_goal(&p.goal);
-                shard.expect_own(Annotation {
-                    emotion: p.emotion.clone(),
-                    intensity: p.intensity,
-                    intent: p.intent.clone(),
-                    trigger: trigger.clone(),
-                    trigger_pieces: trigger_pieces.clone(),
-                });
-                Action {
-                    kind: match p.kind {
-                        ParsedKind::Speech => ActionKind::Speech,
-                        ParsedKind::Action => ActionKind::Action,
-                        ParsedKind::Move => ActionKind::Movement,
-                    } as i32,
-                    text: p.text,
-                    target: p.target,
-                    destination: p.destination,
-                    thought: p.thought,
-                    usage: Some(usage),
-                    fallback: false,
-                }
-            }
-            None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),
-            None => deflected(format!("{name} pauses, weighing what to say.")),
-        };
-        // Not saved here: the turn's audited prompts and feeling go to disk with the
-        // character's own event, which the world delivers as soon as it has logged the
-        // line (one durable write instead of two per line). A snapshot shows them
-        // meanwhile, and a detach saves them. `kill -9` in between loses them, never an
-        // acknowledged event.
-        drop(shard);
-        Ok(ActOutcome { action })
+        }
+        None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),
+        None => deflected(format!("{name} pauses, weighing what to say.")),
     }
 }
 

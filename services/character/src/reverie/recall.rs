@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use dramatis_embed::{Embedder, embed_composed, normalise};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
 use dramatis_memory::evidence::Gate;
-use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
+use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern, SemanticLayer};
 use dramatis_proto::v1::Usage;
 use serde::Deserialize;
 use serde_json::json;
@@ -262,30 +262,7 @@ pub async fn recall(
     model: &dyn LanguageModel,
 ) -> Result<Recalled, AgentError> {
     let me = shard.id().to_owned();
-    // One embedding run: the query and, when it has several, its lines. Lines given in
-    // pieces are composed from them; the whole query is then the composition of all
-    // its lines' pieces.
-    let pieces = |line: &str| vec![line.to_owned()];
-    let (whole, given): (Vec<String>, Vec<Vec<String>>) = if query.lines.is_empty() {
-        let lines = query.text.lines().map(str::trim).map(pieces).collect();
-        (pieces(query.text), lines)
-    } else {
-        (query.lines.concat(), query.lines.to_vec())
-    };
-    let mut texts = vec![whole];
-    let lines: Vec<Vec<String>> = given
-        .into_iter()
-        .filter(|l| {
-            l.iter()
-                .map(|p| p.split_whitespace().count())
-                .sum::<usize>()
-                >= 2
-        })
-        .take(6)
-        .collect();
-    if lines.len() > 1 {
-        texts.extend(lines);
-    }
+    let texts = query_texts(query);
     let vectors = embed_composed(embedder, &texts).await?;
     let query_vector = &vectors[0];
 
@@ -315,14 +292,105 @@ pub async fn recall(
     let mut pool = retrieve(shard, &me, &probes, &[query.text], settings);
     let mut rounds = 1;
     let mut usage = Usage::default();
-    let mut asked: Vec<String> = Vec::new();
-    let best = |pool: &[(Fact, f32)]| pool.iter().map(|(_, s)| *s).fold(0.0, f32::max);
     // Nothing found by vector or by word, and no scene memory frames it.
     let abstain = pool.is_empty() && anchor.is_none();
     // Self-Probe + Sufficient, only when partly covered.
-    while !abstain && best(&pool) < settings.covered && rounds <= query.rounds {
-        let request = self_probe_request(shard, query.text, anchor.as_ref(), &pool, &asked);
-        let items = refs(anchor.as_ref(), &pool);
+    if !abstain {
+        rounds = self_probe(
+            shard,
+            query,
+            anchor.as_ref(),
+            &mut pool,
+            settings,
+            (embedder, model),
+            &mut usage,
+        )
+        .await?;
+    }
+    let (evidence, fits) = weigh_options(
+        shard,
+        &me,
+        query,
+        query_vector,
+        (&pool, anchor.as_ref()),
+        settings,
+        embedder,
+    )
+    .await?;
+
+    // Personality track: Emo-Gate, Emo-Transition, Pattern.
+    let (mood, pattern, gate_fired) = personality(
+        shard,
+        query,
+        query_vector,
+        settings,
+        embedder,
+        emotion_vectors,
+    )
+    .await?;
+    Ok(Recalled {
+        anchor,
+        facts: pool,
+        pattern,
+        mood,
+        gate_fired,
+        anchor_closeness,
+        evidence,
+        fits,
+        abstain,
+        rounds,
+        usage,
+    })
+}
+
+/// What one embedding run of a query embeds: the query and, when it has several, its
+/// lines (of at least two words, at most six). Lines given in pieces are composed from
+/// them; the whole query is then the composition of all its lines' pieces.
+fn query_texts(query: &Query<'_>) -> Vec<Vec<String>> {
+    let pieces = |line: &str| vec![line.to_owned()];
+    let (whole, given): (Vec<String>, Vec<Vec<String>>) = if query.lines.is_empty() {
+        let lines = query.text.lines().map(str::trim).map(pieces).collect();
+        (pieces(query.text), lines)
+    } else {
+        (query.lines.concat(), query.lines.to_vec())
+    };
+    let mut texts = vec![whole];
+    let lines: Vec<Vec<String>> = given
+        .into_iter()
+        .filter(|l| {
+            l.iter()
+                .map(|p| p.split_whitespace().count())
+                .sum::<usize>()
+                >= 2
+        })
+        .take(6)
+        .collect();
+    if lines.len() > 1 {
+        texts.extend(lines);
+    }
+    texts
+}
+
+/// Self-Probe with Sufficient: while the best fact found scores under
+/// `settings.covered`, asks the model for up to three more probes and adds what they
+/// find to `pool`, for at most `query.rounds` rounds. The rounds run, the first search
+/// counted. Every prompt is recorded in the shard's audit.
+async fn self_probe(
+    shard: &mut Shard,
+    query: &Query<'_>,
+    anchor: Option<&EpisodicMemory>,
+    pool: &mut Vec<(Fact, f32)>,
+    settings: &RecallSettings,
+    (embedder, model): (&dyn Embedder, &dyn LanguageModel),
+    usage: &mut Usage,
+) -> Result<u32, AgentError> {
+    let me = shard.id().to_owned();
+    let mut rounds = 1;
+    let mut asked: Vec<String> = Vec::new();
+    let best = |pool: &[(Fact, f32)]| pool.iter().map(|(_, s)| *s).fold(0.0, f32::max);
+    while best(pool) < settings.covered && rounds <= query.rounds {
+        let request = self_probe_request(shard, query.text, anchor, pool, &asked);
+        let items = refs(anchor, pool);
         shard.record_prompt(AuditEntry {
             purpose: "self_probe".into(),
             prompt: request.prompt_text(),
@@ -359,28 +427,30 @@ pub async fn recall(
         pool.truncate(settings.pool_max);
         rounds += 1;
     }
-    let (evidence, fits) = weigh_options(
-        shard,
-        &me,
-        query,
-        query_vector,
-        (&pool, anchor.as_ref()),
-        settings,
-        embedder,
-    )
-    .await?;
+    Ok(rounds)
+}
 
-    // Personality track: Emo-Gate, Emo-Transition, Pattern.
+/// The personality track: Emo-Gate, then (when it fires) Emo-Transition and the
+/// nearest pattern to the new emotion in the triggering situation; otherwise the mood
+/// and pattern stay. The mood, its pattern, and whether the gate fired.
+async fn personality(
+    shard: &Shard,
+    query: &Query<'_>,
+    query_vector: &[f32],
+    settings: &RecallSettings,
+    embedder: &dyn Embedder,
+    emotion_vectors: &EmotionVectors,
+) -> Result<(Mood, Option<PersonalityPattern>, bool), AgentError> {
     let previous = shard.mood().clone();
     let gate_fired =
         settings.layers.personality && gate_fires(&previous, query.scene_id, query.trigger);
     let (mood, pattern) = if gate_fired {
         // The trigger is embedded only when the gate fires: routine turns skip it.
         let trigger_vector = if query.trigger == query.text {
-            query_vector.clone()
+            query_vector.to_vec()
         } else {
             let trigger = if query.trigger_pieces.is_empty() {
-                pieces(query.trigger)
+                vec![query.trigger.to_owned()]
             } else {
                 query.trigger_pieces.to_vec()
             };
@@ -426,19 +496,7 @@ pub async fn recall(
         });
         (previous, pattern)
     };
-    Ok(Recalled {
-        anchor,
-        facts: pool,
-        pattern,
-        mood,
-        gate_fired,
-        anchor_closeness,
-        evidence,
-        fits,
-        abstain,
-        rounds,
-        usage,
-    })
+    Ok((mood, pattern, gate_fired))
 }
 
 /// The normalised sum of two unit vectors: a probe that means both (the query framed
@@ -547,6 +605,69 @@ fn retrieve(
 /// An option's word held by at most this many facts is searched for by word.
 const RARE_HOLDERS: usize = 2;
 
+/// Each option's names (capitalised words: a place, a person, a weekday) that at most
+/// `RARE_HOLDERS` facts hold, as one search text per option. A common word, or one many
+/// facts hold ("looking", in a novel), finds memories about anything.
+fn rare_names(semantic: &SemanticLayer, options: &[String]) -> Vec<String> {
+    options
+        .iter()
+        .map(|option| {
+            option
+                .split_whitespace()
+                .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+                .flat_map(dramatis_memory::modules::content_words)
+                .filter(|w| {
+                    let held = dramatis_memory::lexical::stems(w)
+                        .iter()
+                        .map(|s| semantic.word_holders(s))
+                        .max()
+                        .unwrap_or(0);
+                    (1..=RARE_HOLDERS).contains(&held)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// How close each option (`vectors`, question and option together) is to everything
+/// held that has a vector: the pool, the anchor and what the option search found.
+fn option_fits(
+    shard: &Shard,
+    vectors: &[Vec<f32>],
+    (pool, anchor): (&[(Fact, f32)], Option<&EpisodicMemory>),
+    found: &[Found],
+) -> Fits {
+    let semantic = &shard.layers().semantic;
+    let fact_vector = |id: &str| {
+        let at = semantic.facts().iter().position(|f| f.id == id)?;
+        semantic.vector_at(at)
+    };
+    let mut fits = Fits::new();
+    let held = pool
+        .iter()
+        .map(|(f, _)| (f.id.as_str(), fact_vector(&f.id)))
+        .chain(anchor.map(|a| (a.id.as_str(), shard.layers().episodic.vector_of(&a.id))))
+        .chain(found.iter().map(|f| {
+            let vector = if f.fact.is_some() {
+                fact_vector(&f.id)
+            } else {
+                shard.layers().episodic.vector_of(&f.id)
+            };
+            (f.id.as_str(), vector)
+        }));
+    for (id, vector) in held {
+        if let Some(vector) = vector {
+            let each = vectors
+                .iter()
+                .map(|o| dramatis_memory::vector::dot(o, vector))
+                .collect();
+            fits.insert(id.to_owned(), each);
+        }
+    }
+    fits
+}
+
 /// What each option of a multiple-choice question finds, searched by the question and
 /// option together (facts and scene memories) and by the option's words (facts), that
 /// the pool and the anchor do not hold yet, with its cosine to the question itself.
@@ -568,30 +689,8 @@ async fn weigh_options(
         .map(|o| format!("{} {}", query.text.trim(), o.trim()))
         .collect();
     let vectors = embedder.embed(&asked).await?;
-    // Searched by word: each option's names (capitalised words: a place, a person, a
-    // weekday) that at most `RARE_HOLDERS` facts hold. A common word, or one many facts
-    // hold ("looking", in a novel), finds memories about anything.
     let semantic = &shard.layers().semantic;
-    let rare: Vec<String> = query
-        .options
-        .iter()
-        .map(|option| {
-            option
-                .split_whitespace()
-                .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
-                .flat_map(dramatis_memory::modules::content_words)
-                .filter(|w| {
-                    let held = dramatis_memory::lexical::stems(w)
-                        .iter()
-                        .map(|s| semantic.word_holders(s))
-                        .max()
-                        .unwrap_or(0);
-                    (1..=RARE_HOLDERS).contains(&held)
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
+    let rare = rare_names(semantic, query.options);
     let words: Vec<&str> = rare.iter().map(String::as_str).collect();
     let mut found: Vec<Found> = Vec::new();
     let held = |found: &[Found], id: &str| {
@@ -663,33 +762,7 @@ async fn weigh_options(
             }
         }
     }
-    // How close each option is to everything held that has a vector.
-    let fact_vector = |id: &str| {
-        let at = semantic.facts().iter().position(|f| f.id == id)?;
-        semantic.vector_at(at)
-    };
-    let mut fits = Fits::new();
-    let held = pool
-        .iter()
-        .map(|(f, _)| (f.id.as_str(), fact_vector(&f.id)))
-        .chain(anchor.map(|a| (a.id.as_str(), shard.layers().episodic.vector_of(&a.id))))
-        .chain(found.iter().map(|f| {
-            let vector = if f.fact.is_some() {
-                fact_vector(&f.id)
-            } else {
-                shard.layers().episodic.vector_of(&f.id)
-            };
-            (f.id.as_str(), vector)
-        }));
-    for (id, vector) in held {
-        if let Some(vector) = vector {
-            let each = vectors
-                .iter()
-                .map(|o| dramatis_memory::vector::dot(o, vector))
-                .collect();
-            fits.insert(id.to_owned(), each);
-        }
-    }
+    let fits = option_fits(shard, &vectors, (pool, anchor), &found);
     Ok((found, fits))
 }
 

@@ -159,45 +159,7 @@ impl World {
                 },
             );
         }
-        let attaches = slots.keys().map(|character| {
-            let request = attach_request(&id, &scenario, character);
-            let client = slots[character].client();
-            async move {
-                client
-                    .clone()
-                    .attach(request)
-                    .await
-                    .map(|attached| (character, attached.into_inner().last_seq))
-                    .map_err(|s| WorldError::agent(character, &s))
-            }
-        });
-        let mut held = Vec::new();
-        let mut refused = None;
-        for attached in futures::future::join_all(attaches).await {
-            match attached {
-                Ok(h) => held.push(h),
-                Err(error) => {
-                    refused.get_or_insert(error);
-                }
-            }
-        }
-        if let Some(error) = refused {
-            // Let go of those that did attach, so their stores are free for the next
-            // try (which may place them on other agents).
-            for (character, _) in held {
-                let request = pb::DetachRequest {
-                    character: Some(pb::CharacterRef {
-                        world_id: id.clone(),
-                        character_id: character.clone(),
-                    }),
-                    keep_shard: true,
-                };
-                if let Err(status) = slots[character].client().detach(request).await {
-                    tracing::debug!(%status, character, "detach after a failed start failed");
-                }
-            }
-            return Err(error);
-        }
+        let held = attach_all(&id, &scenario, &slots).await?;
         // A shard that ends before the last event its character perceived (one rebuilt
         // after its store was found corrupt, or one a crash left a line behind) is sent
         // the rest before the world logs anything more: see `catch_up`.
@@ -205,7 +167,7 @@ impl World {
             history
                 .iter()
                 .rev()
-                .find(|e| e.perceivers.iter().any(|p| p == *character))
+                .find(|e| e.perceivers.iter().any(|p| p == character))
                 .is_some_and(|e| e.seq > *last_seq)
         });
         let hub = TranscriptHub::with_stall(history, limits.watcher_stall);
@@ -466,4 +428,57 @@ impl World {
         self.close_seats();
         self.detach_all(false).await;
     }
+}
+/// Attaches every character of `slots` to its agent at once: each character's id and
+/// the last event its shard holds. If any refuses, those that did attach are let go
+/// (so their stores are free for the next try, which may place them on other agents)
+/// and the first refusal is returned.
+async fn attach_all(
+    id: &str,
+    scenario: &Scenario,
+    slots: &BTreeMap<String, Slot>,
+) -> Result<Vec<(String, u64)>, WorldError> {
+    let attaches = slots.keys().map(|character| {
+        let request = attach_request(id, scenario, character);
+        let client = slots[character].client();
+        async move {
+            client
+                .clone()
+                .attach(request)
+                .await
+                .map(|attached| (character, attached.into_inner().last_seq))
+                .map_err(|s| WorldError::agent(character, &s))
+        }
+    });
+    let mut held = Vec::new();
+    let mut refused = None;
+    for attached in futures::future::join_all(attaches).await {
+        match attached {
+            Ok(h) => held.push(h),
+            Err(error) => {
+                refused.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = refused {
+        // Let go of those that did attach, so their stores are free for the next
+        // try (which may place them on other agents).
+        for (character, _) in held {
+            let request = pb::DetachRequest {
+                character: Some(pb::CharacterRef {
+                    world_id: id.to_owned(),
+                    character_id: character.clone(),
+                }),
+                keep_shard: true,
+            };
+            if let Err(status) = slots[character].client().detach(request).await {
+                tracing::debug!(%status, character, "detach after a failed start failed");
+            }
+        }
+        return Err(error);
+    }
+    Ok(held
+        .into_iter()
+        .map(|(character, seq)| (character.clone(), seq))
+        .collect())
 }
