@@ -166,12 +166,12 @@ impl LogArgs {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "replica".into());
             format!("{host}-{}", &uuid::Uuid::new_v4().simple().to_string()[..8])
         });
-        let leases = log
-            .leases(
-                Replica { id, endpoint },
-                std::time::Duration::from_millis(self.lease_ms),
-            )
-            .await?;
+        let leases = dramatis_world::cluster::Leases::open(
+            &log,
+            Replica { id, endpoint },
+            std::time::Duration::from_millis(self.lease_ms),
+        )
+        .await?;
         let cluster = Cluster::new(leases, Peers::new(Some(peer_tls)));
         Ok(Some((Arc::new(log), cluster)))
     }

@@ -62,15 +62,15 @@ pub async fn log_backends(
         let nats = &nats;
         async move {
             let log = nats.log(prefix).await?;
-            let leases = log
-                .leases(
-                    Replica {
-                        id: prefix.into(),
-                        endpoint: "http://127.0.0.1:9".into(),
-                    },
-                    Duration::from_secs(10),
-                )
-                .await?;
+            let leases = dramatis_world::cluster::Leases::open(
+                &log,
+                Replica {
+                    id: prefix.into(),
+                    endpoint: "http://127.0.0.1:9".into(),
+                },
+                Duration::from_secs(10),
+            )
+            .await?;
             anyhow::Ok((
                 Arc::new(log) as dramatis_world::log::SharedLog,
                 Replicas::new(leases, Peers::default()),

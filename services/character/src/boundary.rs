@@ -27,7 +27,7 @@ use dramatis_proto::v1::{SceneFrame, Usage};
 use crate::AgentError;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::Recalled;
-use crate::shard::Shard;
+use crate::shard::{Shard, add_words, trim_word};
 
 /// What the guard does with a line that uses words the character has no source for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -295,13 +295,6 @@ pub struct Known {
     words: HashSet<String>,
 }
 
-/// Adds the words of `text`, lower-cased, as the guard compares them.
-pub(crate) fn add_words(words: &mut HashSet<String>, text: &str) {
-    for token in tokens(text) {
-        words.insert(token.to_lowercase());
-    }
-}
-
 impl Known {
     /// What `shard` holds, with the frame it acts in and any other text it was given
     /// (the question of an interview).
@@ -389,23 +382,6 @@ impl Known {
         }
         out
     }
-}
-
-/// The words of `text` as the check compares them.
-fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    text.split_whitespace().flat_map(|raw| {
-        let word = trim_word(raw);
-        let bare = word.strip_suffix("'s").unwrap_or(word);
-        // "Sherlock-Holmes" and "Brixton," both count, whole and in parts.
-        std::iter::once(bare)
-            .chain(bare.split('-'))
-            .filter(|w| !w.is_empty())
-    })
-}
-
-fn trim_word(raw: &str) -> &str {
-    raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
-        .trim_matches(['\'', '-'])
 }
 
 /// The instruction that asks for a flagged line again.

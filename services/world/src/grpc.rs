@@ -13,10 +13,9 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
 use crate::WorldError;
-use crate::cluster::Place;
 use crate::cluster::peers::{forwarded, was_forwarded};
 use crate::limits::quote;
-use crate::registry::{ScenarioSource, Worlds};
+use crate::registry::{Place, ScenarioSource, Worlds};
 use crate::world::{OpenSeat, PlayInput, Until};
 
 /// The gRPC face of a [`Worlds`] registry.

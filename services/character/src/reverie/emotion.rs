@@ -5,7 +5,8 @@
 //! record, falling back to the cue words of the moment.
 
 use dramatis_memory::PersonalityLayer;
-use serde::{Deserialize, Serialize};
+
+use crate::shard::Mood;
 
 /// The emotions an utterance is annotated with (the action schema's enum).
 pub const EMOTIONS: [&str; 8] = [
@@ -138,17 +139,6 @@ pub fn cue_emotion(text: &str) -> Option<(&'static str, f32)> {
     };
     #[allow(clippy::cast_precision_loss)]
     Some((emotion, (0.2 + 0.2 * count as f32).min(1.0)))
-}
-
-/// The character's current emotional state and the pattern it is speaking in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Mood {
-    pub emotion: String,
-    pub intensity: f32,
-    /// Id of the selected personality pattern, if one has been chosen.
-    pub pattern: Option<String>,
-    /// The scene the pattern was chosen in.
-    pub scene_id: String,
 }
 
 /// `Emo-Gate(q, c)`: fires on a new scene (a new situation), when no pattern has been

@@ -22,7 +22,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::AgentError;
-use crate::reverie::emotion::{Mood, gate_fires, transition};
+use crate::reverie::emotion::{gate_fires, transition};
+use crate::shard::Mood;
 use crate::shard::{AuditEntry, EPISODIC, SEMANTIC, Shard};
 use dramatis_llm::parse_json;
 

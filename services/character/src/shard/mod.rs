@@ -14,7 +14,6 @@ use dramatis_proto::v1::{CharacterProfile, Event, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::AgentError;
-use crate::reverie::emotion::Mood;
 
 mod jetstream;
 mod legacy;
@@ -35,7 +34,19 @@ pub use store::{
 pub(crate) use store::{
     apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,
 };
+pub(crate) use vocabulary::{add_words, trim_word};
 pub use wire::module_of;
+
+/// The character's current emotional state and the pattern it is speaking in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mood {
+    pub emotion: String,
+    pub intensity: f32,
+    /// Id of the selected personality pattern, if one has been chosen.
+    pub pattern: Option<String>,
+    /// The scene the pattern was chosen in.
+    pub scene_id: String,
+}
 
 /// Format of a shard saved as one JSON file (earlier builds; read to migrate).
 const FORMAT: u32 = 1;

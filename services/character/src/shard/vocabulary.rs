@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::Shard;
-use crate::boundary::add_words;
 
 impl Shard {
     /// Reads every word of the layers' items and perceived lines anew.
@@ -28,4 +27,28 @@ impl Shard {
     pub fn vocabulary(&self) -> Arc<HashSet<String>> {
         Arc::clone(&self.vocabulary)
     }
+}
+
+/// Adds the words of `text`, lower-cased, as the guard compares them.
+pub(crate) fn add_words(words: &mut HashSet<String>, text: &str) {
+    for token in tokens(text) {
+        words.insert(token.to_lowercase());
+    }
+}
+
+/// The words of `text` as the check compares them.
+fn tokens(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace().flat_map(|raw| {
+        let word = trim_word(raw);
+        let bare = word.strip_suffix("'s").unwrap_or(word);
+        // "Sherlock-Holmes" and "Brixton," both count, whole and in parts.
+        std::iter::once(bare)
+            .chain(bare.split('-'))
+            .filter(|w| !w.is_empty())
+    })
+}
+
+pub(crate) fn trim_word(raw: &str) -> &str {
+    raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '-')
+        .trim_matches(['\'', '-'])
 }

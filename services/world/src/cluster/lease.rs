@@ -68,6 +68,16 @@ impl Leases {
         Self { store, me, ttl }
     }
 
+    /// The world-ownership leases of the replicas sharing `log`, in a bucket beside it;
+    /// `me` holds its leases for `ttl` at a time.
+    pub async fn open(
+        log: &crate::log::JetStreamLog,
+        me: Replica,
+        ttl: Duration,
+    ) -> Result<Self, WorldError> {
+        Ok(Self::new(log.bucket("leases").await?, me, ttl))
+    }
+
     #[must_use]
     pub fn me(&self) -> &Replica {
         &self.me

@@ -45,12 +45,3 @@ impl Cluster {
         (self.leases.ttl() / 3).max(Duration::from_millis(50))
     }
 }
-
-/// Where a world is served.
-#[derive(Debug)]
-pub enum Place {
-    /// Here: this replica owns it.
-    Here(Arc<crate::world::World>),
-    /// At another replica's endpoint.
-    Owner(String),
-}

@@ -7,7 +7,6 @@
 //! subject sequence, so a writer that has missed another's append is refused by the
 //! stream's leader: the log fences a stale owner itself.
 
-use std::time::Duration;
 
 use async_nats::jetstream::kv::UpdateErrorKind;
 use async_nats::jetstream::stream::{DirectGetErrorKind, Stream as JsStream};
@@ -126,15 +125,11 @@ impl JetStreamLog {
         })
     }
 
-    /// The world-ownership leases of replicas sharing this log, in a bucket beside it.
-    pub async fn leases(
-        &self,
-        me: crate::cluster::Replica,
-        ttl: Duration,
-    ) -> Result<crate::cluster::Leases, WorldError> {
-        let name = format!("{}_leases", self.options.prefix);
-        let store = dramatis_nats::bucket(&self.context, &name, self.options.replicas).await?;
-        Ok(crate::cluster::Leases::new(store, me, ttl))
+    /// The key-value bucket `<prefix>_<name>` beside this log, made when missing, with
+    /// the log's replicas.
+    pub async fn bucket(&self, name: &str) -> Result<async_nats::jetstream::kv::Store, WorldError> {
+        let name = format!("{}_{name}", self.options.prefix);
+        Ok(dramatis_nats::bucket(&self.context, &name, self.options.replicas).await?)
     }
 
     fn subject(&self, world_id: &str) -> String {

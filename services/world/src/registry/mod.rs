@@ -6,6 +6,8 @@ mod paths;
 mod place;
 mod restore;
 
+pub use place::Place;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

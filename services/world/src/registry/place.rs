@@ -6,8 +6,17 @@ use std::sync::Arc;
 
 use super::Worlds;
 use crate::WorldError;
-use crate::cluster::{Holder, Place};
+use crate::cluster::Holder;
 use crate::world::World;
+
+/// Where a world is served.
+#[derive(Debug)]
+pub enum Place {
+    /// Here: this replica owns it.
+    Here(Arc<World>),
+    /// At another replica's endpoint.
+    Owner(String),
+}
 
 impl Worlds {
     /// Where `world_id` is served: here, or at its owner. In a cluster, a world whose
