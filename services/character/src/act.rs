@@ -10,14 +10,15 @@ use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
 use tokio::sync::mpsc;
 
+use crate::action::ACTION_SCHEMA_NAME;
 use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
 use crate::boundary::{Asked, Guarded};
+use crate::error::AgentError;
 use crate::host::{ActOutcome, CharacterAgents};
 use crate::prompt::{self, BuiltPrompt};
 use crate::reverie::recall::{Query, Recalled, recall};
 use crate::shard::{Annotation, PerceivedKind, Phrase, Shard};
 use crate::stream_text::TextFieldStreamer;
-use crate::{ACTION_SCHEMA_NAME, AgentError};
 
 /// The moment a turn answers, read from the character's current scene: its latest
 /// lines, the last thing someone else said, and whether that was a question to it.
@@ -352,7 +353,7 @@ mod tests {
     use dramatis_proto::v1::{CharacterProfile, SceneFrame};
 
     use super::*;
-    use crate::AgentOptions;
+    use crate::host::AgentOptions;
 
     /// A model whose every call fails as an endpoint that answers 500 does once the
     /// client's retries are spent.

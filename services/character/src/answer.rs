@@ -11,8 +11,8 @@ use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
 
-use crate::AgentError;
 use crate::boundary::{self, Asked, Guarded, Verdict};
+use crate::error::AgentError;
 use crate::host::{AnswerOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::emotion::is_refusal;

@@ -24,7 +24,7 @@ use dramatis_memory::modules::{Grounding, ModuleKind};
 use dramatis_memory::thesaurus::{Thesaurus, WORDNET_DIR};
 use dramatis_proto::v1::{SceneFrame, Usage};
 
-use crate::AgentError;
+use crate::error::AgentError;
 use crate::prompt::BuiltPrompt;
 use crate::reverie::recall::Recalled;
 use crate::shard::{Shard, add_words, trim_word};

@@ -9,7 +9,7 @@ use futures::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
-use crate::CharacterAgents;
+use crate::host::CharacterAgents;
 
 /// The gRPC face of [`CharacterAgents`].
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use tokio::sync::Mutex;
 
 use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
 
-use crate::AgentError;
 use crate::boundary::GuardMode;
+use crate::error::AgentError;
 use crate::mind::AgentMind;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
 use crate::shard::{Shard, ShardStore, store_path};

@@ -7,7 +7,7 @@ use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::Event;
 use tracing::Instrument as _;
 
-use crate::AgentError;
+use crate::error::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
 use crate::reverie::writer::{Author, arrival_facts, rewrite_scene, write_scene};
 use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};

@@ -10,8 +10,8 @@ use dramatis_proto::v1::agent_client::AgentClient;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig};
 
-use crate::WorldError;
 use crate::channels::Channels;
+use crate::error::WorldError;
 
 /// A client of one agent service, carrying trace context on every call.
 pub type AgentRpc = AgentClient<

@@ -1,6 +1,6 @@
 use dramatis_proto::{DomainError, ErrorKind};
 
-use crate::limits::quote;
+use dramatis_runtime::quote;
 use dramatis_scenario::ScenarioError;
 
 /// Why a world operation failed.

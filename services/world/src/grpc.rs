@@ -12,8 +12,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
 
-use crate::WorldError;
 use crate::cluster::peers::{forwarded, was_forwarded};
+use crate::error::WorldError;
 use crate::limits::quote;
 use crate::registry::{Place, ScenarioSource, Worlds};
 use crate::world::{OpenSeat, PlayInput, Until};
@@ -433,7 +433,12 @@ impl WorldApi for WorldGrpc {
             }
             Some(advance_request::Until::Turns(n)) => {
                 let max = self.worlds.limits().max_turns;
-                crate::Limits::check_count("turns", u64::from(n), u64::from(max), "--max-turns")?;
+                crate::limits::Limits::check_count(
+                    "turns",
+                    u64::from(n),
+                    u64::from(max),
+                    "--max-turns",
+                )?;
                 Until::Turns(n)
             }
             Some(advance_request::Until::SceneEnd(true)) => Until::SceneEnd,
@@ -647,8 +652,8 @@ impl WorldApi for WorldGrpc {
             return Err(Status::invalid_argument("action is required"));
         };
         let max = self.worlds.limits().max_line_chars;
-        crate::Limits::check_chars("action.text", &action.text, max)?;
-        crate::Limits::check_chars("action.thought", &action.thought, max)?;
+        crate::limits::Limits::check_chars("action.text", &action.text, max)?;
+        crate::limits::Limits::check_chars("action.thought", &action.thought, max)?;
         let inputs = self
             .seats
             .get(&request.seat)

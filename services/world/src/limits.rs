@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::WorldError;
+use crate::error::WorldError;
 
 pub use dramatis_runtime::quote;
 

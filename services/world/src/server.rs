@@ -5,8 +5,9 @@ use dramatis_proto::v1::world_server::WorldServer;
 use dramatis_runtime::Shutdown;
 use tokio::net::TcpListener;
 
+use crate::error::WorldError;
 use crate::registry::{WorldServiceOptions, Worlds};
-use crate::{WorldError, grpc, viewer};
+use crate::{grpc, viewer};
 
 /// Why the world service stopped abnormally.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use dramatis_proto::v1::{self as pb, WorldStatus};
 
-use crate::WorldError;
+use crate::error::WorldError;
 use crate::log::WorldRecord;
 
 /// How often calls for an unrestored world try to rebuild it.

@@ -21,7 +21,7 @@ use dramatis_proto::v1::Usage;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::AgentError;
+use crate::error::AgentError;
 use crate::reverie::emotion::{gate_fires, transition};
 use crate::shard::Mood;
 use crate::shard::{AuditEntry, EPISODIC, SEMANTIC, Shard};

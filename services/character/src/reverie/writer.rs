@@ -20,7 +20,7 @@ use dramatis_memory::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::AgentError;
+use crate::error::AgentError;
 use crate::shard::{Joint, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene};
 use dramatis_llm::parse_json;
 

@@ -23,7 +23,7 @@ use dramatis_proto::v1::{ShardDelta, ShardRow};
 use prost::Message as _;
 
 use super::rows::{Delta, Row};
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// Messages published for a character after which its whole store is published
 /// again and the older messages purged.

@@ -6,7 +6,7 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 
 use super::AuditEntry;
-use crate::AgentError;
+use crate::error::AgentError;
 
 /// The audit file beside the JSON shard `json_path` (`watson.json` →
 /// `watson.audit.jsonl`).

@@ -13,7 +13,7 @@ use dramatis_memory::{
 use dramatis_proto::v1::{CharacterProfile, Event, Usage};
 use serde::{Deserialize, Serialize};
 
-use crate::AgentError;
+use crate::error::AgentError;
 
 mod jetstream;
 mod legacy;

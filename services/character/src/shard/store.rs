@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::AuditEntry;
 use super::jetstream::RemoteShard;
 use super::rows::{Delta, Row, Stored};
-use crate::AgentError;
+use crate::error::AgentError;
 
 const CORE: TableDefinition<&str, &[u8]> = TableDefinition::new("core");
 const MODULES: TableDefinition<&str, &[u8]> = TableDefinition::new("modules");

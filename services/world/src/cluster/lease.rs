@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_nats::jetstream::kv::{self, Operation, UpdateErrorKind};
 use serde::{Deserialize, Serialize};
 
-use crate::WorldError;
+use crate::error::WorldError;
 
 /// Who this replica is, as other replicas see it.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use dramatis_proto::v1::{TokenChunk, WatchResponse, watch_response};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
-use crate::WorldError;
+use crate::error::WorldError;
 use crate::log::{SharedLog, TokenFeed};
 use dramatis_scenario::Scenario;
 use dramatis_story::names::Perspective;

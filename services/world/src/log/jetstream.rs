@@ -7,7 +7,6 @@
 //! subject sequence, so a writer that has missed another's append is refused by the
 //! stream's leader: the log fences a stale owner itself.
 
-
 use async_nats::jetstream::kv::UpdateErrorKind;
 use async_nats::jetstream::stream::{DirectGetErrorKind, Stream as JsStream};
 use async_nats::jetstream::{self, kv};
@@ -20,7 +19,7 @@ use futures::StreamExt as _;
 use prost::Message as _;
 
 use super::{EventFeed, EventLog, TokenFeed, WorldRecord, check_run};
-use crate::WorldError;
+use crate::error::WorldError;
 
 /// How to reach the cluster and what to call things in it.
 pub type JetStreamOptions = NatsOptions;

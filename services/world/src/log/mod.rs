@@ -22,7 +22,7 @@ use dramatis_proto::v1::{Event, TokenChunk};
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
-use crate::WorldError;
+use crate::error::WorldError;
 pub use jetstream::{JetStreamLog, JetStreamOptions};
 pub use redb::RedbLog;
 

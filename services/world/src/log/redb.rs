@@ -13,7 +13,7 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use tokio::sync::broadcast;
 
 use super::{EventFeed, EventLog, WorldRecord, check_run};
-use crate::WorldError;
+use crate::error::WorldError;
 
 const EVENTS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("events");
 const WORLDS: TableDefinition<&str, &[u8]> = TableDefinition::new("worlds");

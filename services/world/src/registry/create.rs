@@ -12,9 +12,10 @@ use super::paths::read_off_runtime;
 use super::{Creating, ScenarioSource, Worlds};
 use crate::agent_clients::AgentLinks;
 use crate::cluster::Holder;
+use crate::error::WorldError;
+use crate::limits::Limits;
 use crate::log::WorldRecord;
 use crate::world::{Shared, World};
-use crate::{Limits, WorldError};
 
 impl Worlds {
     pub(super) async fn start(

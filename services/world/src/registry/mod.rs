@@ -14,10 +14,10 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 
-use crate::Limits;
-use crate::WorldError;
 use crate::agent_clients::{AgentDirectory, AgentPool};
 use crate::cluster::Cluster;
+use crate::error::WorldError;
+use crate::limits::Limits;
 use crate::log::SharedLog;
 use crate::unrestored::Unrestored;
 use crate::world::World;

@@ -5,7 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::Worlds;
-use crate::WorldError;
+use crate::error::WorldError;
 
 impl Worlds {
     /// The file a client's `scenario_path` names, if it lies inside one of the scenario

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::Worlds;
-use crate::WorldError;
 use crate::cluster::Holder;
+use crate::error::WorldError;
 use crate::world::World;
 
 /// Where a world is served.

@@ -9,7 +9,7 @@ use dramatis_scenario::Scenario;
 
 use super::Worlds;
 use super::paths::read_off_runtime;
-use crate::WorldError;
+use crate::error::WorldError;
 use crate::log::WorldRecord;
 use crate::unrestored::{RETRY_EVERY, Unrestored};
 use crate::world::World;

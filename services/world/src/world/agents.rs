@@ -14,9 +14,9 @@ use tonic::Code;
 use super::{Slot, World};
 use dramatis_proto::v1 as pb;
 
-use crate::WorldError;
 use crate::agent_clients::{AgentRpc, Loss};
 use crate::convert::attach_request;
+use crate::error::WorldError;
 
 /// Calls to one agent, including the first, before the failure is the caller's.
 const ATTEMPTS: u32 = 4;

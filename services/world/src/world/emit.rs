@@ -9,7 +9,7 @@ use futures::future::try_join_all;
 use tracing::Instrument as _;
 
 use super::World;
-use crate::WorldError;
+use crate::error::WorldError;
 use dramatis_story::drafts::{Draft, Stamp};
 use dramatis_story::frame::frame_for;
 use dramatis_story::names::Perspective;

@@ -20,9 +20,10 @@ use tracing::{Instrument, info_span};
 
 use crate::agent_clients::AgentLinks;
 use crate::convert::{attach_request, world_info};
+use crate::error::WorldError;
 use crate::hub::TranscriptHub;
+use crate::limits::Limits;
 use crate::log::SharedLog;
-use crate::{Limits, WorldError};
 use dramatis_scenario::Scenario;
 use dramatis_story::drafts::{self, Draft};
 use dramatis_story::narration_guard;

@@ -5,7 +5,7 @@ use dramatis_proto::v1::{self as pb, Action};
 use futures::{Stream, StreamExt as _};
 
 use super::World;
-use crate::WorldError;
+use crate::error::WorldError;
 use dramatis_story::state::WorldState;
 
 /// A person's claim on a character.

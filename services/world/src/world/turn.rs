@@ -7,7 +7,8 @@ use tracing::Instrument as _;
 use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
 
 use super::World;
-use crate::{Limits, WorldError};
+use crate::error::WorldError;
+use crate::limits::Limits;
 use dramatis_story::drafts::{Draft, resolve};
 use dramatis_story::state::WorldState;
 
