@@ -11,8 +11,9 @@ use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
 
-use crate::boundary::{self, Asked, Guarded, Verdict};
+use crate::boundary::{Asked, Guarded};
 use crate::error::AgentError;
+use crate::evidence::{self, Verdict};
 use crate::host::{AnswerOutcome, CharacterAgents};
 use crate::prompt::{self};
 use crate::reverie::emotion::is_refusal;
@@ -117,7 +118,7 @@ impl CharacterAgents {
     }
 
     /// Whether the character may answer `question` from what it recalled, and with
-    /// options, which one it holds evidence for ([`boundary::weigh`]). Without the
+    /// options, which one it holds evidence for ([`evidence::weigh`]). Without the
     /// gate, anything recalled at all, or a module item that reaches its floor,
     /// cancels a refusal. The recalled workspace's `abstain` is set to the verdict, and
     /// a chosen option's evidence joins the workspace the prompt shows.
@@ -129,18 +130,18 @@ impl CharacterAgents {
         lines: &[String],
         (question, options): (&str, &[String]),
     ) -> Verdict {
-        let reverie_on = boundary::reverie_on(shard);
+        let reverie_on = evidence::reverie_on(shard);
         let settings = &self.options.recall;
-        let own = boundary::own_description(shard, question);
+        let own = evidence::own_description(shard, question);
         // The gate reads the question with the other names of whoever it names.
-        let others = boundary::other_names(shard, question);
+        let others = evidence::other_names(shard, question);
         let question = if others.is_empty() {
             question.to_owned()
         } else {
             format!("{question} ({})", others.join("; "))
         };
         let verdict = match &settings.gate {
-            Some(gate) => boundary::weigh(
+            Some(gate) => evidence::weigh(
                 (gate, settings.relevant),
                 reverie_on,
                 recalled,
@@ -150,14 +151,14 @@ impl CharacterAgents {
                 (
                     &|stem| shard.layers().semantic.word_rarity(stem),
                     if settings.synonyms {
-                        boundary::thesaurus()
+                        evidence::thesaurus()
                     } else {
-                        boundary::no_synonyms()
+                        evidence::no_synonyms()
                     },
                 ),
             ),
             None => Verdict {
-                abstain: boundary::abstains(reverie_on, recalled.abstain, grounding),
+                abstain: evidence::abstains(reverie_on, recalled.abstain, grounding),
                 ..Verdict::default()
             },
         };

@@ -141,7 +141,7 @@ impl CharacterAgents {
         // The gate's synonyms take a second or two to read: read them now, off the
         // caller's thread, rather than on the first question.
         if options.recall.gate.is_some() && options.recall.synonyms {
-            std::thread::spawn(|| crate::boundary::thesaurus().len());
+            std::thread::spawn(|| crate::evidence::thesaurus().len());
         }
         Self {
             shards: Arc::default(),

@@ -4,5 +4,9 @@
 //! The data they work on lives in the shard and in `dramatis-memory`.
 
 pub mod emotion;
+mod options;
+mod probe;
 pub mod recall;
+mod search;
+mod settings;
 pub mod writer;
