@@ -20,6 +20,7 @@ imports. Exits 1 when anything is over.
 """
 
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -206,6 +207,7 @@ def circles(graph):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     quiet = "--quiet" in sys.argv
     file_circles, module_circles, long_files = [], [], []
     n_files = 0

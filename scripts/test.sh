@@ -2,6 +2,8 @@
 # The tests, as suites that each run whatever failed before them:
 #   setup    set-up (idempotent), with chromium and nats-server for the tests
 #   format   cargo fmt --check
+#   clippy   cargo clippy on every target, warnings as errors (a function over 100
+#            lines among them: clippy.toml)
 #   rust     every Rust test (release profile, the build the main job uses),
 #            --no-fail-fast: every test binary runs, whichever fails
 #   fuzz     the scenario parser and inline sandbox specs, 15 s each, from their corpus
@@ -18,6 +20,7 @@ venv=".cache/venv"
 
 suite_setup() { bash scripts/setup.sh --browser --nats; }
 suite_format() { cargo fmt --all -- --check; }
+suite_clippy() { cargo clippy --release --workspace --all-targets -- -D warnings; }
 suite_rust() { cargo test --release --workspace --no-fail-fast; }
 suite_fuzz() { bash scripts/fuzz.sh 15; }
 
@@ -51,7 +54,7 @@ suite_viewer() {
   bin="$(dramatis_bin)" && DRAMATIS_BIN="$bin" node --test web/tests/viewer.test.mjs
 }
 
-all=(setup format rust fuzz schema k8s grpcio viewer)
+all=(setup format clippy rust fuzz schema k8s grpcio viewer)
 chosen=("$@")
 ((${#chosen[@]})) || chosen=("${all[@]}")
 for name in "${chosen[@]}"; do

@@ -3,6 +3,7 @@
 
 mod args;
 mod commands;
+mod locks;
 mod models;
 mod options;
 mod printer;
@@ -70,7 +71,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Import(ImportCommand::Bookworld(args)) => commands::import::bookworld(&args),
         Command::Ingest(args) => commands::ingest::ingest(&args).await,
         Command::Eval(EvalCommand::Probes(args)) => commands::eval::probes(&args).await,
-        Command::Eval(EvalCommand::Kbf(args)) => commands::eval::kbf(&args).await,
+        Command::Eval(EvalCommand::Kbf(args)) => commands::kbf::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => commands::ablate::ablate(&args).await,
         Command::Eval(EvalCommand::Ingest(args)) => commands::eval_ingest::eval_ingest(&args),
         Command::Bench(BenchCommand::Turns(args)) => commands::bench::bench(args).await,

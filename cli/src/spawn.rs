@@ -6,7 +6,7 @@
 //! lifeline), and a child started with [`LIFELINE`] set exits when that pipe closes,
 //! which the kernel does when the parent dies, even by `kill -9`. Agents also hold a
 //! lock file in their shard directory while they run, so a restarted service can find
-//! agents an earlier one left behind and end them ([`end_stale_agents`]).
+//! agents an earlier one left behind and end them (`locks.rs`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -264,7 +264,7 @@ impl SpawnedAgents {
         let tls_dir = data_dir.join("pki");
         let pki = DeploymentPki::generate(&[], &[], CERTIFICATE_LIFETIME)?;
         pki.write_agent_half(&tls_dir)?;
-        let ended = end_stale_agents(&shards).await;
+        let ended = crate::locks::end_stale_agents(&shards).await;
         if ended > 0 {
             tracing::warn!(ended, shards = %shards.display(),
                 "ended agents an earlier service left running on this data directory");
@@ -473,160 +473,5 @@ impl AgentDirectory for SpawnedAgents {
         for mut agent in agents {
             let _ = agent.spawned.child.kill().await;
         }
-    }
-}
-
-/// Where agents keep their lock files, in their shard directory.
-fn lock_dir(shards: &Path) -> PathBuf {
-    shards.join(".agents")
-}
-
-/// An agent process's lock file, locked while the process runs and removed when it
-/// ends normally (a killed agent's file is cleaned up by [`end_stale_agents`]).
-#[derive(Debug)]
-pub struct AgentLock {
-    _file: std::fs::File,
-    path: PathBuf,
-}
-
-impl Drop for AgentLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// The lock a world service holds on its data directory while it runs (the kernel lets
-/// it go when the process ends, by any means).
-#[derive(Debug)]
-pub struct DataDirLock {
-    _file: std::fs::File,
-}
-
-/// Makes what this process (and every process it starts) creates from here on private
-/// to its user: files 0600, folders 0700. A service's data (shards, the event log,
-/// logs) is characters' private memory.
-pub fn private_files() {
-    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-}
-
-/// Makes `dir` (made if missing) private to this user (0700), whatever made it before.
-pub fn private_dir(dir: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-        .with_context(|| format!("make {} private", dir.display()))
-}
-
-/// Takes `data_dir`'s lock (`serve.lock`), before anything in the directory is touched:
-/// a second service on it would write a new CA into `pki/` and end the first one's
-/// agents as stale. Refused, naming the process that holds it, when another service
-/// does.
-pub fn hold_data_dir(data_dir: &Path) -> anyhow::Result<DataDirLock> {
-    use std::io::{Read as _, Seek as _, Write as _};
-    private_files();
-    private_dir(data_dir)?;
-    let path = data_dir.join("serve.lock");
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| format!("open {}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            anyhow::bail!(
-                "another dramatis service (pid {}) is using the data directory {}: stop it, \
-                 or give this one another --data-dir",
-                holder.trim(),
-                data_dir.display()
-            );
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(e).with_context(|| format!("lock {}", path.display()));
-        }
-    }
-    file.set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| write!(file, "{}", std::process::id()))
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(DataDirLock { _file: file })
-}
-
-/// In an agent process: takes this process's lock file in `shards`, held until the
-/// returned guard is dropped.
-pub fn hold_agent_lock(shards: &Path) -> anyhow::Result<AgentLock> {
-    let dir = lock_dir(shards);
-    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let path = dir.join(format!("{}.lock", std::process::id()));
-    let file =
-        std::fs::File::create(&path).with_context(|| format!("create {}", path.display()))?;
-    file.try_lock()
-        .with_context(|| format!("lock {}", path.display()))?;
-    Ok(AgentLock { _file: file, path })
-}
-
-/// How long [`end_stale_agents`] lets stale agents exit by themselves.
-const STALE_GRACE: Duration = Duration::from_secs(5);
-
-/// Before a service starts agents on `shards`: finds agents that an earlier service
-/// left running there (their lock files are still locked) and ends them, first by
-/// letting their lifelines act, then with SIGKILL. Removes the lock files of agents
-/// that are gone. Returns how many live agents it ended.
-pub async fn end_stale_agents(shards: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(lock_dir(shards)) else {
-        return 0;
-    };
-    let mut held = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let pid = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .and_then(|s| s.parse::<i32>().ok());
-        match (pid, lock_free(&path)) {
-            (_, true) | (None, false) => {
-                let _ = std::fs::remove_file(&path);
-            }
-            (Some(pid), false) => held.push((pid, path)),
-        }
-    }
-    let mut ended = 0;
-    for (pid, path) in held {
-        let deadline = tokio::time::Instant::now() + STALE_GRACE;
-        while !lock_free(&path) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        if !lock_free(&path) {
-            tracing::warn!(
-                pid,
-                "an earlier service's agent still runs on this data directory; killing it"
-            );
-            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-            let deadline = tokio::time::Instant::now() + STALE_GRACE;
-            while !lock_free(&path) && tokio::time::Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-        ended += 1;
-        let _ = std::fs::remove_file(&path);
-    }
-    ended
-}
-
-/// True when nobody holds the lock on `path` (or it cannot be opened).
-fn lock_free(path: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(path) else {
-        return true;
-    };
-    match file.try_lock() {
-        Ok(()) => true,
-        Err(std::fs::TryLockError::WouldBlock) => false,
-        Err(std::fs::TryLockError::Error(_)) => true,
     }
 }

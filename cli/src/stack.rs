@@ -24,7 +24,7 @@ pub struct LocalStack {
     shutdown: Shutdown,
     server: Option<tokio::task::JoinHandle<Result<(), ServeError>>>,
     _llm: Option<Spawned>,
-    _data_dir: crate::spawn::DataDirLock,
+    _data_dir: crate::locks::DataDirLock,
     _temp: Option<tempfile::TempDir>,
 }
 
@@ -61,7 +61,7 @@ impl LocalStack {
                 (temp.path().to_path_buf(), Some(temp))
             }
         };
-        let data_dir_lock = crate::spawn::hold_data_dir(&data_dir)?;
+        let data_dir_lock = crate::locks::hold_data_dir(&data_dir)?;
         let logs = data_dir.join("logs");
         let mut llm = None;
         if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() {

@@ -4,6 +4,10 @@
 //! world stays whole: the story goes on, its log holds each event once and in order, a
 //! world whose creation was cut off exists, and one whose deletion was cut off stays
 //! gone after a restart.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 mod common;
 

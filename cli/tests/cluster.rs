@@ -729,15 +729,29 @@ async fn a_watcher_on_another_replica_sees_each_line_stream_before_it_settles() 
     let mut other = stack.replicas[1].client().await;
     create(&mut owner, "chunks", 4).await;
     let mut stream = watch_stream(&mut other, "chunks", true).await;
-    // The watcher has caught up with the log (and subscribed to the chunks) before
-    // the first line is spoken.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A first turn, and its events seen by the watcher: the mirror subscribes to the
+    // chunks before it follows the log, so from here on no chunk can pass it by,
+    // however slowly a loaded machine starts it. (A fixed sleep here failed under load.)
+    let first = advance(&mut owner, "chunks", advance_request::Until::Turns(1))
+        .await
+        .expect("first turn");
+    let first_last = first.last().expect("events").seq;
+    let mut streamed: BTreeMap<u64, String> = BTreeMap::new();
+    let mut events = Vec::new();
+    while events.last().is_none_or(|e: &Event| e.seq < first_last) {
+        let item = tokio::time::timeout(Duration::from_secs(30), stream.message())
+            .await
+            .expect("in time")
+            .expect("item")
+            .expect("the watch goes on");
+        if let Some(watch_response::Item::Event(event)) = item.item {
+            events.push(event);
+        }
+    }
     let produced = advance(&mut owner, "chunks", advance_request::Until::Turns(4))
         .await
         .expect("advance");
     let last = produced.last().expect("events").seq;
-    let mut streamed: BTreeMap<u64, String> = BTreeMap::new();
-    let mut events = Vec::new();
     while events.last().is_none_or(|e: &Event| e.seq < last) {
         let item = tokio::time::timeout(Duration::from_secs(30), stream.message())
             .await

@@ -2,6 +2,10 @@
 //! every stage (accepted, rejected and reported), stopped after stage 2 and resumed
 //! without repeating a call, the folder run as a world, probed and scored; and bad
 //! input refused with a clear message.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 mod common;
 

@@ -2,6 +2,10 @@
 //! unprotected refuses to start, an agent needs certificates or an explicit `--no-tls`,
 //! `dramatis certs` writes a deployment and will not overwrite one, and the client
 //! commands carry a token and trust a CA.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 mod common;
 

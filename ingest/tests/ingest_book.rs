@@ -5,6 +5,10 @@
 //! propagation), the pattern count K, who knows whom by name, and a scenario whose
 //! starting shards hold nothing from the script's scenes. (The real embedder, resume
 //! and the world run are the CLI's tests.)
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ import jsonschema
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMA = json.load(open(os.path.join(ROOT, "scenarios", "scenario.schema.json")))
-BROKEN = os.path.join(ROOT, "services", "world", "tests", "broken")
+BROKEN = os.path.join(ROOT, "crates", "scenario", "tests", "broken")
 STRUCTURAL = ["wrong-version.toml", "type-error.toml", "unknown-field.toml", "missing-field.toml"]
 
 

@@ -1,5 +1,9 @@
 //! The shipped scenario end to end over loopback: a real world service, one real agent
 //! service per character, the scripted model.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 use std::collections::BTreeMap;
 

@@ -4,6 +4,10 @@
 //! once, in order; delete removes a world and its name can be used again. On the
 //! cluster, a follow goes on within a stated bound when any one node dies: the one
 //! hosting its consumer, the stream's leader, or the one its client is connected to.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,10 @@
 //! A person plays a character over `World.Play`: the world waits for their action on
 //! that character's turns, the line reaches those present like an agent's, the player
 //! receives only what the character perceives, and a late player hands the turn back.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 use std::time::Duration;
 

@@ -1,5 +1,9 @@
 //! Malformed and impossible requests get precise gRPC statuses and change nothing;
 //! both services carry health and reflection.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{

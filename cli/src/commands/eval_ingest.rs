@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use dramatis_ingest::answers::{Answers, Ingested, Score, score};
+use dramatis_ingest::answers::Answers;
+use dramatis_ingest::scoring::{Ingested, Score, score};
 use serde_json::json;
 
 #[derive(Debug, Args)]

@@ -345,7 +345,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     shutdown.trigger_on_signals();
     args.metrics.start(&shutdown).await?;
     // Before anything in the data directory is touched: one service per directory.
-    let _data_dir = crate::spawn::hold_data_dir(&args.data_dir)?;
+    let _data_dir = crate::locks::hold_data_dir(&args.data_dir)?;
     let logs = args.data_dir.join("logs");
     let mut _llm = None;
     let agents: Arc<dyn AgentDirectory> = if args.agent_endpoints.is_empty() {
@@ -427,7 +427,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
 
 pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
     // Shards are characters' private memory.
-    crate::spawn::private_files();
+    crate::locks::private_files();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals();
     args.metrics.start(&shutdown).await?;
@@ -454,7 +454,7 @@ pub async fn agent(args: AgentArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot serve health checks on {addr}"))?;
     }
     // Held while this process runs: a restarted service finds it by this lock.
-    let _lock = crate::spawn::hold_agent_lock(&args.data_dir)?;
+    let _lock = crate::locks::hold_agent_lock(&args.data_dir)?;
     let mut options = agent_options(&args.model, Some(args.data_dir.clone()))?;
     if let Some(url) = &args.shards {
         anyhow::ensure!(

@@ -4,6 +4,7 @@
 //!
 //! Loading validates everything and reports each problem with the file, line and field.
 
+mod build;
 mod catalog;
 pub mod fuzz_checks;
 mod raw;

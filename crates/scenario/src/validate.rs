@@ -1,17 +1,14 @@
 //! Turns a parsed file into a [`Scenario`], collecting every problem with its line.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 use dramatis_proto::v1::MemoryModules;
 
 use dramatis_runtime::quote;
 
-use super::raw::{RawScenario, S};
-use super::{
-    Character, FORMAT_VERSION, Fact, Lines, Location, Memory, OpenStory, Path_, Pattern, Problem,
-    Scenario, ScenarioError, Scene,
-};
+use super::raw::{RawScenario, RawScene, S};
+use super::{FORMAT_VERSION, Lines, Problem, Scenario, ScenarioError};
 
 struct Checker {
     lines: Lines,
@@ -83,198 +80,227 @@ impl Checker {
     }
 }
 
-#[allow(clippy::too_many_lines)]
-pub(super) fn validate(
-    raw: RawScenario,
-    text: &str,
-    path: &Path,
-) -> Result<Scenario, ScenarioError> {
-    let mut c = Checker {
-        lines: Lines::of(text),
-        problems: Vec::new(),
-    };
-    if *raw.version.get_ref() != FORMAT_VERSION {
-        c.report(
-            &raw.version,
-            "version",
-            format!(
-                "unsupported version {}; this build reads version {FORMAT_VERSION}",
-                raw.version.get_ref()
-            ),
-        );
-    }
-    c.non_empty(&raw.name, "name");
-    c.non_empty(&raw.title, "title");
-
-    let mut location_ids = HashSet::new();
-    for (i, l) in raw.locations.iter().enumerate() {
-        c.id(
-            &l.id,
-            &format!("locations[{i}].id"),
-            "location",
-            &mut location_ids,
-        );
-        c.non_empty(&l.name, format!("locations[{i}].name"));
-    }
-    if raw.locations.is_empty() {
-        c.report(
-            &raw.name,
-            "locations",
-            "a scenario needs at least one location",
-        );
-    }
-
-    for (i, p) in raw.paths.iter().enumerate() {
-        for (end, field) in [(&p.from, "from"), (&p.to, "to")] {
-            if !location_ids.contains(end.get_ref()) {
-                c.report(
-                    end,
-                    format!("paths[{i}].{field}"),
-                    format!("unknown location {}", quote(end.get_ref())),
-                );
-            }
-        }
-        if p.from.get_ref() == p.to.get_ref() {
-            c.report(
-                &p.to,
-                format!("paths[{i}].to"),
-                "a path must join two different locations",
-            );
-        }
-        if *p.distance.get_ref() == 0 {
-            c.report(
-                &p.distance,
-                format!("paths[{i}].distance"),
-                "distance must be at least 1",
-            );
-        }
-    }
-
-    if let Some(memory) = &raw.memory {
-        for (i, module) in memory.modules.iter().enumerate() {
-            c.memory_module(module, format!("memory.modules[{i}]"));
-        }
-    }
-    for (i, ch) in raw.characters.iter().enumerate() {
-        for (j, module) in ch.memory_modules.iter().flatten().enumerate() {
-            c.memory_module(module, format!("characters[{i}].memory_modules[{j}]"));
-        }
-    }
-
-    let mut character_ids = HashSet::new();
-    for (i, ch) in raw.characters.iter().enumerate() {
-        c.id(
-            &ch.id,
-            &format!("characters[{i}].id"),
-            "character",
-            &mut character_ids,
-        );
-        c.non_empty(&ch.name, format!("characters[{i}].name"));
-        c.non_empty(&ch.profile, format!("characters[{i}].profile"));
-        let mut own_ids = HashSet::new();
-        for (j, memory) in ch.memories.iter().enumerate() {
-            c.id(
-                &memory.id,
-                &format!("characters[{i}].memories[{j}].id"),
-                "memory",
-                &mut own_ids,
-            );
-            c.non_empty(&memory.text, format!("characters[{i}].memories[{j}].text"));
-        }
-        for (j, pattern) in ch.patterns.iter().enumerate() {
-            c.id(
-                &pattern.id,
-                &format!("characters[{i}].patterns[{j}].id"),
-                "pattern",
-                &mut own_ids,
-            );
-            c.non_empty(
-                &pattern.description,
-                format!("characters[{i}].patterns[{j}].description"),
-            );
-        }
-        if !location_ids.contains(ch.location.get_ref()) {
-            c.report(
-                &ch.location,
-                format!("characters[{i}].location"),
+impl Checker {
+    /// The format version, and the scenario's name and title.
+    fn version(&mut self, raw: &RawScenario) {
+        if *raw.version.get_ref() != FORMAT_VERSION {
+            self.report(
+                &raw.version,
+                "version",
                 format!(
-                    "character {} starts at unknown location {}",
-                    quote(ch.id.get_ref()),
-                    quote(ch.location.get_ref())
+                    "unsupported version {}; this build reads version {FORMAT_VERSION}",
+                    raw.version.get_ref()
                 ),
             );
         }
+        self.non_empty(&raw.name, "name");
+        self.non_empty(&raw.title, "title");
     }
-    for (i, ch) in raw.characters.iter().enumerate() {
-        for (j, whom) in ch.knows.iter().enumerate() {
-            c.acquaintance(
-                ch.id.get_ref(),
-                whom,
-                format!("characters[{i}].knows[{j}]"),
-                &character_ids,
+
+    /// Locations (ids unique, named, at least one) and the paths between them; the ids.
+    fn places(&mut self, raw: &RawScenario) -> HashSet<String> {
+        let mut location_ids = HashSet::new();
+        for (i, l) in raw.locations.iter().enumerate() {
+            self.id(
+                &l.id,
+                &format!("locations[{i}].id"),
+                "location",
+                &mut location_ids,
+            );
+            self.non_empty(&l.name, format!("locations[{i}].name"));
+        }
+        if raw.locations.is_empty() {
+            self.report(
+                &raw.name,
+                "locations",
+                "a scenario needs at least one location",
             );
         }
-        if let Some(known_as) = &ch.known_as {
-            c.non_empty(known_as, format!("characters[{i}].known_as"));
-            let names = std::iter::once(ch.name.get_ref()).chain(&ch.aliases);
-            if let Some(name) = names
-                .filter(|n| !n.trim().is_empty())
-                .find(|n| known_as.get_ref().contains(n.as_str()))
-            {
-                c.report(
-                    known_as,
-                    format!("characters[{i}].known_as"),
+
+        for (i, p) in raw.paths.iter().enumerate() {
+            for (end, field) in [(&p.from, "from"), (&p.to, "to")] {
+                if !location_ids.contains(end.get_ref()) {
+                    self.report(
+                        end,
+                        format!("paths[{i}].{field}"),
+                        format!("unknown location {}", quote(end.get_ref())),
+                    );
+                }
+            }
+            if p.from.get_ref() == p.to.get_ref() {
+                self.report(
+                    &p.to,
+                    format!("paths[{i}].to"),
+                    "a path must join two different locations",
+                );
+            }
+            if *p.distance.get_ref() == 0 {
+                self.report(
+                    &p.distance,
+                    format!("paths[{i}].distance"),
+                    "distance must be at least 1",
+                );
+            }
+        }
+        location_ids
+    }
+
+    fn modules(&mut self, raw: &RawScenario) {
+        if let Some(memory) = &raw.memory {
+            for (i, module) in memory.modules.iter().enumerate() {
+                self.memory_module(module, format!("memory.modules[{i}]"));
+            }
+        }
+        for (i, ch) in raw.characters.iter().enumerate() {
+            for (j, module) in ch.memory_modules.iter().flatten().enumerate() {
+                self.memory_module(module, format!("characters[{i}].memory_modules[{j}]"));
+            }
+        }
+    }
+
+    /// Characters, their own memories and patterns, and where they start; the ids.
+    fn characters(&mut self, raw: &RawScenario, location_ids: &HashSet<String>) -> HashSet<String> {
+        let mut character_ids = HashSet::new();
+        for (i, ch) in raw.characters.iter().enumerate() {
+            self.id(
+                &ch.id,
+                &format!("characters[{i}].id"),
+                "character",
+                &mut character_ids,
+            );
+            self.non_empty(&ch.name, format!("characters[{i}].name"));
+            self.non_empty(&ch.profile, format!("characters[{i}].profile"));
+            let mut own_ids = HashSet::new();
+            for (j, memory) in ch.memories.iter().enumerate() {
+                self.id(
+                    &memory.id,
+                    &format!("characters[{i}].memories[{j}].id"),
+                    "memory",
+                    &mut own_ids,
+                );
+                self.non_empty(&memory.text, format!("characters[{i}].memories[{j}].text"));
+            }
+            for (j, pattern) in ch.patterns.iter().enumerate() {
+                self.id(
+                    &pattern.id,
+                    &format!("characters[{i}].patterns[{j}].id"),
+                    "pattern",
+                    &mut own_ids,
+                );
+                self.non_empty(
+                    &pattern.description,
+                    format!("characters[{i}].patterns[{j}].description"),
+                );
+            }
+            if !location_ids.contains(ch.location.get_ref()) {
+                self.report(
+                    &ch.location,
+                    format!("characters[{i}].location"),
                     format!(
-                        "names the character ({}): strangers would learn it",
-                        quote(name)
+                        "character {} starts at unknown location {}",
+                        quote(ch.id.get_ref()),
+                        quote(ch.location.get_ref())
                     ),
                 );
             }
         }
-    }
-    if raw.characters.is_empty() {
-        c.report(
-            &raw.name,
-            "characters",
-            "a scenario needs at least one character",
-        );
+        character_ids
     }
 
-    let mut fact_ids = HashSet::new();
-    for (i, f) in raw.facts.iter().enumerate() {
-        c.id(&f.id, &format!("facts[{i}].id"), "fact", &mut fact_ids);
-        c.non_empty(&f.text, format!("facts[{i}].text"));
-        if f.known_by.get_ref().is_empty() {
-            c.report(
-                &f.known_by,
-                format!("facts[{i}].known_by"),
-                "name at least one character",
+    /// Whom each character knows, and how strangers know it.
+    fn acquaintances(&mut self, raw: &RawScenario, character_ids: &HashSet<String>) {
+        for (i, ch) in raw.characters.iter().enumerate() {
+            for (j, whom) in ch.knows.iter().enumerate() {
+                self.acquaintance(
+                    ch.id.get_ref(),
+                    whom,
+                    format!("characters[{i}].knows[{j}]"),
+                    character_ids,
+                );
+            }
+            if let Some(known_as) = &ch.known_as {
+                self.non_empty(known_as, format!("characters[{i}].known_as"));
+                let names = std::iter::once(ch.name.get_ref()).chain(&ch.aliases);
+                if let Some(name) = names
+                    .filter(|n| !n.trim().is_empty())
+                    .find(|n| known_as.get_ref().contains(n.as_str()))
+                {
+                    self.report(
+                        known_as,
+                        format!("characters[{i}].known_as"),
+                        format!(
+                            "names the character ({}): strangers would learn it",
+                            quote(name)
+                        ),
+                    );
+                }
+            }
+        }
+        if raw.characters.is_empty() {
+            self.report(
+                &raw.name,
+                "characters",
+                "a scenario needs at least one character",
             );
         }
-        for (j, who) in f.known_by.get_ref().iter().enumerate() {
-            if !character_ids.contains(who.get_ref()) {
-                c.report(
-                    who,
-                    format!("facts[{i}].known_by[{j}]"),
-                    format!("unknown character {}", quote(who.get_ref())),
+    }
+
+    fn facts(&mut self, raw: &RawScenario, character_ids: &HashSet<String>) {
+        let mut fact_ids = HashSet::new();
+        for (i, f) in raw.facts.iter().enumerate() {
+            self.id(&f.id, &format!("facts[{i}].id"), "fact", &mut fact_ids);
+            self.non_empty(&f.text, format!("facts[{i}].text"));
+            if f.known_by.get_ref().is_empty() {
+                self.report(
+                    &f.known_by,
+                    format!("facts[{i}].known_by"),
+                    "name at least one character",
                 );
+            }
+            for (j, who) in f.known_by.get_ref().iter().enumerate() {
+                if !character_ids.contains(who.get_ref()) {
+                    self.report(
+                        who,
+                        format!("facts[{i}].known_by[{j}]"),
+                        format!("unknown character {}", quote(who.get_ref())),
+                    );
+                }
             }
         }
     }
 
-    let mut scene_ids = HashSet::new();
-    for (i, s) in raw.scenes.iter().enumerate() {
-        c.id(&s.id, &format!("scenes[{i}].id"), "scene", &mut scene_ids);
+    fn scenes(
+        &mut self,
+        raw: &RawScenario,
+        location_ids: &HashSet<String>,
+        character_ids: &HashSet<String>,
+    ) {
+        let mut scene_ids = HashSet::new();
+        for (i, s) in raw.scenes.iter().enumerate() {
+            self.scene(i, s, &mut scene_ids, location_ids, character_ids);
+        }
+    }
+
+    /// One scripted scene: its place, cast, turn limits, directions and acquaintances.
+    fn scene(
+        &mut self,
+        i: usize,
+        s: &RawScene,
+        scene_ids: &mut HashSet<String>,
+        location_ids: &HashSet<String>,
+        character_ids: &HashSet<String>,
+    ) {
+        self.id(&s.id, &format!("scenes[{i}].id"), "scene", scene_ids);
         if !location_ids.contains(s.location.get_ref()) {
-            c.report(
+            self.report(
                 &s.location,
                 format!("scenes[{i}].location"),
                 format!("unknown location {}", quote(s.location.get_ref())),
             );
         }
-        c.non_empty(&s.beat, format!("scenes[{i}].beat"));
+        self.non_empty(&s.beat, format!("scenes[{i}].beat"));
         if s.cast.get_ref().is_empty() {
-            c.report(
+            self.report(
                 &s.cast,
                 format!("scenes[{i}].cast"),
                 "a scene needs at least one actor",
@@ -283,13 +309,13 @@ pub(super) fn validate(
         let mut in_cast = HashSet::new();
         for (j, who) in s.cast.get_ref().iter().enumerate() {
             if !character_ids.contains(who.get_ref()) {
-                c.report(
+                self.report(
                     who,
                     format!("scenes[{i}].cast[{j}]"),
                     format!("unknown character {}", quote(who.get_ref())),
                 );
             } else if !in_cast.insert(who.get_ref().clone()) {
-                c.report(
+                self.report(
                     who,
                     format!("scenes[{i}].cast[{j}]"),
                     format!("character {} is cast twice", quote(who.get_ref())),
@@ -297,7 +323,7 @@ pub(super) fn validate(
             }
         }
         if *s.max_turns.get_ref() == 0 {
-            c.report(
+            self.report(
                 &s.max_turns,
                 format!("scenes[{i}].max_turns"),
                 "must be at least 1",
@@ -306,7 +332,7 @@ pub(super) fn validate(
         if let Some(min) = &s.min_turns
             && min.get_ref() > s.max_turns.get_ref()
         {
-            c.report(
+            self.report(
                 min,
                 format!("scenes[{i}].min_turns"),
                 "must not exceed max_turns",
@@ -315,7 +341,7 @@ pub(super) fn validate(
         if let Some(directions) = &s.directions {
             for who in directions.get_ref().keys() {
                 if !in_cast.contains(who.get_ref()) {
-                    c.report(
+                    self.report(
                         who,
                         format!("scenes[{i}].directions.{}", who.get_ref()),
                         format!("{} is not in this scene's cast", quote(who.get_ref())),
@@ -327,60 +353,79 @@ pub(super) fn validate(
             for (who, whom) in knows.get_ref() {
                 let field = format!("scenes[{i}].knows.{}", who.get_ref());
                 if !character_ids.contains(who.get_ref()) {
-                    c.report(
+                    self.report(
                         who,
                         field.clone(),
                         format!("unknown character {}", quote(who.get_ref())),
                     );
                 }
                 for (j, other) in whom.iter().enumerate() {
-                    c.acquaintance(
-                        who.get_ref(),
-                        other,
-                        format!("{field}[{j}]"),
-                        &character_ids,
-                    );
+                    self.acquaintance(who.get_ref(), other, format!("{field}[{j}]"), character_ids);
                 }
             }
         }
     }
-    match &raw.open {
-        None if raw.scenes.is_empty() => c.report(
-            &raw.name,
-            "scenes",
-            "a scenario needs at least one scene, or an [open] section for a sandbox",
-        ),
-        Some(open) => {
-            if !raw.scenes.is_empty() {
-                c.report(
-                    open,
-                    "open",
-                    "a scenario is either scripted ([[scenes]]) or open ([open]), not both",
-                );
-            }
-            let o = open.get_ref();
-            c.non_empty(&o.premise, "open.premise");
-            if *o.rounds.get_ref() == 0 {
-                c.report(&o.rounds, "open.rounds", "must be at least 1");
-            }
-            if let Some(turns) = &o.scene_turns
-                && *turns.get_ref() == 0
-            {
-                c.report(turns, "open.scene_turns", "must be at least 1");
-            }
-            if let Some(at) = &o.opening_location
-                && !location_ids.contains(at.get_ref())
-            {
-                c.report(
-                    at,
-                    "open.opening_location",
-                    format!("unknown location {}", quote(at.get_ref())),
-                );
-            }
-        }
-        None => {}
-    }
 
+    /// An open story's section, or the script it replaces.
+    fn open(&mut self, raw: &RawScenario, location_ids: &HashSet<String>) {
+        match &raw.open {
+            None if raw.scenes.is_empty() => self.report(
+                &raw.name,
+                "scenes",
+                "a scenario needs at least one scene, or an [open] section for a sandbox",
+            ),
+            Some(open) => {
+                if !raw.scenes.is_empty() {
+                    self.report(
+                        open,
+                        "open",
+                        "a scenario is either scripted ([[scenes]]) or open ([open]), not both",
+                    );
+                }
+                let o = open.get_ref();
+                self.non_empty(&o.premise, "open.premise");
+                if *o.rounds.get_ref() == 0 {
+                    self.report(&o.rounds, "open.rounds", "must be at least 1");
+                }
+                if let Some(turns) = &o.scene_turns
+                    && *turns.get_ref() == 0
+                {
+                    self.report(turns, "open.scene_turns", "must be at least 1");
+                }
+                if let Some(at) = &o.opening_location
+                    && !location_ids.contains(at.get_ref())
+                {
+                    self.report(
+                        at,
+                        "open.opening_location",
+                        format!("unknown location {}", quote(at.get_ref())),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// Checks `raw` (the text `text` of the file at `path`) and builds the scenario, or
+/// reports every problem with its line and field.
+pub(super) fn validate(
+    raw: RawScenario,
+    text: &str,
+    path: &Path,
+) -> Result<Scenario, ScenarioError> {
+    let mut c = Checker {
+        lines: Lines::of(text),
+        problems: Vec::new(),
+    };
+    c.version(&raw);
+    let location_ids = c.places(&raw);
+    c.modules(&raw);
+    let character_ids = c.characters(&raw, &location_ids);
+    c.acquaintances(&raw, &character_ids);
+    c.facts(&raw, &character_ids);
+    c.scenes(&raw, &location_ids, &character_ids);
+    c.open(&raw, &location_ids);
     if !c.problems.is_empty() {
         c.problems.sort_by_key(|p| p.line);
         return Err(ScenarioError::Invalid {
@@ -388,141 +433,5 @@ pub(super) fn validate(
             problems: c.problems,
         });
     }
-
-    Ok(Scenario {
-        name: raw.name.into_inner(),
-        title: raw.title.into_inner(),
-        description: raw.description,
-        world: raw.world.description,
-        locations: raw
-            .locations
-            .into_iter()
-            .map(|l| Location {
-                id: l.id.into_inner(),
-                name: l.name.into_inner(),
-                description: l.description,
-            })
-            .collect(),
-        paths: raw
-            .paths
-            .into_iter()
-            .map(|p| Path_ {
-                from: p.from.into_inner(),
-                to: p.to.into_inner(),
-                distance: p.distance.into_inner(),
-            })
-            .collect(),
-        characters: raw
-            .characters
-            .into_iter()
-            .map(|ch| Character {
-                id: ch.id.into_inner(),
-                name: ch.name.into_inner(),
-                aliases: ch.aliases,
-                profile: ch.profile.into_inner(),
-                style: ch.style,
-                location: ch.location.into_inner(),
-                memories: ch
-                    .memories
-                    .into_iter()
-                    .map(|m| Memory {
-                        id: m.id.into_inner(),
-                        text: m.text.into_inner(),
-                    })
-                    .collect(),
-                patterns: ch
-                    .patterns
-                    .into_iter()
-                    .map(|p| Pattern {
-                        id: p.id.into_inner(),
-                        description: p.description.into_inner(),
-                        excerpts: p.excerpts,
-                    })
-                    .collect(),
-                goal: ch.goal,
-                memory_modules: ch
-                    .memory_modules
-                    .map(|m| m.into_iter().map(S::into_inner).collect()),
-                knows: ch.knows.into_iter().map(S::into_inner).collect(),
-                known_as: ch
-                    .known_as
-                    .map(|k| k.into_inner().trim().to_owned())
-                    .unwrap_or_default(),
-            })
-            .collect(),
-        facts: raw
-            .facts
-            .into_iter()
-            .map(|f| Fact {
-                id: f.id.into_inner(),
-                text: f.text.into_inner(),
-                known_by: f
-                    .known_by
-                    .into_inner()
-                    .into_iter()
-                    .map(S::into_inner)
-                    .collect::<BTreeSet<_>>(),
-                subject: f.subject,
-                predicate: f.predicate,
-                object: f.object,
-                cause: f.cause,
-                route: f.route,
-            })
-            .collect(),
-        scenes: raw
-            .scenes
-            .into_iter()
-            .map(|s| {
-                let max_turns = s.max_turns.into_inner();
-                Scene {
-                    id: s.id.into_inner(),
-                    location: s.location.into_inner(),
-                    cast: s.cast.into_inner().into_iter().map(S::into_inner).collect(),
-                    beat: s.beat.into_inner(),
-                    end_cues: s.end_cues,
-                    min_turns: s.min_turns.map_or(max_turns.min(2), S::into_inner),
-                    max_turns,
-                    opening: s.opening,
-                    directions: s
-                        .directions
-                        .map(|d| {
-                            d.into_inner()
-                                .into_iter()
-                                .map(|(k, v)| (k.into_inner(), v))
-                                .collect::<BTreeMap<_, _>>()
-                        })
-                        .unwrap_or_default(),
-                    knows: s
-                        .knows
-                        .map(|k| {
-                            k.into_inner()
-                                .into_iter()
-                                .map(|(who, whom)| {
-                                    (
-                                        who.into_inner(),
-                                        whom.into_iter().map(S::into_inner).collect(),
-                                    )
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                }
-            })
-            .collect(),
-        open: raw.open.map(|open| {
-            let o = open.into_inner();
-            OpenStory {
-                premise: o.premise.into_inner(),
-                opening: o.opening,
-                opening_location: o.opening_location.map(S::into_inner).unwrap_or_default(),
-                rounds: o.rounds.into_inner(),
-                scene_turns: o.scene_turns.map_or(6, S::into_inner),
-            }
-        }),
-        memory_modules: raw
-            .memory
-            .map(|m| m.modules.into_iter().map(S::into_inner).collect())
-            .unwrap_or_default(),
-        source: path.to_path_buf(),
-    })
+    Ok(super::build::scenario(raw, path))
 }

@@ -403,3 +403,54 @@ pub const FEMALE_HINTS: &[&str] = &[
     "madam",
     "mistress",
 ];
+
+/// Verbs of acting in the simple past that often follow their subject.
+pub(super) const PAST_VERBS: &[&str] = &[
+    "came",
+    "went",
+    "sat",
+    "stood",
+    "rose",
+    "ran",
+    "took",
+    "gave",
+    "said",
+    "saw",
+    "made",
+    "put",
+    "held",
+    "sprang",
+    "drew",
+    "threw",
+    "led",
+    "brought",
+    "began",
+    "fell",
+    "got",
+    "lay",
+    "spoke",
+    "struck",
+    "shook",
+    "bent",
+    "caught",
+    "sank",
+    "broke",
+    "wrote",
+    "read",
+    "cried",
+    "laughed",
+    "smiled",
+    "nodded",
+    "entered",
+    "returned",
+    "shouted",
+    "whispered",
+    "answered",
+    "asked",
+];
+
+/// A verb in the simple past: the common irregular ones, or a regular "-ed" form.
+pub(super) fn is_past_verb(word: &str) -> bool {
+    PAST_VERBS.contains(&word)
+        || (word.len() > 4 && word.ends_with("ed") && !matches!(word, "indeed" | "need" | "seed"))
+}

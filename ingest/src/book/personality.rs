@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::lexicon::EMOTIONS;
-use super::scenes::{Scene, Speaker, dominant_emotion};
+use super::narration::dominant_emotion;
+use super::scenes::{Scene, Speaker};
 use super::text::{prefix, words};
 
 /// One line, annotated.

@@ -2,8 +2,11 @@
 
 use std::collections::BTreeSet;
 
-use super::scenes::{BookFacts, Speaker, place_phrase, prepare};
-use super::text::{Namer, Segment, Span, paragraphs, parse_characters, partition, sentences};
+use super::narration::place_phrase;
+use super::partition::{Span, partition};
+use super::prepare::prepare;
+use super::scenes::{BookFacts, Speaker};
+use super::text::{Namer, Segment, paragraphs, parse_characters, sentences};
 
 fn words(n: usize, word: &str) -> String {
     vec![word; n].join(" ")
@@ -260,7 +263,7 @@ fn attributed(list: &str, text: &str) -> super::scenes::Scene {
         start: 0,
         end: text.len(),
     };
-    let narrators = super::scenes::narrators(text, &[span], &characters, &namer);
+    let narrators = super::narration::narrators(text, &[span], &characters, &namer);
     prepare(
         1,
         span,
@@ -747,7 +750,7 @@ fn her_companion_is_not_she_and_the_other_is_the_partner_in_the_exchange() {
 
 #[test]
 fn a_fact_reads_its_main_clause_not_its_first_words() {
-    use super::graph::Clause;
+    use super::clause::Clause;
     let read = |text: &str, names: &[&str], teller: Option<&str>, he: Option<&str>| {
         let named: Vec<(usize, usize, String)> = names
             .iter()

@@ -9,6 +9,10 @@
 //! Attached from disk, the agent must show the same memory items, perceived lines and
 //! prompt audit the files hold, keep them in `watson.redb` with the old files removed,
 //! and go on from there.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test tells one story from start to end; cut up, it would hide its order"
+)]
 
 mod common;
 

@@ -111,7 +111,8 @@ async fn paths_are_confined_bounded_and_never_block() {
     );
 
     // Inside and readable: it is read and validated (this one has an unknown cast member).
-    let broken = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/broken/unknown-cast.toml");
+    let broken = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../crates/scenario/tests/broken/unknown-cast.toml");
     let copy = root.path().join("unknown-cast.toml");
     std::fs::copy(&broken, &copy).expect("copy");
     let e = create(&worlds, &copy).await;

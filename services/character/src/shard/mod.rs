@@ -20,6 +20,7 @@ mod legacy;
 mod perceived;
 mod persist;
 mod rows;
+mod saver;
 mod scenes;
 mod scratch;
 mod store;
@@ -28,12 +29,11 @@ mod wire;
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use rows::{Delta, Stored};
-pub use store::{
-    PendingSave, ShardStore, read_file as read_store_file, remove_set_aside, set_aside, store_path,
-};
+pub use saver::{PendingSave, ShardStore};
 pub(crate) use store::{
     apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,
 };
+pub use store::{read_file as read_store_file, remove_set_aside, set_aside, store_path};
 pub(crate) use vocabulary::{add_words, trim_word};
 pub use wire::module_of;
 

@@ -1,0 +1,376 @@
+//! The book cut into chapters and scenes: headings and scene breaks where the text
+//! marks them, long unmarked stretches cut where time moves on.
+
+use serde::{Deserialize, Serialize};
+
+use super::text::{lines_with_offsets, sentences, words};
+
+/// Scenes shorter than this many words join the scene before them (one dramatic unit).
+const MIN_SCENE_WORDS: usize = 150;
+
+/// Without chapter headings or scene breaks, the text is cut at paragraph ends into
+/// scenes of about this many words.
+const UNMARKED_SCENE_WORDS: usize = 1500;
+
+/// A scene's place in the book: its chapter (1-based) and its byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub chapter: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The book cut into scenes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partition {
+    /// The first line of the front matter, if any.
+    pub title: Option<String>,
+    pub chapters: usize,
+    pub scenes: Vec<Span>,
+}
+
+/// A chapter needs at least this many words of body under its heading; a heading with
+/// less is a part heading, a subtitle or a contents entry, and its text is front matter.
+const MIN_CHAPTER_WORDS: usize = 60;
+
+const NUMBER_NAMES: [&str; 20] = [
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+];
+
+const ORDINAL_NAMES: [&str; 12] = [
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    "eleventh", "twelfth",
+];
+
+fn is_roman(word: &str) -> bool {
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| matches!(c, 'I' | 'V' | 'X' | 'L' | 'C'))
+}
+
+/// A chapter number: digits, a Roman numeral, a number word ("One", "TWELVE").
+fn is_number(word: &str) -> bool {
+    let word = word.trim_end_matches(['.', ':']);
+    !word.is_empty()
+        && (word.chars().all(|c| c.is_ascii_digit())
+            || is_roman(word)
+            || NUMBER_NAMES.contains(&word.to_lowercase().as_str()))
+}
+
+/// A short line that can be a title: capitalised, no sentence end.
+fn is_title(line: &str) -> bool {
+    let line = line.trim();
+    !line.is_empty()
+        && line.chars().count() <= 70
+        && line.split_whitespace().count() <= 12
+        && line
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_uppercase() || c == '(')
+        && !line.ends_with(['.', '!', '"', '”', ',', ';'])
+}
+
+/// A heading line: `CHAPTER I`, `Chapter One`, `Chapter the First`, `PART II`, `BOOK 3`,
+/// `I. The Crossing`, `1.`, `12`, `IV`, `ONE`. What follows the number on the line, if
+/// anything, is the chapter's title.
+fn is_heading(line: &str) -> bool {
+    let line = line.trim();
+    if line.is_empty() || line.chars().count() > 70 {
+        return false;
+    }
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let first = words[0].to_lowercase();
+    if matches!(first.as_str(), "chapter" | "part" | "book") {
+        return match words.get(1) {
+            Some(w) if is_number(w) => true,
+            Some(w) if w.eq_ignore_ascii_case("the") => words
+                .get(2)
+                .is_some_and(|o| ORDINAL_NAMES.contains(&o.to_lowercase().trim_end_matches('.'))),
+            _ => false,
+        };
+    }
+    let number = words[0].trim_end_matches('.');
+    let numeral =
+        !number.is_empty() && (number.chars().all(|c| c.is_ascii_digit()) || is_roman(number));
+    if numeral {
+        // "IV", "12.", or "I. The Crossing" (the title needs the period).
+        return words.len() == 1 || (words[0].ends_with('.') && is_title(&words[1..].join(" ")));
+    }
+    // A number word alone, in capitals: "ONE".
+    words.len() == 1
+        && NUMBER_NAMES.contains(&first.trim_end_matches('.'))
+        && line.chars().all(|c| !c.is_lowercase())
+}
+
+fn is_scene_break(line: &str) -> bool {
+    let line = line.trim();
+    !line.is_empty()
+        && line
+            .chars()
+            .all(|c| matches!(c, '*' | '#' | '-' | '~' | '•' | '⁂' | ' '))
+}
+
+/// Runs of non-blank lines: (start, end) byte ranges and the lines.
+fn blocks(text: &str) -> Vec<(usize, usize, Vec<&str>)> {
+    let mut out: Vec<(usize, usize, Vec<&str>)> = Vec::new();
+    let mut open = false;
+    for (start, line) in lines_with_offsets(text) {
+        if line.trim().is_empty() {
+            open = false;
+            continue;
+        }
+        let end = start + line.len();
+        match out.last_mut() {
+            Some(last) if open => {
+                last.1 = end;
+                last.2.push(line);
+            }
+            _ => out.push((start, end, vec![line])),
+        }
+        open = true;
+    }
+    out
+}
+
+/// Openings of a paragraph that move the story to another time: the paragraph starts
+/// a new scene ("The next morning…", "At three o'clock precisely I was at Baker Street").
+const TIME_SHIFTS: &[&str] = &[
+    "next morning",
+    "next day",
+    "next evening",
+    "following morning",
+    "following day",
+    "following evening",
+    "that evening",
+    "that night",
+    "that afternoon",
+    "o'clock",
+    "hours later",
+    "an hour later",
+    "days later",
+    "a day later",
+    "weeks later",
+    "a week later",
+    "months later",
+    "years later",
+    "we met next day",
+    "in the morning",
+    "in the evening",
+    "it was upon the",
+    "on the morning of",
+    "on the evening of",
+    // Moving on: "We left him working among his chemicals", "As we made our way".
+    "we left",
+    "i left",
+    "we reached",
+    "we arrived",
+    "we drove",
+    "we returned",
+    "i returned",
+    "made our way",
+    "made my way",
+    "set off",
+    "set out",
+    "found ourselves",
+    "on reaching",
+    "on arriving",
+    "started off",
+    "walked for",
+    "rode for",
+    "travelled for",
+    "for a couple of",
+    "day he",
+    "day they",
+];
+
+/// Does a sentence of narration move the story in time or place within its first words
+/// ("Upon rising next morning he found…", "But that night…")? Unlike a paragraph that
+/// opens a scene, a sentence that goes on ("but", "still") counts.
+#[must_use]
+pub fn moves_in_time(sentence: &str) -> bool {
+    let head = head_words(sentence);
+    TIME_SHIFTS.iter().any(|m| head.contains(m))
+}
+
+/// The first eight words of a text, lowercased, one space apart: where a change of time
+/// is said.
+fn head_words(text: &str) -> String {
+    text.split_whitespace()
+        .take(8)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Does this paragraph (narration only) open at another time?
+fn shifts_time(paragraph: &str) -> bool {
+    let joined = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.contains(['"', '“']) {
+        return false;
+    }
+    let head = head_words(&joined);
+    // "Yet upon that afternoon…", "But that night…": the story goes on, same scene.
+    let goes_on = head.split_whitespace().next().is_some_and(|w| {
+        matches!(
+            w.trim_matches(|c: char| !c.is_alphanumeric()),
+            "yet" | "but" | "and" | "so" | "still" | "or" | "nor" | "for" | "then"
+        )
+    });
+    let first = sentences(&head).into_iter().next().unwrap_or("").to_owned();
+    // "For five days he toiled…", "For some months Jefferson Hope lingered…": a span
+    // of time passes, though "for" alone goes on.
+    let lasting = first.starts_with("for ")
+        && words(&first)
+            .take(5)
+            .any(|w| matches!(w.as_str(), "days" | "weeks" | "months" | "years" | "hours"));
+    lasting || (!goes_on && TIME_SHIFTS.iter().any(|m| first.contains(m)))
+}
+
+/// Cuts the book into chapters and scenes.
+///
+/// A heading is a block of its own (blank lines around it): the heading line and, on the
+/// next line or as the next one-line block, its title. A heading with fewer than
+/// [`MIN_CHAPTER_WORDS`] words under it (a part heading, a contents entry) starts no
+/// chapter; front matter before the first chapter is left out. Inside a chapter,
+/// scenes start at scene breaks (`* * *`) and at paragraphs that open at another time.
+/// Scenes under [`MIN_SCENE_WORDS`] words join a neighbour in the same chapter. A text
+/// with no chapters and no breaks is also cut at paragraph ends about every
+/// [`UNMARKED_SCENE_WORDS`] words.
+#[must_use]
+pub fn partition(text: &str) -> Partition {
+    let blocks = blocks(text);
+    // Headings: (heading start, body start).
+    let mut headings: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < blocks.len() {
+        let (start, end, lines) = &blocks[i];
+        // A title on the heading's own block may end with a period ("… John Watson,
+        // M.D.").
+        if lines.len() <= 2
+            && is_heading(lines[0])
+            && (lines.len() == 1 || is_title(lines[1].trim().trim_end_matches('.')))
+        {
+            let mut body = *end;
+            // A title as the next one-line block.
+            if lines.len() == 1
+                && let Some((_, title_end, title)) = blocks.get(i + 1)
+                && title.len() == 1
+                && is_title(title[0])
+                && !is_heading(title[0])
+            {
+                body = *title_end;
+                i += 1;
+            }
+            headings.push((*start, body));
+        }
+        i += 1;
+    }
+    let words_in = |s: usize, e: usize| text[s..e].split_whitespace().count();
+    let chapters: Vec<(usize, usize)> = headings
+        .iter()
+        .enumerate()
+        .map(|(i, (_, body))| (*body, headings.get(i + 1).map_or(text.len(), |h| h.0)))
+        .filter(|(s, e)| words_in(*s, *e) >= MIN_CHAPTER_WORDS)
+        .collect();
+    let title = text[..headings.first().map_or(0, |h| h.0)]
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_owned);
+    let bodies = if chapters.is_empty() {
+        vec![(0, text.len())]
+    } else {
+        chapters
+    };
+    let mut scenes = Vec::new();
+    for (c, (start, end)) in bodies.iter().enumerate() {
+        // Cuts: scene-break lines (left out) and time shifts (kept, they open the scene).
+        let mut pieces = Vec::new();
+        let mut at = *start;
+        let mut marked = false;
+        for (b_start, b_end, lines) in blocks.iter().filter(|b| b.0 >= *start && b.1 <= *end) {
+            if lines.len() == 1 && is_scene_break(lines[0]) {
+                pieces.push((at, *b_start));
+                at = *b_end;
+                marked = true;
+            } else if shifts_time(&lines.join(" ")) {
+                pieces.push((at, *b_start));
+                at = *b_start;
+            }
+        }
+        pieces.push((at, *end));
+        if bodies.len() == 1 && !marked {
+            pieces = pieces
+                .into_iter()
+                .flat_map(|(s, e)| cut_unmarked(text, s, e))
+                .collect();
+        }
+        let mut merged: Vec<Span> = Vec::new();
+        for (s, e) in pieces {
+            let words = words_in(s, e);
+            if words == 0 {
+                continue;
+            }
+            match merged.last_mut() {
+                Some(last) if words < MIN_SCENE_WORDS => last.end = e,
+                _ => merged.push(Span {
+                    chapter: c + 1,
+                    start: s,
+                    end: e,
+                }),
+            }
+        }
+        // A short first piece merges forward instead.
+        if merged.len() > 1 && words_in(merged[0].start, merged[0].end) < MIN_SCENE_WORDS {
+            let first = merged.remove(0);
+            merged[0].start = first.start;
+        }
+        scenes.extend(merged);
+    }
+    Partition {
+        title,
+        chapters: bodies.len(),
+        scenes,
+    }
+}
+
+fn cut_unmarked(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::new();
+    let mut at = start;
+    let mut words = 0;
+    let body = &text[start..end];
+    let mut offset = start;
+    for para in body.split_inclusive("\n\n") {
+        words += para.split_whitespace().count();
+        offset += para.len();
+        if words >= UNMARKED_SCENE_WORDS {
+            pieces.push((at, offset));
+            at = offset;
+            words = 0;
+        }
+    }
+    if at < end {
+        pieces.push((at, end));
+    }
+    pieces
+}

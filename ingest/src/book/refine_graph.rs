@@ -1,0 +1,175 @@
+//! Stage 3's model refinement: entities and relations a scene adds to the knowledge
+//! graph, checked against the deterministic graph.
+
+use super::graph;
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::graph::{ENTITY_KINDS, Graph, GraphFact};
+use super::refine::{Ask, Refiner};
+use super::scenes::Scene;
+use super::text::{Namer, contains_phrase, prefix};
+
+#[derive(Deserialize)]
+pub(super) struct GraphAnswer {
+    entities: Vec<EntityAnswer>,
+    relations: Vec<RelationAnswer>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct EntityAnswer {
+    name: String,
+    kind: String,
+}
+
+#[derive(Deserialize)]
+pub(super) struct RelationAnswer {
+    subject: String,
+    predicate: String,
+    object: String,
+    #[serde(default)]
+    cause: String,
+}
+
+#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
+pub(super) async fn refine_graph(
+    refiner: &Refiner,
+    graph: &mut Graph,
+    scene: &Scene,
+    book: &str,
+    namer: &Namer,
+    world: &BTreeSet<String>,
+) {
+    if !refiner.has_model() {
+        return;
+    }
+    let text = &book[scene.span.start..scene.span.end];
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "entities": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "kind": {"type": "string", "enum": ENTITY_KINDS}
+            }, "required": ["name", "kind"]}},
+            "relations": {"type": "array", "items": {"type": "object", "properties": {
+                "subject": {"type": "string"}, "predicate": {"type": "string"},
+                "object": {"type": "string"}, "cause": {"type": "string"}
+            }, "required": ["subject", "predicate", "object", "cause"]}}
+        },
+        "required": ["entities", "relations"]
+    });
+    let task = format!(
+        "List the entities this scene names (kinds: {}) and the facts it establishes as \
+         (subject, predicate, object, cause) relations between them; cause is \"\" unless \
+         the text gives one.",
+        ENTITY_KINDS.join(", ")
+    );
+    let answer: Option<GraphAnswer> = refiner
+        .ask(
+            Ask {
+                stage: "graph",
+                chunk: format!("scene {}", scene.number),
+                task: &task,
+                body: &prefix(text, 6000),
+                schema,
+                max_tokens: 400,
+            },
+            |a: &GraphAnswer| {
+                if a.relations.len() > 20 || a.entities.len() > 40 {
+                    return Err("at most 40 entities and 20 relations".into());
+                }
+                for e in &a.entities {
+                    if !contains_phrase(text, &e.name) {
+                        return Err(format!(
+                            "entity `{}` is not in the scene",
+                            prefix(&e.name, 30)
+                        ));
+                    }
+                }
+                for r in &a.relations {
+                    for part in [&r.subject, &r.object] {
+                        if !contains_phrase(text, part) {
+                            return Err(format!("`{}` is not in the scene", prefix(part, 30)));
+                        }
+                    }
+                    if r.predicate.trim().is_empty() || r.predicate.chars().count() > 60 {
+                        return Err("each predicate is a short verb phrase".into());
+                    }
+                }
+                Ok(())
+            },
+        )
+        .await;
+    let Some(a) = answer else { return };
+    for e in a.entities {
+        match graph.entities.iter_mut().find(|x| x.name == e.name) {
+            Some(x) => {
+                x.scenes.insert(scene.number);
+                x.kind = e.kind;
+            }
+            None => graph.entities.push(graph::Entity {
+                name: e.name,
+                kind: e.kind,
+                aliases: BTreeSet::new(),
+                scenes: [scene.number].into(),
+            }),
+        }
+    }
+    for r in a.relations {
+        let mut text = format!(
+            "{} {} {}",
+            r.subject.trim(),
+            r.predicate.trim(),
+            r.object.trim()
+        );
+        if !r.cause.trim().is_empty() {
+            text.push_str(&format!(", because {}", r.cause.trim()));
+        }
+        text.push('.');
+        // Visibility is never the model's: it follows the same rules as the text's facts.
+        let mut known_by = scene.present_at_end();
+        let mut route = "observation";
+        for part in [&r.subject, &r.object] {
+            if let Some(m) = namer.mentions(part).first()
+                && world.contains(m.character)
+                && known_by.insert(m.character.to_owned())
+            {
+                route = "direct_experience";
+            }
+        }
+        for org in &graph.organisations {
+            if org
+                .aliases
+                .iter()
+                .chain([&org.name])
+                .any(|n| contains_phrase(&text, n))
+                && !org.members.is_subset(&known_by)
+            {
+                known_by.extend(org.members.iter().cloned());
+                route = "organisation_membership";
+            }
+        }
+        let known_by: BTreeSet<String> = known_by.intersection(world).cloned().collect();
+        if known_by.is_empty()
+            || graph
+                .facts
+                .iter()
+                .any(|f| f.text.eq_ignore_ascii_case(&text))
+        {
+            continue;
+        }
+        graph.facts.push(GraphFact {
+            scene: scene.number,
+            text,
+            subject: r.subject,
+            predicate: r.predicate,
+            object: r.object,
+            cause: r.cause,
+            route: route.to_owned(),
+            known_by,
+            source: "model".into(),
+        });
+    }
+}

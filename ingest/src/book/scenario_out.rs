@@ -1,0 +1,385 @@
+//! The scenario file an ingest writes: the book's places, its focus characters with
+//! their past (memories, facts, patterns and the names they know, from the scenes up to
+//! `past` only), and the rest of the book as the script.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::text::{FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences};
+use super::{Analysis, personality};
+use crate::file::{
+    Character, Fact, Location, Memory, Open, PathEntry, Pattern, ScenarioFile, Scene, World,
+    id_from,
+};
+
+fn location_ids(analysis: &Analysis) -> (Vec<Location>, BTreeMap<usize, String>) {
+    let mut locations: Vec<Location> = Vec::new();
+    let mut of_scene = BTreeMap::new();
+    for s in &analysis.scenes {
+        let short: String = s
+            .location
+            .trim_start_matches("the ")
+            .split_whitespace()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let base = id_from(&short, "place");
+        let id = match locations.iter().find(|l| l.name == s.location) {
+            Some(l) => l.id.clone(),
+            None => {
+                let mut id = base.clone();
+                let mut n = 2;
+                while locations.iter().any(|l| l.id == id) {
+                    id = format!("{base}-{n}");
+                    n += 1;
+                }
+                locations.push(Location {
+                    id: id.clone(),
+                    name: s.location.clone(),
+                    description: format!(
+                        "{}{}.",
+                        capitalise(&s.location),
+                        if s.atmosphere.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {}", s.atmosphere)
+                        }
+                    ),
+                });
+                id
+            }
+        };
+        of_scene.insert(s.number, id);
+    }
+    (locations, of_scene)
+}
+
+fn capitalise(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+/// The names in `text` of focus characters `knower` does not know by name at `row`,
+/// each replaced by that character's description.
+fn as_known(
+    text: &str,
+    knower: &str,
+    names: &BTreeMap<String, BTreeSet<String>>,
+    characters: &[FocusCharacter],
+    namer: &Namer,
+) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    for m in namer.mentions(text) {
+        let known = m.character == knower
+            || !m.by_name
+            || names.get(knower).is_some_and(|k| k.contains(m.character));
+        if known {
+            continue;
+        }
+        let description = characters
+            .iter()
+            .find(|c| c.id == m.character)
+            .and_then(FocusCharacter::description)
+            .unwrap_or("someone");
+        out.push_str(&text[at..m.start]);
+        out.push_str(description);
+        at = m.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
+pub(super) fn scenario_file(
+    analysis: &Analysis,
+    characters: &[FocusCharacter],
+    book: &str,
+    name: &str,
+    past: usize,
+    shard_patterns: &[personality::PatternOut],
+) -> anyhow::Result<ScenarioFile> {
+    let world = analysis.on_stage();
+    let namer = Namer::new(characters);
+    let empty = BTreeMap::new();
+    let names_at = |scenes_done: usize| {
+        if scenes_done == 0 {
+            &empty
+        } else {
+            &analysis.names[scenes_done - 1]
+        }
+    };
+    let (locations, location_of) = location_ids(analysis);
+    let mut paths: Vec<PathEntry> = Vec::new();
+    for pair in analysis.scenes.windows(2) {
+        let (a, b) = (&location_of[&pair[0].number], &location_of[&pair[1].number]);
+        let known = paths
+            .iter()
+            .any(|p| (p.from == *a && p.to == *b) || (p.from == *b && p.to == *a));
+        if a != b && !known {
+            paths.push(PathEntry {
+                from: a.clone(),
+                to: b.clone(),
+                distance: 1,
+            });
+        }
+    }
+    let script: Vec<&super::scenes::Scene> = analysis.scenes[past..]
+        .iter()
+        .filter(|s| s.present().any(|c| world.contains(c)))
+        .collect();
+    let at_start = names_at(past);
+    let mut out_characters = Vec::new();
+    for c in characters.iter().filter(|c| world.contains(&c.id)) {
+        let first_cast = script
+            .iter()
+            .find(|s| s.present().any(|p| *p == c.id))
+            .copied()
+            .or_else(|| {
+                analysis
+                    .scenes
+                    .iter()
+                    .rev()
+                    .find(|s| s.present().any(|p| *p == c.id))
+            })
+            .map(|s| location_of[&s.number].clone())
+            .unwrap_or_else(|| locations[0].id.clone());
+        let memories = analysis
+            .summaries
+            .iter()
+            .filter(|s| s.character == c.id && s.scene <= past)
+            .map(|s| Memory {
+                id: format!("scene-{}", s.scene),
+                text: s.text.clone(),
+            })
+            .collect();
+        let patterns = shard_patterns
+            .iter()
+            .filter(|p| p.character == c.id)
+            .enumerate()
+            .map(|(i, p)| Pattern {
+                id: format!("pattern-{}", i + 1),
+                description: p.description.clone(),
+                excerpts: p.excerpts.clone(),
+            })
+            .collect();
+        // What strangers see: the first description that holds no form of the name.
+        let name_forms: Vec<&str> = c.forms().filter(|f| !is_description(f)).collect();
+        let known_as = c
+            .aliases
+            .iter()
+            .filter(|a| is_description(a))
+            .find(|d| !name_forms.iter().any(|n| d.contains(n)))
+            .cloned()
+            .unwrap_or_default();
+        out_characters.push(Character {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            aliases: c
+                .aliases
+                .iter()
+                .filter(|a| !is_description(a))
+                .cloned()
+                .collect(),
+            profile: profile(analysis, c, past),
+            style: style(analysis, &c.id, past),
+            location: first_cast,
+            knows: at_start
+                .get(&c.id)
+                .map(|k| k.iter().filter(|w| world.contains(*w)).cloned().collect())
+                .unwrap_or_default(),
+            known_as,
+            memories,
+            patterns,
+            ..Character::default()
+        });
+    }
+    let mut facts = Vec::new();
+    for (n, f) in analysis
+        .graph
+        .facts
+        .iter()
+        .filter(|f| f.scene <= past)
+        .enumerate()
+    {
+        // One copy per wording: a knower who does not know a name gets the description,
+        // in the sentence and in its subject and object alike.
+        let mut wordings: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+        for knower in f.known_by.iter().filter(|k| world.contains(*k)) {
+            let known = |t: &str| as_known(t, knower, names_at(f.scene), characters, &namer);
+            wordings
+                .entry((known(&f.text), known(&f.subject), known(&f.object)))
+                .or_default()
+                .push(knower.clone());
+        }
+        let several = wordings.len() > 1;
+        for (i, ((text, subject, object), known_by)) in wordings.into_iter().enumerate() {
+            facts.push(Fact {
+                id: if several {
+                    format!("s{}-f{}-{}", f.scene, n + 1, i + 1)
+                } else {
+                    format!("s{}-f{}", f.scene, n + 1)
+                },
+                text,
+                known_by,
+                subject,
+                predicate: f.predicate.clone(),
+                object,
+                cause: String::new(),
+                route: f.route.clone(),
+            });
+        }
+    }
+    let mut scenes = Vec::new();
+    for s in &script {
+        let cast: Vec<String> = s
+            .present()
+            .filter(|c| world.contains(*c))
+            .cloned()
+            .collect();
+        let learned = names_at(s.number - 1);
+        let knows: BTreeMap<String, Vec<String>> = cast
+            .iter()
+            .filter_map(|c| {
+                let k: Vec<String> = learned
+                    .get(c)
+                    .map(|k| {
+                        k.iter()
+                            .filter(|w| world.contains(*w) && *w != c)
+                            .cloned()
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (!k.is_empty()).then(|| (c.clone(), k))
+            })
+            .collect();
+        let text = &book[s.span.start..s.span.end];
+        let lines = s.utterances.len();
+        let max_turns = u32::try_from((lines / 2).clamp(4, 10)).unwrap_or(10);
+        scenes.push(Scene {
+            id: format!("scene-{}", s.number),
+            location: location_of[&s.number].clone(),
+            cast,
+            beat: beat(text),
+            min_turns: max_turns.min(3),
+            max_turns,
+            opening: opening(text),
+            knows,
+        });
+    }
+    let open = scenes.is_empty().then(|| {
+        let last = analysis.scenes.last().expect("scenes");
+        Open {
+            premise: format!(
+                "After the end of the book. Its last scene: {}",
+                beat(&book[last.span.start..last.span.end])
+            ),
+            opening: String::new(),
+            opening_location: location_of[&last.number].clone(),
+            rounds: 6,
+            scene_turns: 4,
+        }
+    });
+    let title = analysis.title.clone().unwrap_or_else(|| name.to_owned());
+    Ok(ScenarioFile {
+        version: 1,
+        name: name.to_owned(),
+        title: title.clone(),
+        description: format!(
+            "Ingested from a book: {} scenes, the first {past} as the characters' past.",
+            analysis.scenes.len()
+        ),
+        world: World {
+            description: format!("The world of {title}."),
+        },
+        open,
+        locations,
+        paths,
+        characters: out_characters,
+        facts,
+        scenes,
+    })
+}
+
+fn narration(text: &str) -> Vec<String> {
+    paragraphs(text)
+        .into_iter()
+        .flat_map(|p| {
+            p.into_iter().filter_map(|s| match s {
+                Segment::Narration(n) => Some(n),
+                Segment::Quote(_) => None,
+            })
+        })
+        .collect()
+}
+
+/// The world-side beat: the scene's first and last narration sentences.
+fn beat(text: &str) -> String {
+    let told = narration(text).join(" ");
+    let all: Vec<&str> = sentences(&told)
+        .into_iter()
+        .filter(|s| s.split_whitespace().count() >= 6)
+        .collect();
+    match (all.first(), all.last()) {
+        (Some(first), Some(last)) if first != last => prefix(&format!("{first} … {last}"), 600),
+        (Some(first), _) => prefix(first, 600),
+        _ => "The scene as the book tells it.".to_owned(),
+    }
+}
+
+/// The opening narration: the scene's first paragraph of narration, for those present.
+fn opening(text: &str) -> String {
+    narration(text)
+        .first()
+        .map_or_else(String::new, |n| prefix(n, 500))
+}
+
+/// The character's own description: the first narration sentences naming it, from its
+/// past scenes only.
+fn profile(analysis: &Analysis, c: &FocusCharacter, past: usize) -> String {
+    let namer = Namer::new(std::slice::from_ref(c));
+    let told: Vec<&str> = analysis.scenes[..past]
+        .iter()
+        .flat_map(|s| &s.sentences)
+        .filter(|s| s.spoken_by.is_none() && !namer.mentions(&s.text).is_empty())
+        .map(|s| s.text.as_str())
+        .take(2)
+        .collect();
+    let mut out = c.name.clone();
+    if let Some(d) = c.description() {
+        out.push_str(&format!(", {d}"));
+    }
+    out.push('.');
+    if !told.is_empty() {
+        out.push(' ');
+        out.push_str(&prefix(&told.join(" "), 400));
+    }
+    out
+}
+
+/// How it speaks, from its lines in the past scenes: length and questions.
+fn style(analysis: &Analysis, id: &str, past: usize) -> String {
+    let lines: Vec<&str> = analysis.scenes[..past]
+        .iter()
+        .flat_map(|s| &s.utterances)
+        .filter(|u| u.speaker.focus() == Some(id))
+        .map(|u| u.text.as_str())
+        .collect();
+    if lines.is_empty() {
+        return "in their own voice".to_owned();
+    }
+    let words: usize = lines.iter().map(|l| l.split_whitespace().count()).sum();
+    let mean = words / lines.len();
+    let questions = lines.iter().filter(|l| l.trim_end().ends_with('?')).count();
+    let length = match mean {
+        0..=6 => "in short, plain sentences",
+        7..=15 => "in measured sentences",
+        _ => "at length",
+    };
+    if questions * 3 >= lines.len() {
+        format!("{length}, often asking questions")
+    } else {
+        length.to_owned()
+    }
+}
