@@ -62,7 +62,6 @@ impl Clause {
     /// Reads `text`. `named` are the names in it (start, end, name) in order; `teller`
     /// is who says "I" (the speaker, or the narrator); `he_or_she` is whom the narration
     /// last named in the paragraph.
-    #[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
     pub(super) fn read(
         text: &str,
         named: &[(usize, usize, String)],
@@ -79,32 +78,7 @@ impl Clause {
             .split_whitespace()
             .map(|w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
             .collect();
-        let mut at = 0;
-        while tokens
-            .get(at)
-            .is_some_and(|(_, w)| OPENERS.contains(&bare(w).as_str()))
-        {
-            at += 1;
-        }
-        // "When we reached the house, Holmes…", "In the morning, I…": the clause after
-        // the comma.
-        if let Some(comma) = tokens[at.min(tokens.len())..]
-            .iter()
-            .take(14)
-            .position(|(_, w)| w.ends_with(','))
-        {
-            let opener = tokens.get(at).map(|(_, w)| bare(w)).unwrap_or_default();
-            let verbless = || {
-                tokens[at..at + comma]
-                    .iter()
-                    .all(|(_, w)| !super::lexicon::is_past_verb(&bare(w)))
-            };
-            if LEADING_CLAUSE.contains(&opener.as_str())
-                || (LEADING_PHRASE.contains(&opener.as_str()) && verbless())
-            {
-                at += comma + 1;
-            }
-        }
+        let at = clause_start(&tokens);
         let Some(&(offset, first)) = tokens.get(at) else {
             return Self::default();
         };
@@ -153,27 +127,7 @@ impl Clause {
         {
             next += 1;
         }
-        let mut verb = Vec::new();
-        while let Some((_, w)) = tokens.get(next) {
-            let word = bare(w);
-            let fits = if verb.is_empty() {
-                is_verb(&word) || (word.ends_with('s') && word.len() > 3 && !word.ends_with("ss"))
-            } else {
-                is_verb(&word)
-                    || PARTICIPLES.contains(&word.as_str())
-                    || word.ends_with("ing")
-                    || word.ends_with("wn")
-                    || (word.ends_with("en") && word.len() >= 5 && word != "often")
-            };
-            if !fits || word.is_empty() {
-                break;
-            }
-            verb.push(word);
-            next += 1;
-            if w.ends_with([',', '.', ';', '!', '?']) {
-                break;
-            }
-        }
+        let (verb, next) = verb_from(&tokens, next);
         if verb.is_empty() || subject.is_empty() {
             return Self::default();
         }
@@ -198,4 +152,63 @@ impl Clause {
             object,
         }
     }
+}
+
+/// Where a sentence's clause starts: after its openers ("And", "Then") and after a
+/// leading clause or phrase that ends in a comma ("When we reached the house, …").
+fn clause_start(tokens: &[(usize, &str)]) -> usize {
+    let mut at = 0;
+    while tokens
+        .get(at)
+        .is_some_and(|(_, w)| OPENERS.contains(&bare(w).as_str()))
+    {
+        at += 1;
+    }
+    // "When we reached the house, Holmes…", "In the morning, I…": the clause after
+    // the comma.
+    if let Some(comma) = tokens[at.min(tokens.len())..]
+        .iter()
+        .take(14)
+        .position(|(_, w)| w.ends_with(','))
+    {
+        let opener = tokens.get(at).map(|(_, w)| bare(w)).unwrap_or_default();
+        let verbless = || {
+            tokens[at..at + comma]
+                .iter()
+                .all(|(_, w)| !super::lexicon::is_past_verb(&bare(w)))
+        };
+        if LEADING_CLAUSE.contains(&opener.as_str())
+            || (LEADING_PHRASE.contains(&opener.as_str()) && verbless())
+        {
+            at += comma + 1;
+        }
+    }
+    at
+}
+
+/// The verb group starting at token `next` (an auxiliary, a past or present form, and
+/// the participles after it), and the token after it.
+fn verb_from(tokens: &[(usize, &str)], mut next: usize) -> (Vec<String>, usize) {
+    let mut verb = Vec::new();
+    while let Some((_, w)) = tokens.get(next) {
+        let word = bare(w);
+        let fits = if verb.is_empty() {
+            is_verb(&word) || (word.ends_with('s') && word.len() > 3 && !word.ends_with("ss"))
+        } else {
+            is_verb(&word)
+                || PARTICIPLES.contains(&word.as_str())
+                || word.ends_with("ing")
+                || word.ends_with("wn")
+                || (word.ends_with("en") && word.len() >= 5 && word != "often")
+        };
+        if !fits || word.is_empty() {
+            break;
+        }
+        verb.push(word);
+        next += 1;
+        if w.ends_with([',', '.', ';', '!', '?']) {
+            break;
+        }
+    }
+    (verb, next)
 }

@@ -33,7 +33,6 @@ pub(super) struct RelationAnswer {
     cause: String,
 }
 
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 pub(super) async fn refine_graph(
     refiner: &Refiner,
     graph: &mut Graph,
@@ -76,30 +75,7 @@ pub(super) async fn refine_graph(
                 schema,
                 max_tokens: 400,
             },
-            |a: &GraphAnswer| {
-                if a.relations.len() > 20 || a.entities.len() > 40 {
-                    return Err("at most 40 entities and 20 relations".into());
-                }
-                for e in &a.entities {
-                    if !contains_phrase(text, &e.name) {
-                        return Err(format!(
-                            "entity `{}` is not in the scene",
-                            prefix(&e.name, 30)
-                        ));
-                    }
-                }
-                for r in &a.relations {
-                    for part in [&r.subject, &r.object] {
-                        if !contains_phrase(text, part) {
-                            return Err(format!("`{}` is not in the scene", prefix(part, 30)));
-                        }
-                    }
-                    if r.predicate.trim().is_empty() || r.predicate.chars().count() > 60 {
-                        return Err("each predicate is a short verb phrase".into());
-                    }
-                }
-                Ok(())
-            },
+            |a: &GraphAnswer| check_answer(text, a),
         )
         .await;
     let Some(a) = answer else { return };
@@ -118,58 +94,98 @@ pub(super) async fn refine_graph(
         }
     }
     for r in a.relations {
-        let mut text = format!(
-            "{} {} {}",
-            r.subject.trim(),
-            r.predicate.trim(),
-            r.object.trim()
-        );
-        if !r.cause.trim().is_empty() {
-            text.push_str(&format!(", because {}", r.cause.trim()));
-        }
-        text.push('.');
-        // Visibility is never the model's: it follows the same rules as the text's facts.
-        let mut known_by = scene.present_at_end();
-        let mut route = "observation";
-        for part in [&r.subject, &r.object] {
-            if let Some(m) = namer.mentions(part).first()
-                && world.contains(m.character)
-                && known_by.insert(m.character.to_owned())
-            {
-                route = "direct_experience";
-            }
-        }
-        for org in &graph.organisations {
-            if org
-                .aliases
-                .iter()
-                .chain([&org.name])
-                .any(|n| contains_phrase(&text, n))
-                && !org.members.is_subset(&known_by)
-            {
-                known_by.extend(org.members.iter().cloned());
-                route = "organisation_membership";
-            }
-        }
-        let known_by: BTreeSet<String> = known_by.intersection(world).cloned().collect();
-        if known_by.is_empty()
-            || graph
-                .facts
-                .iter()
-                .any(|f| f.text.eq_ignore_ascii_case(&text))
-        {
-            continue;
-        }
-        graph.facts.push(GraphFact {
-            scene: scene.number,
-            text,
-            subject: r.subject,
-            predicate: r.predicate,
-            object: r.object,
-            cause: r.cause,
-            route: route.to_owned(),
-            known_by,
-            source: "model".into(),
-        });
+        add_relation(graph, scene, (namer, world), r);
     }
+}
+
+/// A graph answer is kept only when its entities and both ends of each relation occur
+/// in the scene's `text`, within the size limits.
+fn check_answer(text: &str, a: &GraphAnswer) -> Result<(), String> {
+    if a.relations.len() > 20 || a.entities.len() > 40 {
+        return Err("at most 40 entities and 20 relations".into());
+    }
+    for e in &a.entities {
+        if !contains_phrase(text, &e.name) {
+            return Err(format!(
+                "entity `{}` is not in the scene",
+                prefix(&e.name, 30)
+            ));
+        }
+    }
+    for r in &a.relations {
+        for part in [&r.subject, &r.object] {
+            if !contains_phrase(text, part) {
+                return Err(format!("`{}` is not in the scene", prefix(part, 30)));
+            }
+        }
+        if r.predicate.trim().is_empty() || r.predicate.chars().count() > 60 {
+            return Err("each predicate is a short verb phrase".into());
+        }
+    }
+    Ok(())
+}
+
+/// Adds one relation the model read as a fact, known as the text's facts are: by those
+/// present at the scene's end, the characters it names, and their organisations'
+/// members, all within `world` (the characters on stage). A fact already held is not
+/// added again.
+fn add_relation(
+    graph: &mut Graph,
+    scene: &Scene,
+    (namer, world): (&Namer, &BTreeSet<String>),
+    r: RelationAnswer,
+) {
+    let mut text = format!(
+        "{} {} {}",
+        r.subject.trim(),
+        r.predicate.trim(),
+        r.object.trim()
+    );
+    if !r.cause.trim().is_empty() {
+        text.push_str(&format!(", because {}", r.cause.trim()));
+    }
+    text.push('.');
+    // Visibility is never the model's: it follows the same rules as the text's facts.
+    let mut known_by = scene.present_at_end();
+    let mut route = "observation";
+    for part in [&r.subject, &r.object] {
+        if let Some(m) = namer.mentions(part).first()
+            && world.contains(m.character)
+            && known_by.insert(m.character.to_owned())
+        {
+            route = "direct_experience";
+        }
+    }
+    for org in &graph.organisations {
+        if org
+            .aliases
+            .iter()
+            .chain([&org.name])
+            .any(|n| contains_phrase(&text, n))
+            && !org.members.is_subset(&known_by)
+        {
+            known_by.extend(org.members.iter().cloned());
+            route = "organisation_membership";
+        }
+    }
+    let known_by: BTreeSet<String> = known_by.intersection(world).cloned().collect();
+    if known_by.is_empty()
+        || graph
+            .facts
+            .iter()
+            .any(|f| f.text.eq_ignore_ascii_case(&text))
+    {
+        return;
+    }
+    graph.facts.push(GraphFact {
+        scene: scene.number,
+        text,
+        subject: r.subject,
+        predicate: r.predicate,
+        object: r.object,
+        cause: r.cause,
+        route: route.to_owned(),
+        known_by,
+        source: "model".into(),
+    });
 }
