@@ -101,7 +101,6 @@ fn name_of_preset(preset: &Preset) -> String {
 }
 
 /// Imports the preset at `preset` into the scenario folder `out`.
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
     let preset: Preset = read_json(preset_path)?;
     if preset.role_agent_codes.is_empty() {
@@ -109,14 +108,75 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
     }
     let world_path = resolve(preset_path, &preset.world_file_path);
     let world: WorldInfo = read_json(&world_path)?;
+    let mut notes = Vec::new();
+    let (locations, paths) = places(preset_path, &preset, &mut notes)?;
+    let start = locations[0].id.clone();
+
+    let role_dir = resolve(preset_path, &preset.role_file_dir).join(&preset.source);
+    let roles = read_roles(&role_dir, &preset.role_agent_codes)?;
+    let role_ids = ids(&preset.role_agent_codes, "person");
+    let id_of_role: BTreeMap<&str, &str> = preset
+        .role_agent_codes
+        .iter()
+        .map(String::as_str)
+        .zip(role_ids.iter().map(String::as_str))
+        .collect();
+    let (facts, knows) = relations(&roles, &id_of_role, &role_dir, &mut notes);
+    let excerpt_count = roles.iter().map(|r| r.excerpts.len()).sum();
+    let characters = characters(roles, &id_of_role, knows, &start);
+
+    let premise = first_non_empty(&[&world.description, &world.detail]);
+    let cast: Vec<String> = characters.iter().map(|c| c.id.clone()).collect();
+    let scripted = !preset.script.trim().is_empty();
+    let (open, scenes) = story(&preset, &premise, &start, cast);
+    let name = name_of_preset(&preset);
+    let title = first_non_empty(&[&preset.title, &world.title, &world.world_name, &name]);
+    let file = ScenarioFile {
+        version: 1,
+        name: name.clone(),
+        title,
+        description: premise.clone(),
+        world: World {
+            description: premise,
+        },
+        open,
+        locations,
+        paths,
+        characters,
+        facts,
+        scenes,
+    };
+    let header = format!(
+        "# Imported from the BookWorld preset {} by `dramatis import bookworld`.\n\
+         # Format: scenarios/README.md.",
+        preset_path.display()
+    );
+    let scenario = file.write(out, &header)?;
+    Ok(Imported {
+        scenario,
+        name,
+        characters: file.characters.len(),
+        locations: file.locations.len(),
+        paths: file.paths.len(),
+        facts: file.facts.len(),
+        excerpts: excerpt_count,
+        scripted,
+        notes,
+    })
+}
+
+/// The preset's places, in the distance map's order when it lists them, and the paths
+/// between them. A mapped place the locations file lacks is noted and left out.
+fn places(
+    preset_path: &Path,
+    preset: &Preset,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<(Vec<Location>, Vec<PathEntry>)> {
     let loc_path = resolve(preset_path, &preset.loc_file_path);
     let places: BTreeMap<String, LocationInfo> = read_json(&loc_path)?;
     if places.is_empty() {
         bail!("{}: no locations", loc_path.display());
     }
-    let mut notes = Vec::new();
-
-    // Places, in the distance map's order when it lists them.
     let map_path = resolve(preset_path, &preset.map_file_path);
     let (order, distances) = read_map(&map_path)?;
     let mut codes: Vec<String> = order
@@ -169,19 +229,21 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
             });
         }
     }
-    let start = place_ids[0].clone();
+    Ok((locations, paths))
+}
 
-    // Roles.
-    let role_dir = resolve(preset_path, &preset.role_file_dir).join(&preset.source);
-    let role_ids = ids(&preset.role_agent_codes, "person");
-    let id_of_role: BTreeMap<&str, &str> = preset
-        .role_agent_codes
-        .iter()
-        .map(String::as_str)
-        .zip(role_ids.iter().map(String::as_str))
-        .collect();
+/// One role of the preset: its code, its info file and up to three lines it speaks.
+struct Role {
+    code: String,
+    info: RoleInfo,
+    excerpts: Vec<String>,
+}
+
+/// Each role's `role_info.json` and the first three spoken lines of its
+/// `role_lines.jsonl`, if it has one.
+fn read_roles(role_dir: &Path, codes: &[String]) -> anyhow::Result<Vec<Role>> {
     let mut roles = Vec::new();
-    for code in &preset.role_agent_codes {
+    for code in codes {
         let dir = role_dir.join(code);
         let info: RoleInfo = read_json(&dir.join("role_info.json"))?;
         let lines_path = dir.join("role_lines.jsonl");
@@ -201,16 +263,30 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
                 }
             }
         }
-        roles.push((code.clone(), info, excerpts));
+        roles.push(Role {
+            code: code.clone(),
+            info,
+            excerpts,
+        });
     }
+    Ok(roles)
+}
+
+/// The roles' relations: one fact each, visible to the two it joins, who therefore know
+/// each other by name. A relation to someone outside the cast is noted and left out.
+fn relations(
+    roles: &[Role],
+    id_of_role: &BTreeMap<&str, &str>,
+    role_dir: &Path,
+    notes: &mut Vec<String>,
+) -> (Vec<Fact>, BTreeMap<String, BTreeSet<String>>) {
     let name_of: BTreeMap<&str, &str> = roles
         .iter()
-        .map(|(code, info, _)| (code.as_str(), info.role_name.as_str()))
+        .map(|r| (r.code.as_str(), r.info.role_name.as_str()))
         .collect();
-
     let mut facts = Vec::new();
     let mut knows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (code, info, _) in &roles {
+    for Role { code, info, .. } in roles {
         let me = id_of_role[code.as_str()];
         for (other, relation) in &info.relation {
             let Some(them) = id_of_role.get(other.as_str()) else {
@@ -253,49 +329,79 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
             });
         }
     }
-    let mut excerpt_count = 0;
-    let characters: Vec<Character> = roles
-        .into_iter()
-        .map(|(code, info, excerpts)| {
-            let id = id_of_role[code.as_str()].to_owned();
-            excerpt_count += excerpts.len();
-            let aliases = [info.nickname.trim()]
-                .into_iter()
-                .filter(|n| !n.is_empty() && *n != info.role_name)
-                .map(str::to_owned)
-                .collect();
-            Character {
-                knows: knows
-                    .remove(&id)
-                    .map(|k| k.into_iter().collect())
-                    .unwrap_or_default(),
-                patterns: if excerpts.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![Pattern {
-                        id: "in-the-book".to_owned(),
-                        description: format!("{} as the book has them speak", info.role_name),
-                        excerpts,
-                    }]
-                },
-                id,
-                name: info.role_name,
-                aliases,
-                profile: info.profile,
-                style: "in their own voice, as in the book".to_owned(),
-                location: start.clone(),
-                ..Character::default()
-            }
-        })
-        .collect();
+    (facts, knows)
+}
 
-    let premise = first_non_empty(&[&world.description, &world.detail]);
-    let cast: Vec<String> = characters.iter().map(|c| c.id.clone()).collect();
-    let scripted = !preset.script.trim().is_empty();
-    let (open, scenes) = if scripted {
+/// The roles as characters, all starting at `start`.
+fn characters(
+    roles: Vec<Role>,
+    id_of_role: &BTreeMap<&str, &str>,
+    mut knows: BTreeMap<String, BTreeSet<String>>,
+    start: &str,
+) -> Vec<Character> {
+    roles
+        .into_iter()
+        .map(
+            |Role {
+                 code,
+                 info,
+                 excerpts,
+             }| {
+                let id = id_of_role[code.as_str()].to_owned();
+                let aliases = [info.nickname.trim()]
+                    .into_iter()
+                    .filter(|n| !n.is_empty() && *n != info.role_name)
+                    .map(str::to_owned)
+                    .collect();
+                Character {
+                    knows: knows
+                        .remove(&id)
+                        .map(|k| k.into_iter().collect())
+                        .unwrap_or_default(),
+                    patterns: if excerpts.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![Pattern {
+                            id: "in-the-book".to_owned(),
+                            description: format!("{} as the book has them speak", info.role_name),
+                            excerpts,
+                        }]
+                    },
+                    id,
+                    name: info.role_name,
+                    aliases,
+                    profile: info.profile,
+                    style: "in their own voice, as in the book".to_owned(),
+                    location: start.to_owned(),
+                    ..Character::default()
+                }
+            },
+        )
+        .collect()
+}
+
+/// The preset's script as one scripted scene, or else its intervention (or the world's
+/// premise) as an open story.
+fn story(
+    preset: &Preset,
+    premise: &str,
+    start: &str,
+    cast: Vec<String>,
+) -> (Option<Open>, Vec<Scene>) {
+    if preset.script.trim().is_empty() {
+        let premise = first_non_empty(&[&preset.intervention, premise]);
+        let open = Open {
+            opening: premise.clone(),
+            premise,
+            opening_location: start.to_owned(),
+            rounds: 6,
+            scene_turns: 8,
+        };
+        (Some(open), Vec::new())
+    } else {
         let scene = Scene {
             id: "scene-1".to_owned(),
-            location: start.clone(),
+            location: start.to_owned(),
             cast,
             beat: preset.script.trim().to_owned(),
             min_turns: 3,
@@ -304,51 +410,7 @@ pub fn import(preset_path: &Path, out: &Path) -> anyhow::Result<Imported> {
             ..Scene::default()
         };
         (None, vec![scene])
-    } else {
-        let premise = first_non_empty(&[&preset.intervention, &premise]);
-        let open = Open {
-            opening: premise.clone(),
-            premise,
-            opening_location: start.clone(),
-            rounds: 6,
-            scene_turns: 8,
-        };
-        (Some(open), Vec::new())
-    };
-    let name = name_of_preset(&preset);
-    let title = first_non_empty(&[&preset.title, &world.title, &world.world_name, &name]);
-    let file = ScenarioFile {
-        version: 1,
-        name: name.clone(),
-        title,
-        description: premise.clone(),
-        world: World {
-            description: premise,
-        },
-        open,
-        locations,
-        paths,
-        characters,
-        facts,
-        scenes,
-    };
-    let header = format!(
-        "# Imported from the BookWorld preset {} by `dramatis import bookworld`.\n\
-         # Format: scenarios/README.md.",
-        preset_path.display()
-    );
-    let scenario = file.write(out, &header)?;
-    Ok(Imported {
-        scenario,
-        name,
-        characters: file.characters.len(),
-        locations: file.locations.len(),
-        paths: file.paths.len(),
-        facts: file.facts.len(),
-        excerpts: excerpt_count,
-        scripted,
-        notes,
-    })
+    }
 }
 
 fn first_non_empty(texts: &[&str]) -> String {

@@ -14,8 +14,8 @@ use super::lexicon::{COMMON_MARKERS, TIME_WORDS, UNSEEN_MARKERS};
 use super::proper::{
     FUNCTION_WORDS, NUMBER_WORDS, clean_word, kind_of, mid_sentence_capitals, proper_phrases,
 };
-use super::scenes::{Scene, Speaker};
-use super::text::{FocusCharacter, Namer, contains_phrase, words};
+use super::scenes::{Scene, Sentence, Speaker};
+use super::text::{FocusCharacter, Mention, Namer, contains_phrase, words};
 
 /// The paper's seven entity types.
 pub const ENTITY_KINDS: [&str; 7] = [
@@ -69,7 +69,6 @@ pub struct Graph {
 
 /// Builds the graph from prepared scenes. `world` are the focus characters ever on
 /// stage: the only ones visibility can name.
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 #[must_use]
 pub fn extract(
     scenes: &[Scene],
@@ -83,17 +82,60 @@ pub fn extract(
         .iter()
         .map(|c| (c.id.as_str(), c.name.as_str()))
         .collect();
+    let mut entities = named_entities(scenes, characters, namer, &proper, &places, &focus_names);
+    fold_aliases(&mut entities);
+    let objects = objects(scenes, namer, &proper, &places, &mut entities);
+    let organisations = organisations(scenes, &entities, namer);
+    let reader = FactReader {
+        namer,
+        world,
+        focus_names: &focus_names,
+        proper: &proper,
+        objects: &objects,
+        organisations: &organisations,
+    };
+    let mut facts: Vec<GraphFact> = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for s in scenes {
+        for fact in reader.scene(s) {
+            let key = fact.text.to_lowercase();
+            if let Some(at) = seen.get(&key) {
+                facts[*at].known_by.extend(fact.known_by);
+                continue;
+            }
+            seen.insert(key, facts.len());
+            facts.push(fact);
+        }
+    }
+    Graph {
+        entities: entities.into_values().collect(),
+        organisations,
+        facts,
+    }
+}
+
+/// Counts scene `scene` for the entity `name`, adding it with `kind` if it is new.
+fn add_entity(entities: &mut BTreeMap<String, Entity>, name: &str, kind: &str, scene: usize) {
+    let e = entities.entry(name.to_owned()).or_insert_with(|| Entity {
+        name: name.to_owned(),
+        kind: kind.to_owned(),
+        aliases: BTreeSet::new(),
+        scenes: BTreeSet::new(),
+    });
+    e.scenes.insert(scene);
+}
+
+/// The focus characters in the scenes that show or name them, the scenes' places, and
+/// every other proper phrase of the text.
+fn named_entities(
+    scenes: &[Scene],
+    characters: &[FocusCharacter],
+    namer: &Namer,
+    proper: &BTreeSet<String>,
+    places: &BTreeSet<String>,
+    focus_names: &BTreeMap<&str, &str>,
+) -> BTreeMap<String, Entity> {
     let mut entities: BTreeMap<String, Entity> = BTreeMap::new();
-    let add_entity =
-        |entities: &mut BTreeMap<String, Entity>, name: &str, kind: &str, scene: usize| {
-            let e = entities.entry(name.to_owned()).or_insert_with(|| Entity {
-                name: name.to_owned(),
-                kind: kind.to_owned(),
-                aliases: BTreeSet::new(),
-                scenes: BTreeSet::new(),
-            });
-            e.scenes.insert(scene);
-        };
     for c in characters {
         for s in scenes {
             if s.present().any(|p| *p == c.id) || s.referenced.contains(&c.id) {
@@ -109,7 +151,7 @@ pub fn extract(
                 .iter()
                 .map(|m| m.character)
                 .collect();
-            for phrase in proper_phrases(&sentence.text, &proper) {
+            for phrase in proper_phrases(&sentence.text, proper) {
                 // A focus character's name form is that character.
                 if namer
                     .mentions(&phrase)
@@ -122,14 +164,18 @@ pub fn extract(
                 add_entity(
                     &mut entities,
                     &phrase,
-                    kind_of(&phrase, &sentence.text, &places),
+                    kind_of(&phrase, &sentence.text, places),
                     s.number,
                 );
             }
         }
     }
-    // Aliases: a one-word organisation or person name folds into the longer name that
-    // ends with it ("Society" into "Lantern Society", "Silas" into "Silas Penrose").
+    entities
+}
+
+/// Aliases: a one-word organisation or person name folds into the longer name that ends
+/// with it ("Society" into "Lantern Society", "Silas" into "Silas Penrose").
+fn fold_aliases(entities: &mut BTreeMap<String, Entity>) {
     let names: Vec<String> = entities.keys().cloned().collect();
     for short in &names {
         if short.contains(' ') {
@@ -148,8 +194,18 @@ pub fn extract(
             target.scenes.extend(e.scenes);
         }
     }
-    // Objects: a thing the book keeps returning to ("the token", "the logbook"), named
-    // with "the" in at least three scenes.
+}
+
+/// Objects: a thing the book keeps returning to ("the token", "the logbook"), named with
+/// "the" in at least three scenes. Each is added as an entity unless it names a
+/// character or a place; the set holds the nouns.
+fn objects(
+    scenes: &[Scene],
+    namer: &Namer,
+    proper: &BTreeSet<String>,
+    places: &BTreeSet<String>,
+    entities: &mut BTreeMap<String, Entity>,
+) -> BTreeSet<String> {
     let mut object_scenes: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
     for s in scenes {
         for sentence in &s.sentences {
@@ -173,60 +229,81 @@ pub fn extract(
             }
         }
     }
-    let objects: BTreeSet<String> = object_scenes
+    object_scenes
         .into_iter()
         .filter(|(w, found)| found.len() >= 3 && !TIME_WORDS.contains(&w.as_str()))
         .map(|(w, found)| {
             let name = format!("the {w}");
             if namer.mentions(&name).is_empty() && !places.iter().any(|p| p.ends_with(&name)) {
                 for n in &found {
-                    add_entity(&mut entities, &name, "object", *n);
+                    add_entity(entities, &name, "object", *n);
                 }
             }
             w
         })
-        .collect();
-    let organisations = organisations(scenes, &entities, namer);
-    let mut facts: Vec<GraphFact> = Vec::new();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for s in scenes {
-        // The paragraph whose narration last named a focus character: a later sentence
-        // of it speaking of "he" or "her" is about that character.
-        let mut named_paragraph: Option<usize> = None;
-        // The focus characters the narration named so far in this paragraph.
-        let mut paragraph_names: BTreeSet<&str> = BTreeSet::new();
-        // Characters the narrator says the others did not see, until they speak: what
-        // the narration tells of them reaches only them.
-        let mut hidden: BTreeSet<String> = BTreeSet::new();
+        .collect()
+}
+
+/// What the fact pass reads each sentence with.
+struct FactReader<'a> {
+    namer: &'a Namer,
+    world: &'a BTreeSet<String>,
+    focus_names: &'a BTreeMap<&'a str, &'a str>,
+    proper: &'a BTreeSet<String>,
+    objects: &'a BTreeSet<String>,
+    organisations: &'a [Organisation],
+}
+
+/// The pronoun context of a scene's narration, carried from sentence to sentence.
+#[derive(Default)]
+struct Narrated<'a> {
+    /// The paragraph whose narration last named a focus character: a later sentence of
+    /// it speaking of "he" or "her" is about that character.
+    named_paragraph: Option<usize>,
+    /// The focus characters the narration named so far in this paragraph.
+    paragraph_names: BTreeSet<&'a str>,
+    /// Characters the narrator says the others did not see, until they speak: what the
+    /// narration tells of them reaches only them.
+    hidden: BTreeSet<String>,
+}
+
+impl FactReader<'_> {
+    /// The facts scene `s` tells, one per sentence that names someone or something, in
+    /// order; those no focus character may know are left out.
+    fn scene(&self, s: &Scene) -> Vec<GraphFact> {
+        let mut out = Vec::new();
+        let mut narrated = Narrated::default();
         for sentence in &s.sentences {
             let text = sentence.text.trim();
-            let mentions = namer.mentions(text);
-            if named_paragraph != Some(sentence.paragraph) {
-                paragraph_names.clear();
+            let mentions = self.namer.mentions(text);
+            if narrated.named_paragraph != Some(sentence.paragraph) {
+                narrated.paragraph_names.clear();
             }
             if sentence.spoken_by.is_none() && !mentions.is_empty() {
-                named_paragraph = Some(sentence.paragraph);
-                paragraph_names.extend(mentions.iter().map(|m| m.character));
+                narrated.named_paragraph = Some(sentence.paragraph);
+                narrated
+                    .paragraph_names
+                    .extend(mentions.iter().map(|m| m.character));
             }
             // "he" or "she" is the one the paragraph's narration named, if only one.
-            let last_named = match paragraph_names.iter().collect::<Vec<_>>()[..] {
-                [one] => Some(focus_names[*one]),
+            let last_named = match narrated.paragraph_names.iter().collect::<Vec<_>>()[..] {
+                [one] => Some(self.focus_names[*one]),
                 _ => None,
             };
             let pronoun = sentence.spoken_by.is_none()
-                && named_paragraph == Some(sentence.paragraph)
+                && narrated.named_paragraph == Some(sentence.paragraph)
                 && words(text).any(|w| matches!(w.as_str(), "he" | "his" | "him" | "she" | "her"));
             let word_count = text.split_whitespace().count();
             if !(4..=60).contains(&word_count) {
                 continue;
             }
-            let phrases = proper_phrases(text, &proper);
+            let phrases = proper_phrases(text, self.proper);
             let lower_words: Vec<String> = words(text).collect();
             let timed = lower_words
                 .iter()
                 .any(|w| TIME_WORDS.contains(&w.as_str()) || NUMBER_WORDS.contains(&w.as_str()))
                 || text.chars().any(|c| c.is_ascii_digit());
-            let thing = lower_words.iter().any(|w| objects.contains(w));
+            let thing = lower_words.iter().any(|w| self.objects.contains(w));
             if mentions.is_empty() && phrases.is_empty() && !timed && !thing && !pronoun {
                 continue;
             }
@@ -235,91 +312,98 @@ pub fn extract(
                 .spoken_by
                 .clone()
                 .or_else(|| s.narrator.clone().map(Speaker::Focus));
-            let mut fact = spo(text, &mentions, &phrases, &teller, &focus_names, last_named);
+            let mut fact = spo(
+                text,
+                &mentions,
+                &phrases,
+                &teller,
+                self.focus_names,
+                last_named,
+            );
             fact.scene = s.number;
             if let Some(speaker) = &sentence.spoken_by {
                 let who = match speaker {
-                    Speaker::Focus(id) => focus_names[id.as_str()].to_owned(),
+                    Speaker::Focus(id) => self.focus_names[id.as_str()].to_owned(),
                     Speaker::Other(name) => name.clone(),
                 };
                 fact.text = format!("{who} said, \"{text}\"");
             }
-            let common = COMMON_MARKERS.iter().any(|m| contains_phrase(text, m));
-            if let Some(Speaker::Focus(id)) = &sentence.spoken_by {
-                hidden.remove(id);
+            self.visibility(s, sentence, &mentions, &mut narrated.hidden, &mut fact);
+            if !fact.known_by.is_empty() {
+                out.push(fact);
             }
-            let unseen = UNSEEN_MARKERS.iter().any(|m| contains_phrase(text, m))
-                || mentions.iter().any(|m| hidden.contains(m.character));
-            if unseen && sentence.spoken_by.is_none() {
-                hidden.extend(mentions.iter().map(|m| m.character.to_owned()));
-            }
-            let mut known_by = if common {
-                fact.route = "common_knowledge".into();
-                world.clone()
-            } else if unseen {
-                // What those present did not see reaches only whom it names.
-                fact.route = "direct_experience".into();
-                mentions.iter().map(|m| m.character.to_owned()).collect()
-            } else if sentence.paragraph == 0
-                && sentence.spoken_by.is_none()
-                && s.narrator.is_none()
-            {
-                // The setting a third-person scene opens on (who is there, what they
-                // wear and carry): whoever comes in later sees it too.
-                fact.route = "observation".into();
-                s.present().cloned().collect()
-            } else {
-                fact.route = "observation".into();
-                s.present_at(sentence.paragraph)
-            };
-            // The narration's subject ("Holmes took the lamp"); a line about someone
-            // ("Holmes is a fool") reaches only those there, and whom it says acted.
-            if let Some(m) = mentions.first().filter(|m| m.start == 0)
-                && sentence.spoken_by.is_none()
-                && world.contains(m.character)
-                && !common
-            {
-                known_by.insert(m.character.to_owned());
-                fact.route = "direct_experience".into();
-            }
-            // Who lived what the sentence tells knows it, told in the room or not.
-            if !common {
-                for who in sentence.actors.iter().filter(|a| world.contains(*a)) {
-                    if known_by.insert(who.clone()) {
-                        fact.route = "direct_experience".into();
-                    }
-                }
-            }
-            for org in &organisations {
-                if org
-                    .aliases
-                    .iter()
-                    .chain([&org.name])
-                    .any(|a| group_learns(text, a))
-                    && !org.members.is_subset(&known_by)
-                {
-                    known_by.extend(org.members.iter().cloned());
-                    fact.route = "organisation_membership".into();
-                }
-            }
-            fact.known_by = known_by.intersection(world).cloned().collect();
-            if fact.known_by.is_empty() {
-                continue;
-            }
-            let key = fact.text.to_lowercase();
-            if let Some(at) = seen.get(&key) {
-                let known = fact.known_by.clone();
-                facts[*at].known_by.extend(known);
-                continue;
-            }
-            seen.insert(key, facts.len());
-            facts.push(fact);
         }
+        out
     }
-    Graph {
-        entities: entities.into_values().collect(),
-        organisations,
-        facts,
+
+    /// Who may know what `sentence` tells, and by which route: everyone for common
+    /// knowledge, only whom it names for what others did not see, else those present,
+    /// with whom it says acted and the members of a group it says learned it.
+    fn visibility(
+        &self,
+        s: &Scene,
+        sentence: &Sentence,
+        mentions: &[Mention<'_>],
+        hidden: &mut BTreeSet<String>,
+        fact: &mut GraphFact,
+    ) {
+        let text = sentence.text.trim();
+        let common = COMMON_MARKERS.iter().any(|m| contains_phrase(text, m));
+        if let Some(Speaker::Focus(id)) = &sentence.spoken_by {
+            hidden.remove(id);
+        }
+        let unseen = UNSEEN_MARKERS.iter().any(|m| contains_phrase(text, m))
+            || mentions.iter().any(|m| hidden.contains(m.character));
+        if unseen && sentence.spoken_by.is_none() {
+            hidden.extend(mentions.iter().map(|m| m.character.to_owned()));
+        }
+        let mut known_by = if common {
+            fact.route = "common_knowledge".into();
+            self.world.clone()
+        } else if unseen {
+            // What those present did not see reaches only whom it names.
+            fact.route = "direct_experience".into();
+            mentions.iter().map(|m| m.character.to_owned()).collect()
+        } else if sentence.paragraph == 0 && sentence.spoken_by.is_none() && s.narrator.is_none() {
+            // The setting a third-person scene opens on (who is there, what they wear
+            // and carry): whoever comes in later sees it too.
+            fact.route = "observation".into();
+            s.present().cloned().collect()
+        } else {
+            fact.route = "observation".into();
+            s.present_at(sentence.paragraph)
+        };
+        // The narration's subject ("Holmes took the lamp"); a line about someone
+        // ("Holmes is a fool") reaches only those there, and whom it says acted.
+        if let Some(m) = mentions.first().filter(|m| m.start == 0)
+            && sentence.spoken_by.is_none()
+            && self.world.contains(m.character)
+            && !common
+        {
+            known_by.insert(m.character.to_owned());
+            fact.route = "direct_experience".into();
+        }
+        // Who lived what the sentence tells knows it, told in the room or not.
+        if !common {
+            for who in sentence.actors.iter().filter(|a| self.world.contains(*a)) {
+                if known_by.insert(who.clone()) {
+                    fact.route = "direct_experience".into();
+                }
+            }
+        }
+        for org in self.organisations {
+            if org
+                .aliases
+                .iter()
+                .chain([&org.name])
+                .any(|a| group_learns(text, a))
+                && !org.members.is_subset(&known_by)
+            {
+                known_by.extend(org.members.iter().cloned());
+                fact.route = "organisation_membership".into();
+            }
+        }
+        fact.known_by = known_by.intersection(self.world).cloned().collect();
     }
 }
 
@@ -433,7 +517,7 @@ fn organisations(
 /// follows "because", "so that" or "to pay".
 fn spo(
     text: &str,
-    mentions: &[super::text::Mention<'_>],
+    mentions: &[Mention<'_>],
     phrases: &[String],
     speaker: &Option<Speaker>,
     focus_names: &BTreeMap<&str, &str>,

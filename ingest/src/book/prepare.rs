@@ -12,11 +12,12 @@ use super::scenes::{BookFacts, FADE_PARAGRAPHS, Scene, Sentence, Speaker, Tag, U
 use super::speech::{
     Voices, actors, holds, introduces, lead_in, said_to, speech_tag, subject_at, vocative,
 };
-use super::text::{Namer, Segment, prefix, quoted_paragraphs, sentences, words};
+use super::text::{
+    Mention, Namer, Paragraph, Segment, prefix, quoted_paragraphs, sentences, words,
+};
 
 /// Prepares one scene from its text (the deterministic path). `narrator` is the focus
 /// character telling it in the first person, if any: on stage throughout, and "I".
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 #[must_use]
 pub fn prepare(
     number: usize,
@@ -27,332 +28,540 @@ pub fn prepare(
     narrator: Option<&str>,
 ) -> Scene {
     let paras = quoted_paragraphs(text);
-    let mut voices = Voices {
-        facts,
-        narrator,
-        spoken: Vec::new(),
-        mentioned: Vec::new(),
-        addressed: None,
-        shown: BTreeMap::new(),
-        now: 0,
-        clock: paras
-            .iter()
-            .scan(0, |n, p| {
-                *n += usize::from(!p.segments.iter().any(|s| matches!(s, Segment::Quote(_))));
-                Some(*n)
-            })
-            .collect(),
-        moved: Vec::new(),
-        newcomer: None,
-        exits: BTreeMap::new(),
-    };
-    let mut utterances = Vec::new();
-    let mut all_sentences = Vec::new();
-    // Who is on stage from which paragraph: by speaking, or named on stage by the
-    // narration.
-    let mut entries: BTreeMap<String, usize> = BTreeMap::new();
-    if let Some(n) = narrator {
-        entries.insert(n.to_owned(), 0);
-    }
-    let mut named: BTreeSet<String> = BTreeSet::new();
-    let other_in = |text: &str| {
-        facts
-            .other_speakers
-            .iter()
-            .find(|n| {
-                text.split_whitespace()
-                    .next()
-                    .is_some_and(|w| w.trim_end_matches("'s") == n.as_str())
-            })
-            .map(|n| Speaker::Other(n.clone()))
-    };
+    let mut reading = Reading::new(number, namer, facts, narrator, &paras);
     let mut open_speaker: Option<Speaker> = None;
-    let mut retold = Vec::new();
-    let mut unattributed = Vec::new();
-    let mut retelling = Retelling::default();
-    let mut returns: BTreeSet<(String, usize)> = BTreeSet::new();
     for (p, para) in paras.iter().enumerate() {
-        voices.now = p;
+        open_speaker = reading.paragraph(p, para, open_speaker);
+    }
+    reading.into_scene(span, text, &paras)
+}
+
+/// A scene read paragraph by paragraph: what the reading has found so far.
+struct Reading<'a> {
+    number: usize,
+    namer: &'a Namer,
+    facts: &'a BookFacts,
+    narrator: Option<&'a str>,
+    voices: Voices<'a>,
+    utterances: Vec<Utterance>,
+    sentences: Vec<Sentence>,
+    /// Who is on stage from which paragraph: by speaking, or named on stage by the
+    /// narration.
+    entries: BTreeMap<String, usize>,
+    named: BTreeSet<String>,
+    retold: Vec<Utterance>,
+    unattributed: Vec<(usize, String)>,
+    retelling: Retelling,
+    /// Who comes back at which paragraph, after being away.
+    returns: BTreeSet<(String, usize)>,
+}
+
+/// What the reading of one paragraph keeps from one segment to the next.
+struct InParagraph {
+    p: usize,
+    /// Who this paragraph has shown so far.
+    shown: Vec<Speaker>,
+    /// The subject of the narration just before a quote in this paragraph.
+    actor: Option<Speaker>,
+    /// Who spoke a quote of this paragraph last.
+    speaker: Option<Speaker>,
+    /// The speaker of the previous paragraph's open quote, which this one continues.
+    continued: Option<Speaker>,
+    /// Whom a quote of this paragraph says it is ("I'm Joseph Stangerson").
+    introduced: Option<String>,
+    /// Whom this paragraph's quotes address by name: the likely next speaker.
+    addressed: Option<Speaker>,
+}
+
+/// The quote's speaker and whom it addresses.
+struct Attribution {
+    speaker: Option<Speaker>,
+    vocative: Option<Speaker>,
+}
+
+/// A speaker outside the focus list whose name starts the text.
+fn other_in(facts: &BookFacts, text: &str) -> Option<Speaker> {
+    facts
+        .other_speakers
+        .iter()
+        .find(|n| {
+            text.split_whitespace()
+                .next()
+                .is_some_and(|w| w.trim_end_matches("'s") == n.as_str())
+        })
+        .map(|n| Speaker::Other(n.clone()))
+}
+
+impl<'a> Reading<'a> {
+    fn new(
+        number: usize,
+        namer: &'a Namer,
+        facts: &'a BookFacts,
+        narrator: Option<&'a str>,
+        paras: &[Paragraph],
+    ) -> Self {
+        let voices = Voices {
+            facts,
+            narrator,
+            spoken: Vec::new(),
+            mentioned: Vec::new(),
+            addressed: None,
+            shown: BTreeMap::new(),
+            now: 0,
+            clock: paras
+                .iter()
+                .scan(0, |n, p| {
+                    *n += usize::from(!p.segments.iter().any(|s| matches!(s, Segment::Quote(_))));
+                    Some(*n)
+                })
+                .collect(),
+            moved: Vec::new(),
+            newcomer: None,
+            exits: BTreeMap::new(),
+        };
+        let mut entries = BTreeMap::new();
+        if let Some(n) = narrator {
+            entries.insert(n.to_owned(), 0);
+        }
+        Self {
+            number,
+            namer,
+            facts,
+            narrator,
+            voices,
+            utterances: Vec::new(),
+            sentences: Vec::new(),
+            entries,
+            named: BTreeSet::new(),
+            retold: Vec::new(),
+            unattributed: Vec::new(),
+            retelling: Retelling::default(),
+            returns: BTreeSet::new(),
+        }
+    }
+
+    /// Reads paragraph `p`. `continued` is the speaker of the previous paragraph's open
+    /// quote; returns this paragraph's, if its last quote stays open.
+    fn paragraph(
+        &mut self,
+        p: usize,
+        para: &Paragraph,
+        continued: Option<Speaker>,
+    ) -> Option<Speaker> {
+        self.voices.now = p;
         let segs = &para.segments;
-        let mut in_paragraph: Vec<Speaker> = Vec::new();
-        // The subject of the narration just before a quote in this paragraph.
-        let mut actor: Option<Speaker> = None;
-        let mut paragraph_speaker: Option<Speaker> = None;
-        let continued = open_speaker.take();
         // A retelling goes on only through one teller's quoted paragraphs.
         if matches!(segs.first(), Some(Segment::Narration(_))) {
-            retelling = Retelling::default();
+            self.retelling = Retelling::default();
         }
-        let introduced = segs.iter().find_map(|s| match s {
-            Segment::Quote(q) => introduces(q, namer),
-            Segment::Narration(_) => None,
-        });
-        // Whom this paragraph's quotes address by name: the likely next speaker.
-        let mut addressed: Option<Speaker> = None;
+        let mut here = InParagraph {
+            p,
+            shown: Vec::new(),
+            actor: None,
+            speaker: None,
+            continued,
+            introduced: segs.iter().find_map(|s| match s {
+                Segment::Quote(q) => introduces(q, self.namer),
+                Segment::Narration(_) => None,
+            }),
+            addressed: None,
+        };
         for (i, seg) in segs.iter().enumerate() {
             match seg {
                 Segment::Narration(n) => {
-                    actor = None;
+                    here.actor = None;
                     for s in sentences(n) {
-                        let lower: Vec<String> = words(s).collect();
-                        let mentions = namer.mentions(s);
-                        for m in &mentions {
-                            named.insert(m.character.to_owned());
-                            // Only a mention on stage can be a speaker later.
-                            if !present_mention(s, m.start, m.end) {
-                                continue;
-                            }
-                            tracing::debug!(
-                                target: "dramatis_ingest::presence",
-                                scene = number,
-                                paragraph = p,
-                                character = m.character,
-                                "shown by narration: {}",
-                                prefix(s, 160)
-                            );
-                            entries.entry(m.character.to_owned()).or_insert(p);
-                            // "Lestrade, who had been in the front room…, reappeared":
-                            // he was away since the text last showed him.
-                            if comes_back(s, m.end) {
-                                returns.insert((m.character.to_owned(), p));
-                            }
-                            voices.show(m.character, p);
-                            in_paragraph.push(Speaker::Focus(m.character.to_owned()));
-                            voices
-                                .mentioned
-                                .push(Speaker::Focus(m.character.to_owned()));
-                        }
-                        if let Some(o) = other_in(s) {
-                            in_paragraph.push(o);
-                        }
-                        if mentions.is_empty()
-                            && let Some((noun, gender)) = newcomer_in(&lower)
-                        {
-                            voices.newcomer =
-                                Some((Speaker::Other(format!("the {noun}")), gender, p));
-                        }
-                        actor = match subject_at(s, &lower, namer) {
-                            Some(Tag::Focus(id)) => Some(Speaker::Focus(id)),
-                            Some(Tag::Narrator) => voices.speaker_of(Tag::Narrator, &[]),
-                            Some(Tag::Pronoun(g)) => voices.resolve(&in_paragraph, g),
-                            _ => other_in(s),
-                        };
-                        let moves = (narrator.is_some() && moves_on(&lower)) || moves_in_time(s);
-                        if moves && voices.moved.last() != Some(&p) {
-                            tracing::debug!(
-                                target: "dramatis_ingest::presence",
-                                scene = number,
-                                paragraph = p,
-                                "moves on: {}",
-                                prefix(s, 120)
-                            );
-                            voices.moved.push(p);
-                        }
-                        if let Some(who) = exit_of(s, namer, &voices) {
-                            voices.exits.entry(who).or_insert(p + 1);
-                        }
-                        // "…," remarked the wary Jones as they left the room: the people
-                        // it names and the one the line was said to leave.
-                        let lower_s = s.to_lowercase();
-                        if lower_s.contains("they ")
-                            && EXIT_PHRASES
-                                .iter()
-                                .any(|x| lower_s.contains(&format!("they {x}")))
-                        {
-                            let leaving: Vec<String> = mentions
-                                .iter()
-                                .map(|m| m.character.to_owned())
-                                .chain(
-                                    addressed
-                                        .as_ref()
-                                        .and_then(Speaker::focus)
-                                        .map(str::to_owned),
-                                )
-                                .collect();
-                            for who in leaving {
-                                voices.exits.entry(who).or_insert(p + 1);
-                            }
-                        } else if mentions.is_empty() && they_go(&lower) {
-                            // "He handed them a shilling each, and away they buzzed down
-                            // the stairs": those sent off, everyone on stage but the
-                            // narrator, the one who spoke last and those this paragraph
-                            // shows.
-                            let last = voices.spoken.last().and_then(Speaker::focus);
-                            let leaving: Vec<String> = voices
-                                .shown
-                                .iter()
-                                .filter(|(id, seen)| {
-                                    Some(id.as_str()) != last
-                                        && narrator != Some(id.as_str())
-                                        && seen.last() != Some(&p)
-                                        && voices.on_stage(&Speaker::Focus((*id).clone()))
-                                })
-                                .map(|(id, _)| id)
-                                .cloned()
-                                .collect();
-                            for who in leaving {
-                                voices.exits.entry(who).or_insert(p + 1);
-                            }
-                        }
-                        all_sentences.push(Sentence {
-                            text: s.to_owned(),
-                            paragraph: p,
-                            spoken_by: None,
-                            actors: actors(s, narrator, None, namer, facts),
-                        });
+                        self.narration(s, &mut here);
                     }
                 }
-                Segment::Quote(q) => {
-                    for m in namer.mentions(q) {
-                        named.insert(m.character.to_owned());
-                    }
-                    let after = match segs.get(i + 1) {
-                        Some(Segment::Narration(n)) => speech_tag(n, namer),
-                        _ => None,
-                    };
-                    let before = match i.checked_sub(1).map(|j| &segs[j]) {
-                        Some(Segment::Narration(n)) => lead_in(n, namer),
-                        _ => None,
-                    };
-                    // "I'm Joseph Stangerson": the speaker says who it is, for every
-                    // quote of the paragraph a name does not tag.
-                    let named_tag =
-                        matches!(after.as_ref().or(before.as_ref()), Some(Tag::Focus(_)));
-                    let after_is_tag = after.is_some();
-                    let tag = introduced
-                        .clone()
-                        .filter(|_| !named_tag)
-                        .map(Tag::Focus)
-                        .or(after)
-                        .or(before);
-                    let has_tag = tag.is_some();
-                    let tagged = tag.and_then(|tag| match tag {
-                        // A pronoun in a paragraph that already has a speaker who
-                        // fits it is that speaker.
-                        Tag::Pronoun(g) => paragraph_speaker
-                            .clone()
-                            .filter(|s| facts.fits(s, g) && !voices.is_narrator(s))
-                            .or_else(|| voices.speaker_of(tag, &in_paragraph)),
-                        _ => voices.speaker_of(tag, &in_paragraph),
-                    });
-                    // "…," I said to Mrs. Hudson: she is addressed, and likely answers.
-                    let told = match segs.get(i + 1) {
-                        Some(Segment::Narration(n)) if after_is_tag => said_to(n, namer),
-                        _ => None,
-                    };
-                    let vocative = vocative(q, namer).or(told).map(Speaker::Focus);
-                    // A tag that names no one who can be found leaves the line unknown;
-                    // only an untagged line is given by the conversation.
-                    let untagged = || !has_tag;
-                    let speaker = tagged
-                        .or_else(|| paragraph_speaker.clone().filter(|_| untagged()))
-                        .or_else(|| (i == 0 && untagged()).then(|| continued.clone()).flatten())
-                        .or_else(|| actor.clone().filter(|_| untagged()))
-                        .or_else(|| {
-                            voices.addressed.clone().filter(|a| {
-                                untagged() && Some(a) != voices.spoken.last() && voices.on_stage(a)
-                            })
-                        })
-                        .or_else(|| voices.alternate().filter(|_| untagged()))
-                        .filter(|s| Some(s) != vocative.as_ref());
-                    if retelling.teller != speaker {
-                        retelling = Retelling {
-                            teller: speaker.clone(),
-                            ..Retelling::default()
-                        };
-                    }
-                    let lines = retelling.lines(q, p, namer, facts);
-                    for s in sentences(q) {
-                        let retold_by =
-                            lines.iter().find(|u| holds(&u.text, s)).map(|u| &u.speaker);
-                        let mut actors = actors(
-                            s,
-                            speaker.as_ref().and_then(Speaker::focus),
-                            retold_by,
-                            namer,
-                            facts,
-                        );
-                        // "When we entered his room…": the teller's companions lived it.
-                        if retold_by.is_some() || words(s).any(|w| w == "we") {
-                            actors.extend(retelling.companions.iter().cloned());
-                        }
-                        all_sentences.push(Sentence {
-                            text: s.to_owned(),
-                            paragraph: p,
-                            spoken_by: speaker.clone(),
-                            actors,
-                        });
-                    }
-                    for u in &lines {
-                        tracing::debug!(
-                            target: "dramatis_ingest::presence",
-                            scene = number,
-                            paragraph = p,
-                            speaker = ?u.speaker,
-                            "retold: {}",
-                            prefix(&u.text, 80)
-                        );
-                    }
-                    retold.extend(lines);
-                    if vocative.is_some() {
-                        addressed = vocative;
-                    }
-                    if speaker.is_none() {
-                        unattributed.push((p, q.clone()));
-                    }
-                    if let Some(speaker) = speaker {
-                        if let Some(id) = speaker.focus() {
-                            tracing::debug!(
-                                target: "dramatis_ingest::presence",
-                                scene = number,
-                                paragraph = p,
-                                character = id,
-                                "speaks: {}",
-                                prefix(q, 80)
-                            );
-                            entries.entry(id.to_owned()).or_insert(p);
-                            voices.show(id, p);
-                        }
-                        paragraph_speaker = Some(speaker.clone());
-                        if voices.spoken.last() != Some(&speaker) {
-                            voices.spoken.push(speaker.clone());
-                        }
-                        utterances.push(Utterance {
-                            speaker,
-                            text: q.clone(),
-                            paragraph: p,
-                        });
-                    }
-                }
+                Segment::Quote(q) => self.quote(q, i, segs, &mut here),
             }
         }
         if segs.iter().any(|s| matches!(s, Segment::Quote(_))) {
-            voices.addressed = addressed;
+            self.voices.addressed = here.addressed;
         }
-        if para.open {
-            open_speaker = paragraph_speaker;
+        if para.open { here.speaker } else { None }
+    }
+
+    /// One sentence of narration: whom it shows on stage, who acts in it, whether the
+    /// narrator moves on, who leaves.
+    fn narration(&mut self, s: &str, here: &mut InParagraph) {
+        let p = here.p;
+        let lower: Vec<String> = words(s).collect();
+        let mentions = self.namer.mentions(s);
+        self.show_mentions(s, &mentions, here);
+        if let Some(o) = other_in(self.facts, s) {
+            here.shown.push(o);
+        }
+        if mentions.is_empty()
+            && let Some((noun, gender)) = newcomer_in(&lower)
+        {
+            self.voices.newcomer = Some((Speaker::Other(format!("the {noun}")), gender, p));
+        }
+        here.actor = match subject_at(s, &lower, self.namer) {
+            Some(Tag::Focus(id)) => Some(Speaker::Focus(id)),
+            Some(Tag::Narrator) => self.voices.speaker_of(Tag::Narrator, &[]),
+            Some(Tag::Pronoun(g)) => self.voices.resolve(&here.shown, g),
+            _ => other_in(self.facts, s),
+        };
+        let moves = (self.narrator.is_some() && moves_on(&lower)) || moves_in_time(s);
+        if moves && self.voices.moved.last() != Some(&p) {
+            tracing::debug!(
+                target: "dramatis_ingest::presence",
+                scene = self.number,
+                paragraph = p,
+                "moves on: {}",
+                prefix(s, 120)
+            );
+            self.voices.moved.push(p);
+        }
+        if let Some(who) = exit_of(s, self.namer, &self.voices) {
+            self.voices.exits.entry(who).or_insert(p + 1);
+        }
+        self.group_exits(s, &lower, &mentions, here);
+        self.sentences.push(Sentence {
+            text: s.to_owned(),
+            paragraph: p,
+            spoken_by: None,
+            actors: actors(s, self.narrator, None, self.namer, self.facts),
+        });
+    }
+
+    /// The focus characters a narration sentence names: each is on stage from here if
+    /// the mention puts it there.
+    fn show_mentions(&mut self, s: &str, mentions: &[Mention<'_>], here: &mut InParagraph) {
+        let p = here.p;
+        for m in mentions {
+            self.named.insert(m.character.to_owned());
+            // Only a mention on stage can be a speaker later.
+            if !present_mention(s, m.start, m.end) {
+                continue;
+            }
+            tracing::debug!(
+                target: "dramatis_ingest::presence",
+                scene = self.number,
+                paragraph = p,
+                character = m.character,
+                "shown by narration: {}",
+                prefix(s, 160)
+            );
+            self.entries.entry(m.character.to_owned()).or_insert(p);
+            // "Lestrade, who had been in the front room…, reappeared": he was away
+            // since the text last showed him.
+            if comes_back(s, m.end) {
+                self.returns.insert((m.character.to_owned(), p));
+            }
+            self.voices.show(m.character, p);
+            here.shown.push(Speaker::Focus(m.character.to_owned()));
+            self.voices
+                .mentioned
+                .push(Speaker::Focus(m.character.to_owned()));
         }
     }
+
+    /// "They" leaving: whom a narration sentence sends off together.
+    fn group_exits(
+        &mut self,
+        s: &str,
+        lower: &[String],
+        mentions: &[Mention<'_>],
+        here: &InParagraph,
+    ) {
+        let p = here.p;
+        // "…," remarked the wary Jones as they left the room: the people it names and
+        // the one the line was said to leave.
+        let lower_s = s.to_lowercase();
+        let leaving: Vec<String> = if lower_s.contains("they ")
+            && EXIT_PHRASES
+                .iter()
+                .any(|x| lower_s.contains(&format!("they {x}")))
+        {
+            mentions
+                .iter()
+                .map(|m| m.character.to_owned())
+                .chain(
+                    here.addressed
+                        .as_ref()
+                        .and_then(Speaker::focus)
+                        .map(str::to_owned),
+                )
+                .collect()
+        } else if mentions.is_empty() && they_go(lower) {
+            // "He handed them a shilling each, and away they buzzed down the stairs":
+            // those sent off, everyone on stage but the narrator, the one who spoke
+            // last and those this paragraph shows.
+            let last = self.voices.spoken.last().and_then(Speaker::focus);
+            self.voices
+                .shown
+                .iter()
+                .filter(|(id, seen)| {
+                    Some(id.as_str()) != last
+                        && self.narrator != Some(id.as_str())
+                        && seen.last() != Some(&p)
+                        && self.voices.on_stage(&Speaker::Focus((*id).clone()))
+                })
+                .map(|(id, _)| id)
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for who in leaving {
+            self.voices.exits.entry(who).or_insert(p + 1);
+        }
+    }
+
+    /// Quote `q`, segment `i` of its paragraph: who says it, the lines it retells, its
+    /// sentences with their actors.
+    fn quote(&mut self, q: &str, i: usize, segs: &[Segment], here: &mut InParagraph) {
+        let p = here.p;
+        for m in self.namer.mentions(q) {
+            self.named.insert(m.character.to_owned());
+        }
+        let Attribution { speaker, vocative } = self.attribute(q, i, segs, here);
+        if self.retelling.teller != speaker {
+            self.retelling = Retelling {
+                teller: speaker.clone(),
+                ..Retelling::default()
+            };
+        }
+        let lines = self.retelling.lines(q, p, self.namer, self.facts);
+        self.quote_sentences(q, p, speaker.as_ref(), &lines);
+        for u in &lines {
+            tracing::debug!(
+                target: "dramatis_ingest::presence",
+                scene = self.number,
+                paragraph = p,
+                speaker = ?u.speaker,
+                "retold: {}",
+                prefix(&u.text, 80)
+            );
+        }
+        self.retold.extend(lines);
+        if vocative.is_some() {
+            here.addressed = vocative;
+        }
+        match speaker {
+            None => self.unattributed.push((p, q.to_owned())),
+            Some(speaker) => self.speaks(speaker, q, here),
+        }
+    }
+
+    /// Who says quote `q`: the tag after or before it, the paragraph's speaker, the
+    /// previous paragraph's open quote, the narration's subject, whom the last line
+    /// addressed, or turn-taking; never the one it addresses.
+    fn attribute(&self, q: &str, i: usize, segs: &[Segment], here: &InParagraph) -> Attribution {
+        let after = match segs.get(i + 1) {
+            Some(Segment::Narration(n)) => speech_tag(n, self.namer),
+            _ => None,
+        };
+        let before = match i.checked_sub(1).map(|j| &segs[j]) {
+            Some(Segment::Narration(n)) => lead_in(n, self.namer),
+            _ => None,
+        };
+        // "I'm Joseph Stangerson": the speaker says who it is, for every quote of the
+        // paragraph a name does not tag.
+        let named_tag = matches!(after.as_ref().or(before.as_ref()), Some(Tag::Focus(_)));
+        let after_is_tag = after.is_some();
+        let tag = here
+            .introduced
+            .clone()
+            .filter(|_| !named_tag)
+            .map(Tag::Focus)
+            .or(after)
+            .or(before);
+        let has_tag = tag.is_some();
+        let voices = &self.voices;
+        let tagged = tag.and_then(|tag| match tag {
+            // A pronoun in a paragraph that already has a speaker who fits it is that
+            // speaker.
+            Tag::Pronoun(g) => here
+                .speaker
+                .clone()
+                .filter(|s| self.facts.fits(s, g) && !voices.is_narrator(s))
+                .or_else(|| voices.speaker_of(tag, &here.shown)),
+            _ => voices.speaker_of(tag, &here.shown),
+        });
+        // "…," I said to Mrs. Hudson: she is addressed, and likely answers.
+        let told = match segs.get(i + 1) {
+            Some(Segment::Narration(n)) if after_is_tag => said_to(n, self.namer),
+            _ => None,
+        };
+        let vocative = vocative(q, self.namer).or(told).map(Speaker::Focus);
+        // A tag that names no one who can be found leaves the line unknown; only an
+        // untagged line is given by the conversation.
+        let untagged = || !has_tag;
+        let speaker = tagged
+            .or_else(|| here.speaker.clone().filter(|_| untagged()))
+            .or_else(|| {
+                (i == 0 && untagged())
+                    .then(|| here.continued.clone())
+                    .flatten()
+            })
+            .or_else(|| here.actor.clone().filter(|_| untagged()))
+            .or_else(|| {
+                voices
+                    .addressed
+                    .clone()
+                    .filter(|a| untagged() && Some(a) != voices.spoken.last() && voices.on_stage(a))
+            })
+            .or_else(|| voices.alternate().filter(|_| untagged()))
+            .filter(|s| Some(s) != vocative.as_ref());
+        Attribution { speaker, vocative }
+    }
+
+    /// The sentences of quote `q`, each with those who lived it: its speaker, or the one
+    /// who first said a line it retells, and the teller's companions.
+    fn quote_sentences(
+        &mut self,
+        q: &str,
+        p: usize,
+        speaker: Option<&Speaker>,
+        lines: &[Utterance],
+    ) {
+        for s in sentences(q) {
+            let retold_by = lines.iter().find(|u| holds(&u.text, s)).map(|u| &u.speaker);
+            let mut actors = actors(
+                s,
+                speaker.and_then(Speaker::focus),
+                retold_by,
+                self.namer,
+                self.facts,
+            );
+            // "When we entered his room…": the teller's companions lived it.
+            if retold_by.is_some() || words(s).any(|w| w == "we") {
+                actors.extend(self.retelling.companions.iter().cloned());
+            }
+            self.sentences.push(Sentence {
+                text: s.to_owned(),
+                paragraph: p,
+                spoken_by: speaker.cloned(),
+                actors,
+            });
+        }
+    }
+
+    /// `speaker` says quote `q`: on stage from here, and the paragraph's speaker.
+    fn speaks(&mut self, speaker: Speaker, q: &str, here: &mut InParagraph) {
+        let p = here.p;
+        if let Some(id) = speaker.focus() {
+            tracing::debug!(
+                target: "dramatis_ingest::presence",
+                scene = self.number,
+                paragraph = p,
+                character = id,
+                "speaks: {}",
+                prefix(q, 80)
+            );
+            self.entries.entry(id.to_owned()).or_insert(p);
+            self.voices.show(id, p);
+        }
+        here.speaker = Some(speaker.clone());
+        if self.voices.spoken.last() != Some(&speaker) {
+            self.voices.spoken.push(speaker.clone());
+        }
+        self.utterances.push(Utterance {
+            speaker,
+            text: q.to_owned(),
+            paragraph: p,
+        });
+    }
+
+    /// The scene as read: who is active, silent or only referred to, where and when it
+    /// opens, and when each character is on stage.
+    fn into_scene(self, span: Span, text: &str, paras: &[Paragraph]) -> Scene {
+        let stays = stays(&self.voices, &self.returns, self.narrator, paras.len());
+        let active: BTreeSet<String> = self
+            .utterances
+            .iter()
+            .filter_map(|u| u.speaker.focus().map(str::to_owned))
+            .collect();
+        let silent: BTreeSet<String> = self
+            .entries
+            .keys()
+            .filter(|c| !active.contains(*c))
+            .cloned()
+            .collect();
+        let referenced: BTreeSet<String> = self
+            .named
+            .iter()
+            .filter(|c| !self.entries.contains_key(*c))
+            .cloned()
+            .collect();
+        let opening: String = paras
+            .first()
+            .map(|p| {
+                p.segments
+                    .iter()
+                    .filter_map(|s| match s {
+                        Segment::Narration(n) => Some(n.as_str()),
+                        Segment::Quote(_) => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        let number = self.number;
+        let location = place_phrase(&opening).unwrap_or_else(|| format!("scene {number}"));
+        let time = words(&opening)
+            .find(|w| {
+                TIME_WORDS.contains(&w.as_str())
+                    && !matches!(
+                        w.as_str(),
+                        "years" | "months" | "weeks" | "winters" | "o'clock"
+                    )
+            })
+            .unwrap_or_default();
+        Scene {
+            number,
+            span,
+            location,
+            time,
+            atmosphere: atmosphere_of(dominant_emotion(text)).to_owned(),
+            active,
+            silent,
+            referenced,
+            utterances: self.utterances,
+            retold: self.retold,
+            unattributed: self.unattributed,
+            sentences: self.sentences,
+            exits: self.voices.exits,
+            entries: self.entries,
+            stays,
+            paragraph_starts: paras.iter().map(|p| span.start + p.start).collect(),
+            narrator: self.narrator.map(str::to_owned),
+        }
+    }
+}
+
+/// When each focus character but the narrator is on stage, from the paragraphs the text
+/// shows it: paragraph ranges `[from, until)`.
+fn stays(
+    voices: &Voices<'_>,
+    returns: &BTreeSet<(String, usize)>,
+    narrator: Option<&str>,
+    paragraphs: usize,
+) -> BTreeMap<String, Vec<(usize, usize)>> {
     let mut stays: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    // Gone at the first paragraph more than FADE_PARAGRAPHS of narration later…
+    let faded = |p: usize| {
+        (p..paragraphs)
+            .find(|q| voices.clock[*q] - voices.clock[p] > FADE_PARAGRAPHS)
+            .unwrap_or(paragraphs)
+    };
+    // …or, when the text does not show them again by then, where the narrator moves on
+    // after the last time it did: who is shown again soon went along.
+    let left_behind = |p: usize| {
+        voices
+            .moved
+            .iter()
+            .find(|m| **m > p)
+            .map_or(faded(p), |m| faded(p).min(*m))
+    };
     for (id, seen) in &voices.shown {
         if narrator == Some(id.as_str()) {
             continue;
         }
-        // Gone at the first paragraph more than FADE_PARAGRAPHS of narration later…
-        let faded = |p: usize| {
-            (p..paras.len())
-                .find(|q| voices.clock[*q] - voices.clock[p] > FADE_PARAGRAPHS)
-                .unwrap_or(paras.len())
-        };
-        // …or, when the text does not show them again by then, where the narrator
-        // moves on after the last time it did: who is shown again soon went along.
-        let left_behind = |p: usize| {
-            voices
-                .moved
-                .iter()
-                .find(|m| **m > p)
-                .map_or(faded(p), |m| faded(p).min(*m))
-        };
         let ranges = stays.entry(id.clone()).or_default();
         let mut last_seen = None;
         for p in seen {
@@ -378,60 +587,5 @@ pub fn prepare(
             last.1 = left_behind(before);
         }
     }
-    let active: BTreeSet<String> = utterances
-        .iter()
-        .filter_map(|u| u.speaker.focus().map(str::to_owned))
-        .collect();
-    let silent: BTreeSet<String> = entries
-        .keys()
-        .filter(|c| !active.contains(*c))
-        .cloned()
-        .collect();
-    let referenced: BTreeSet<String> = named
-        .iter()
-        .filter(|c| !entries.contains_key(*c))
-        .cloned()
-        .collect();
-    let opening: String = paras
-        .first()
-        .map(|p| {
-            p.segments
-                .iter()
-                .filter_map(|s| match s {
-                    Segment::Narration(n) => Some(n.as_str()),
-                    Segment::Quote(_) => None,
-                })
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    let location = place_phrase(&opening).unwrap_or_else(|| format!("scene {number}"));
-    let time = words(&opening)
-        .find(|w| {
-            TIME_WORDS.contains(&w.as_str())
-                && !matches!(
-                    w.as_str(),
-                    "years" | "months" | "weeks" | "winters" | "o'clock"
-                )
-        })
-        .unwrap_or_default();
-    Scene {
-        number,
-        span,
-        location,
-        time,
-        atmosphere: atmosphere_of(dominant_emotion(text)).to_owned(),
-        active,
-        silent,
-        referenced,
-        utterances,
-        retold,
-        unattributed,
-        sentences: all_sentences,
-        exits: voices.exits,
-        entries,
-        stays,
-        paragraph_starts: paras.iter().map(|p| span.start + p.start).collect(),
-        narrator: narrator.map(str::to_owned),
-    }
+    stays
 }

@@ -27,7 +27,6 @@ pub(super) struct DescriptionAnswer {
     description: String,
 }
 
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 pub(super) async fn personality_stage(
     refiner: &Refiner,
     scenes: &[Scene],
@@ -38,16 +37,6 @@ pub(super) async fn personality_stage(
     let per_scene = personality::lines_by_scene(scenes);
     let total: usize = per_scene.iter().map(|l| l.lines.len()).sum();
     progress.start("personality", total as u64 + 1);
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "emotion": {"type": "string", "enum": EMOTION_NAMES},
-            "intensity": {"type": "number"},
-            "trigger": {"type": "string"},
-            "intent": {"type": "string", "enum": INTENTS}
-        },
-        "required": ["emotion", "intensity", "trigger", "intent"]
-    });
     let mut annotations = Vec::with_capacity(total);
     let mut behaviours = Vec::new();
     for personality::SceneLines {
@@ -61,100 +50,140 @@ pub(super) async fn personality_stage(
         for batch in texts.chunks(32) {
             vectors.extend(embedder.embed(batch).await?);
         }
-        for personality::Line {
-            text: line,
-            previous,
-        } in lines
-        {
-            let prev = previous.as_ref().map(|(w, t)| (w.as_str(), t.as_str()));
-            let (emotion, intensity, trigger, intent) = personality::annotate(line, prev);
-            let body = format!(
-                "Line before: {}\nThe line ({character}): \"{line}\"",
-                prev.map_or("(none)".to_owned(), |(w, t)| format!(
-                    "{w}: \"{}\"",
-                    prefix(t, 200)
-                ))
-            );
-            let answer: Option<AnnotationAnswer> = refiner
-                .ask(
+        for line in lines {
+            annotations.push(annotate(refiner, character, *scene, line).await);
+            progress.step();
+        }
+        behaviours.push(behaviour(character, *scene, texts, vectors));
+    }
+    let every: BTreeSet<usize> = scenes.iter().map(|s| s.number).collect();
+    let mut patterns = personality::patterns(&behaviours, &annotations, scenes, &every, patterns);
+    for p in &mut patterns {
+        describe(refiner, p).await;
+    }
+    progress.step();
+    Ok((annotations, behaviours, patterns))
+}
+
+/// One line of `character` in `scene` annotated with emotion, intensity, trigger and
+/// intent: the model's answer when it gives a valid one, else the digest's.
+async fn annotate(
+    refiner: &Refiner,
+    character: &str,
+    scene: usize,
+    personality::Line {
+        text: line,
+        previous,
+    }: &personality::Line,
+) -> Annotation {
+    let prev = previous.as_ref().map(|(w, t)| (w.as_str(), t.as_str()));
+    let (emotion, intensity, trigger, intent) = personality::annotate(line, prev);
+    let body = format!(
+        "Line before: {}\nThe line ({character}): \"{line}\"",
+        prev.map_or("(none)".to_owned(), |(w, t)| format!(
+            "{w}: \"{}\"",
+            prefix(t, 200)
+        ))
+    );
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "emotion": {"type": "string", "enum": EMOTION_NAMES},
+            "intensity": {"type": "number"},
+            "trigger": {"type": "string"},
+            "intent": {"type": "string", "enum": INTENTS}
+        },
+        "required": ["emotion", "intensity", "trigger", "intent"]
+    });
+    let answer: Option<AnnotationAnswer> = refiner
+        .ask(
             Ask {
                 stage: "personality",
                 chunk: format!("a line of {character} in scene {scene}"),
                 task: "Annotate the line: its emotion, intensity (0 to 1), what triggered it (a \
                      few words), and the speaker's intent.",
                 body: &body,
-                schema: schema.clone(),
+                schema,
                 max_tokens: 80,
             },
-            |a: &AnnotationAnswer| {
-                        if !EMOTION_NAMES.contains(&a.emotion.as_str()) {
-                            return Err(format!("emotion must be one of {EMOTION_NAMES:?}"));
-                        }
-                        if !INTENTS.contains(&a.intent.as_str()) {
-                            return Err(format!("intent must be one of {INTENTS:?}"));
-                        }
-                        if !(0.0..=1.0).contains(&a.intensity) {
-                            return Err("intensity must be between 0 and 1".into());
-                        }
-                        if a.trigger.chars().count() > 120 {
-                            return Err("the trigger must be a few words".into());
-                        }
-                        Ok(())
-                    },
+            check_annotation,
         )
-                .await;
-            annotations.push(match answer {
-                Some(a) => Annotation {
-                    character: character.clone(),
-                    scene: *scene,
-                    line: line.clone(),
-                    emotion: a.emotion,
-                    intensity: a.intensity,
-                    trigger: a.trigger,
-                    intent: a.intent,
-                    by: "model".into(),
-                },
-                None => Annotation {
-                    character: character.clone(),
-                    scene: *scene,
-                    line: line.clone(),
-                    emotion,
-                    intensity,
-                    trigger,
-                    intent,
-                    by: "digest".into(),
-                },
-            });
-            progress.step();
-        }
-        let refs: Vec<&[f32]> = vectors.iter().map(Vec::as_slice).collect();
-        let mut mean = vec![0.0; refs.first().map_or(0, |v| v.len())];
-        for v in &refs {
-            for (m, x) in mean.iter_mut().zip(v.iter()) {
-                *m += x;
-            }
-        }
-        dramatis_embed::normalise(&mut mean);
-        behaviours.push(SceneBehaviour {
-            character: character.clone(),
-            scene: *scene,
-            vector: mean,
-            lines: texts.into_iter().zip(vectors).collect(),
-        });
+        .await;
+    match answer {
+        Some(a) => Annotation {
+            character: character.to_owned(),
+            scene,
+            line: line.clone(),
+            emotion: a.emotion,
+            intensity: a.intensity,
+            trigger: a.trigger,
+            intent: a.intent,
+            by: "model".into(),
+        },
+        None => Annotation {
+            character: character.to_owned(),
+            scene,
+            line: line.clone(),
+            emotion,
+            intensity,
+            trigger,
+            intent,
+            by: "digest".into(),
+        },
     }
-    let every: BTreeSet<usize> = scenes.iter().map(|s| s.number).collect();
-    let mut patterns = personality::patterns(&behaviours, &annotations, scenes, &every, patterns);
-    for p in &mut patterns {
-        let body = format!(
-            "Lines:\n{}",
-            p.excerpts
-                .iter()
-                .map(|e| format!("- \"{e}\""))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        let answer: Option<DescriptionAnswer> = refiner
-            .ask(
+}
+
+fn check_annotation(a: &AnnotationAnswer) -> Result<(), String> {
+    if !EMOTION_NAMES.contains(&a.emotion.as_str()) {
+        return Err(format!("emotion must be one of {EMOTION_NAMES:?}"));
+    }
+    if !INTENTS.contains(&a.intent.as_str()) {
+        return Err(format!("intent must be one of {INTENTS:?}"));
+    }
+    if !(0.0..=1.0).contains(&a.intensity) {
+        return Err("intensity must be between 0 and 1".into());
+    }
+    if a.trigger.chars().count() > 120 {
+        return Err("the trigger must be a few words".into());
+    }
+    Ok(())
+}
+
+/// A character's behaviour in one scene: the mean of its lines' vectors, normalised,
+/// with each line and its vector.
+fn behaviour(
+    character: &str,
+    scene: usize,
+    texts: Vec<String>,
+    vectors: Vec<Vec<f32>>,
+) -> SceneBehaviour {
+    let mut mean = vec![0.0; vectors.first().map_or(0, Vec::len)];
+    for v in &vectors {
+        for (m, x) in mean.iter_mut().zip(v.iter()) {
+            *m += x;
+        }
+    }
+    dramatis_embed::normalise(&mut mean);
+    SceneBehaviour {
+        character: character.to_owned(),
+        scene,
+        vector: mean,
+        lines: texts.into_iter().zip(vectors).collect(),
+    }
+}
+
+/// The model's one-line description of a pattern, from its excerpts, when it gives one.
+async fn describe(refiner: &Refiner, p: &mut PatternOut) {
+    let body = format!(
+        "Lines:\n{}",
+        p.excerpts
+            .iter()
+            .map(|e| format!("- \"{e}\""))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let answer: Option<DescriptionAnswer> = refiner
+        .ask(
             Ask {
                 stage: "personality",
                 chunk: format!("a pattern of {}", p.character),
@@ -166,19 +195,16 @@ pub(super) async fn personality_stage(
                 max_tokens: 60,
             },
             |a: &DescriptionAnswer| {
-                    let n = a.description.split_whitespace().count();
-                    if n == 0 || n > 25 {
-                        return Err("one line of at most 15 words".into());
-                    }
-                    Ok(())
-                },
+                let n = a.description.split_whitespace().count();
+                if n == 0 || n > 25 {
+                    return Err("one line of at most 15 words".into());
+                }
+                Ok(())
+            },
         )
-            .await;
-        if let Some(a) = answer {
-            p.description = a.description.trim().to_owned();
-            p.by = "model".into();
-        }
+        .await;
+    if let Some(a) = answer {
+        p.description = a.description.trim().to_owned();
+        p.by = "model".into();
     }
-    progress.step();
-    Ok((annotations, behaviours, patterns))
 }

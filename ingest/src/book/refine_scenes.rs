@@ -119,7 +119,6 @@ pub(super) const SPEAKER_LINES_PER_CALL: usize = 24;
 /// model picks one of those on stage at that line (the narrator as "I") or "unknown".
 /// A name off that list, or the one the line addresses, refuses the answer; a speaker
 /// is never put on stage by the model, so no one hears more for it.
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 pub(super) async fn refine_speakers(
     refiner: &Refiner,
     scene: &mut Scene,
@@ -130,6 +129,65 @@ pub(super) async fn refine_speakers(
     if !refiner.has_model() || scene.unattributed.is_empty() {
         return;
     }
+    // Each line with its paragraph and whom it may be.
+    let asked: Vec<Asked> = scene
+        .unattributed
+        .iter()
+        .take(SPEAKER_LINES_PER_CALL)
+        .map(|(p, text)| Asked {
+            paragraph: *p,
+            text: text.clone(),
+            cast: scene.present_at(*p).into_iter().collect(),
+        })
+        .filter(|a| !a.cast.is_empty())
+        .collect();
+    if asked.is_empty() {
+        return;
+    }
+    let body = speakers_body(scene, book, characters, &asked);
+    let task = "Who speaks each numbered line of quoted speech? For each line answer with one                 of the names it may be said by, or \"unknown\" when the text does not make it                 clear. Someone a line addresses by name does not say it. Answer every line.";
+    let narrator = scene.narrator.clone();
+    let resolve =
+        |name: &str, cast: &[String]| resolve_speaker(name, cast, narrator.as_deref(), namer);
+    let answer: Option<SpeakersAnswer> = refiner
+        .ask(
+            Ask {
+                stage: "scenes",
+                chunk: format!("scene {} speakers", scene.number),
+                task,
+                body: &body,
+                schema: speakers_schema(),
+                max_tokens: 40 + 16 * asked.len() as u32,
+            },
+            |a: &SpeakersAnswer| check_speakers(a, &asked, &resolve, namer),
+        )
+        .await;
+    let Some(answer) = answer else { return };
+    for s in answer.speakers {
+        let Some(line) = s.line.checked_sub(1).and_then(|i| asked.get(i)) else {
+            continue;
+        };
+        if let Some(id) = resolve(&s.speaker, &line.cast) {
+            give_line(scene, line, id);
+        }
+    }
+}
+
+/// A line the model is asked about: its paragraph, its text and who on stage may say it.
+struct Asked {
+    paragraph: usize,
+    text: String,
+    cast: Vec<String>,
+}
+
+/// The question's body: each numbered line, whom it may be said by, and the paragraph
+/// before it and its own as context.
+fn speakers_body(
+    scene: &Scene,
+    book: &str,
+    characters: &[FocusCharacter],
+    asked: &[Asked],
+) -> String {
     let name_of = |id: &str| {
         characters
             .iter()
@@ -149,23 +207,10 @@ pub(super) async fn refine_speakers(
             .unwrap_or(scene.span.end);
         book.get(start..end).unwrap_or("").trim()
     };
-    // Each line with its context and whom it may be.
-    let asked: Vec<(usize, String, Vec<String>)> = scene
-        .unattributed
-        .iter()
-        .take(SPEAKER_LINES_PER_CALL)
-        .map(|(p, text)| {
-            let cast: Vec<String> = scene.present_at(*p).into_iter().collect();
-            (*p, text.clone(), cast)
-        })
-        .filter(|(_, _, cast)| !cast.is_empty())
-        .collect();
-    if asked.is_empty() {
-        return;
-    }
     let mut body = String::new();
-    for (n, (p, text, cast)) in asked.iter().enumerate() {
-        let names: Vec<String> = cast
+    for (n, line) in asked.iter().enumerate() {
+        let names: Vec<String> = line
+            .cast
             .iter()
             .map(|id| {
                 if scene.narrator.as_deref() == Some(id.as_str()) {
@@ -175,17 +220,21 @@ pub(super) async fn refine_speakers(
                 }
             })
             .collect();
-        let before = p.checked_sub(1).map(paragraph).unwrap_or("");
+        let before = line.paragraph.checked_sub(1).map(paragraph).unwrap_or("");
         body.push_str(&format!(
             "Line {}: \"{}\"\nIt may be said by: {}\nContext:\n{}\n{}\n\n",
             n + 1,
-            prefix(text, 200),
+            prefix(&line.text, 200),
             names.join(", "),
             prefix(before, 500),
-            prefix(paragraph(*p), 700),
+            prefix(paragraph(line.paragraph), 700),
         ));
     }
-    let schema = json!({
+    body
+}
+
+fn speakers_schema() -> serde_json::Value {
+    json!({
         "type": "object",
         "properties": {
             "speakers": {
@@ -201,85 +250,82 @@ pub(super) async fn refine_speakers(
             }
         },
         "required": ["speakers"]
-    });
-    let task = "Who speaks each numbered line of quoted speech? For each line answer with one                 of the names it may be said by, or \"unknown\" when the text does not make it                 clear. Someone a line addresses by name does not say it. Answer every line.";
-    let narrator = scene.narrator.clone();
-    let resolve = |name: &str, cast: &[String]| -> Option<String> {
-        let id = if name.trim() == "I" {
-            narrator.clone()?
-        } else {
-            namer
-                .mentions(name)
-                .first()
-                .map(|m| m.character.to_owned())?
-        };
-        cast.contains(&id).then_some(id)
+    })
+}
+
+/// The character an answer's name means, if it is one of `cast`: "I" is the narrator.
+fn resolve_speaker(
+    name: &str,
+    cast: &[String],
+    narrator: Option<&str>,
+    namer: &Namer,
+) -> Option<String> {
+    let id = if name.trim() == "I" {
+        narrator?.to_owned()
+    } else {
+        namer
+            .mentions(name)
+            .first()
+            .map(|m| m.character.to_owned())?
     };
-    let answer: Option<SpeakersAnswer> = refiner
-        .ask(
-            Ask {
-                stage: "scenes",
-                chunk: format!("scene {} speakers", scene.number),
-                task,
-                body: &body,
-                schema,
-                max_tokens: 40 + 16 * asked.len() as u32,
-            },
-            |a: &SpeakersAnswer| {
-                for s in &a.speakers {
-                    let Some((_, text, cast)) = s.line.checked_sub(1).and_then(|i| asked.get(i))
-                    else {
-                        return Err(format!("there is no line {}", s.line));
-                    };
-                    if s.speaker.trim().eq_ignore_ascii_case("unknown") {
-                        continue;
-                    }
-                    let Some(id) = resolve(&s.speaker, cast) else {
-                        return Err(format!(
-                            "`{}` is not one who may say line {}",
-                            prefix(&s.speaker, 40),
-                            s.line
-                        ));
-                    };
-                    if speech::vocative(text, namer).as_deref() == Some(id.as_str()) {
-                        return Err(format!(
-                            "line {} addresses `{}`",
-                            s.line,
-                            prefix(&s.speaker, 40)
-                        ));
-                    }
-                }
-                Ok(())
-            },
-        )
-        .await;
-    let Some(answer) = answer else { return };
-    for s in answer.speakers {
-        let Some((p, text, cast)) = s.line.checked_sub(1).and_then(|i| asked.get(i)) else {
-            continue;
+    cast.contains(&id).then_some(id)
+}
+
+/// Refuses an answer that numbers a line not asked, names someone who may not say it,
+/// or gives a line to the one it addresses.
+fn check_speakers(
+    answer: &SpeakersAnswer,
+    asked: &[Asked],
+    resolve: &impl Fn(&str, &[String]) -> Option<String>,
+    namer: &Namer,
+) -> Result<(), String> {
+    for s in &answer.speakers {
+        let Some(line) = s.line.checked_sub(1).and_then(|i| asked.get(i)) else {
+            return Err(format!("there is no line {}", s.line));
         };
-        let Some(id) = resolve(&s.speaker, cast) else {
+        if s.speaker.trim().eq_ignore_ascii_case("unknown") {
             continue;
-        };
-        scene.unattributed.retain(|(q, t)| !(q == p && t == text));
-        let at = scene.utterances.partition_point(|u| u.paragraph <= *p);
-        scene.utterances.insert(
-            at,
-            scenes::Utterance {
-                speaker: scenes::Speaker::Focus(id.clone()),
-                text: text.clone(),
-                paragraph: *p,
-            },
-        );
-        for sentence in &mut scene.sentences {
-            if sentence.paragraph == *p
-                && sentence.spoken_by.is_none()
-                && text.contains(sentence.text.as_str())
-            {
-                sentence.spoken_by = Some(scenes::Speaker::Focus(id.clone()));
-            }
         }
-        scene.silent.remove(&id);
-        scene.active.insert(id);
+        let Some(id) = resolve(&s.speaker, &line.cast) else {
+            return Err(format!(
+                "`{}` is not one who may say line {}",
+                prefix(&s.speaker, 40),
+                s.line
+            ));
+        };
+        if speech::vocative(&line.text, namer).as_deref() == Some(id.as_str()) {
+            return Err(format!(
+                "line {} addresses `{}`",
+                s.line,
+                prefix(&s.speaker, 40)
+            ));
+        }
     }
+    Ok(())
+}
+
+/// Gives `line` to `id`: an utterance in paragraph order, its sentences spoken by it,
+/// and `id` active in the scene.
+fn give_line(scene: &mut Scene, line: &Asked, id: String) {
+    let (p, text) = (line.paragraph, &line.text);
+    scene.unattributed.retain(|(q, t)| !(*q == p && t == text));
+    let at = scene.utterances.partition_point(|u| u.paragraph <= p);
+    scene.utterances.insert(
+        at,
+        scenes::Utterance {
+            speaker: scenes::Speaker::Focus(id.clone()),
+            text: text.clone(),
+            paragraph: p,
+        },
+    );
+    for sentence in &mut scene.sentences {
+        if sentence.paragraph == p
+            && sentence.spoken_by.is_none()
+            && text.contains(sentence.text.as_str())
+        {
+            sentence.spoken_by = Some(scenes::Speaker::Focus(id.clone()));
+        }
+    }
+    scene.silent.remove(&id);
+    scene.active.insert(id);
 }

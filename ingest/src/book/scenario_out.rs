@@ -91,7 +91,6 @@ fn as_known(
     out
 }
 
-#[expect(clippy::too_many_lines, reason = "issue 33: not yet cut into steps")]
 pub(super) fn scenario_file(
     analysis: &Analysis,
     characters: &[FocusCharacter],
@@ -100,38 +99,115 @@ pub(super) fn scenario_file(
     past: usize,
     shard_patterns: &[personality::PatternOut],
 ) -> anyhow::Result<ScenarioFile> {
-    let world = analysis.on_stage();
-    let namer = Namer::new(characters);
-    let empty = BTreeMap::new();
-    let names_at = |scenes_done: usize| {
-        if scenes_done == 0 {
-            &empty
-        } else {
-            &analysis.names[scenes_done - 1]
-        }
-    };
     let (locations, location_of) = location_ids(analysis);
-    let mut paths: Vec<PathEntry> = Vec::new();
-    for pair in analysis.scenes.windows(2) {
-        let (a, b) = (&location_of[&pair[0].number], &location_of[&pair[1].number]);
-        let known = paths
-            .iter()
-            .any(|p| (p.from == *a && p.to == *b) || (p.from == *b && p.to == *a));
-        if a != b && !known {
-            paths.push(PathEntry {
-                from: a.clone(),
-                to: b.clone(),
-                distance: 1,
-            });
-        }
-    }
+    let out = Output {
+        analysis,
+        world: analysis.on_stage(),
+        namer: Namer::new(characters),
+        empty: BTreeMap::new(),
+        past,
+        location_of,
+    };
+    let paths = out.paths();
     let script: Vec<&super::scenes::Scene> = analysis.scenes[past..]
         .iter()
-        .filter(|s| s.present().any(|c| world.contains(c)))
+        .filter(|s| s.present().any(|c| out.world.contains(c)))
         .collect();
-    let at_start = names_at(past);
-    let mut out_characters = Vec::new();
-    for c in characters.iter().filter(|c| world.contains(&c.id)) {
+    let out_characters = characters
+        .iter()
+        .filter(|c| out.world.contains(&c.id))
+        .map(|c| out.character(c, &script, &locations, shard_patterns))
+        .collect();
+    let facts = out.facts(characters);
+    let scenes: Vec<Scene> = script.iter().map(|s| out.scene(s, book)).collect();
+    let open = scenes.is_empty().then(|| {
+        let last = analysis.scenes.last().expect("scenes");
+        Open {
+            premise: format!(
+                "After the end of the book. Its last scene: {}",
+                beat(&book[last.span.start..last.span.end])
+            ),
+            opening: String::new(),
+            opening_location: out.location_of[&last.number].clone(),
+            rounds: 6,
+            scene_turns: 4,
+        }
+    });
+    let title = analysis.title.clone().unwrap_or_else(|| name.to_owned());
+    Ok(ScenarioFile {
+        version: 1,
+        name: name.to_owned(),
+        title: title.clone(),
+        description: format!(
+            "Ingested from a book: {} scenes, the first {past} as the characters' past.",
+            analysis.scenes.len()
+        ),
+        world: World {
+            description: format!("The world of {title}."),
+        },
+        open,
+        locations,
+        paths,
+        characters: out_characters,
+        facts,
+        scenes,
+    })
+}
+
+/// What the scenario file is written from.
+struct Output<'a> {
+    analysis: &'a Analysis,
+    /// The focus characters on stage somewhere: the world's characters.
+    world: BTreeSet<String>,
+    namer: Namer,
+    empty: BTreeMap<String, BTreeSet<String>>,
+    past: usize,
+    /// Each scene's place id.
+    location_of: BTreeMap<usize, String>,
+}
+
+impl Output<'_> {
+    /// Who knows whom by name once `scenes_done` scenes are over.
+    fn names_at(&self, scenes_done: usize) -> &BTreeMap<String, BTreeSet<String>> {
+        if scenes_done == 0 {
+            &self.empty
+        } else {
+            &self.analysis.names[scenes_done - 1]
+        }
+    }
+
+    /// A path between the places of each two scenes in a row, once per pair.
+    fn paths(&self) -> Vec<PathEntry> {
+        let mut paths: Vec<PathEntry> = Vec::new();
+        for pair in self.analysis.scenes.windows(2) {
+            let (a, b) = (
+                &self.location_of[&pair[0].number],
+                &self.location_of[&pair[1].number],
+            );
+            let known = paths
+                .iter()
+                .any(|p| (p.from == *a && p.to == *b) || (p.from == *b && p.to == *a));
+            if a != b && !known {
+                paths.push(PathEntry {
+                    from: a.clone(),
+                    to: b.clone(),
+                    distance: 1,
+                });
+            }
+        }
+        paths
+    }
+
+    /// Focus character `c` at the start of the script: where it is first cast (else the
+    /// first place), its past as memories, its patterns, whom it knows by name, what strangers see.
+    fn character(
+        &self,
+        c: &FocusCharacter,
+        script: &[&super::scenes::Scene],
+        locations: &[Location],
+        shard_patterns: &[personality::PatternOut],
+    ) -> Character {
+        let (analysis, past) = (self.analysis, self.past);
         let first_cast = script
             .iter()
             .find(|s| s.present().any(|p| *p == c.id))
@@ -143,8 +219,10 @@ pub(super) fn scenario_file(
                     .rev()
                     .find(|s| s.present().any(|p| *p == c.id))
             })
-            .map(|s| location_of[&s.number].clone())
-            .unwrap_or_else(|| locations[0].id.clone());
+            .map_or_else(
+                || locations[0].id.clone(),
+                |s| self.location_of[&s.number].clone(),
+            );
         let memories = analysis
             .summaries
             .iter()
@@ -173,7 +251,7 @@ pub(super) fn scenario_file(
             .find(|d| !name_forms.iter().any(|n| d.contains(n)))
             .cloned()
             .unwrap_or_default();
-        out_characters.push(Character {
+        Character {
             id: c.id.clone(),
             name: c.name.clone(),
             aliases: c
@@ -185,60 +263,75 @@ pub(super) fn scenario_file(
             profile: profile(analysis, c, past),
             style: style(analysis, &c.id, past),
             location: first_cast,
-            knows: at_start
+            knows: self
+                .names_at(past)
                 .get(&c.id)
-                .map(|k| k.iter().filter(|w| world.contains(*w)).cloned().collect())
+                .map(|k| {
+                    k.iter()
+                        .filter(|w| self.world.contains(*w))
+                        .cloned()
+                        .collect()
+                })
                 .unwrap_or_default(),
             known_as,
             memories,
             patterns,
             ..Character::default()
-        });
-    }
-    let mut facts = Vec::new();
-    for (n, f) in analysis
-        .graph
-        .facts
-        .iter()
-        .filter(|f| f.scene <= past)
-        .enumerate()
-    {
-        // One copy per wording: a knower who does not know a name gets the description,
-        // in the sentence and in its subject and object alike.
-        let mut wordings: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
-        for knower in f.known_by.iter().filter(|k| world.contains(*k)) {
-            let known = |t: &str| as_known(t, knower, names_at(f.scene), characters, &namer);
-            wordings
-                .entry((known(&f.text), known(&f.subject), known(&f.object)))
-                .or_default()
-                .push(knower.clone());
-        }
-        let several = wordings.len() > 1;
-        for (i, ((text, subject, object), known_by)) in wordings.into_iter().enumerate() {
-            facts.push(Fact {
-                id: if several {
-                    format!("s{}-f{}-{}", f.scene, n + 1, i + 1)
-                } else {
-                    format!("s{}-f{}", f.scene, n + 1)
-                },
-                text,
-                known_by,
-                subject,
-                predicate: f.predicate.clone(),
-                object,
-                cause: String::new(),
-                route: f.route.clone(),
-            });
         }
     }
-    let mut scenes = Vec::new();
-    for s in &script {
+
+    /// The graph's facts of the past, each worded as its knowers know the people in it.
+    fn facts(&self, characters: &[FocusCharacter]) -> Vec<Fact> {
+        let mut facts = Vec::new();
+        for (n, f) in self
+            .analysis
+            .graph
+            .facts
+            .iter()
+            .filter(|f| f.scene <= self.past)
+            .enumerate()
+        {
+            // One copy per wording: a knower who does not know a name gets the
+            // description, in the sentence and in its subject and object alike.
+            let mut wordings: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
+            for knower in f.known_by.iter().filter(|k| self.world.contains(*k)) {
+                let known =
+                    |t: &str| as_known(t, knower, self.names_at(f.scene), characters, &self.namer);
+                wordings
+                    .entry((known(&f.text), known(&f.subject), known(&f.object)))
+                    .or_default()
+                    .push(knower.clone());
+            }
+            let several = wordings.len() > 1;
+            for (i, ((text, subject, object), known_by)) in wordings.into_iter().enumerate() {
+                facts.push(Fact {
+                    id: if several {
+                        format!("s{}-f{}-{}", f.scene, n + 1, i + 1)
+                    } else {
+                        format!("s{}-f{}", f.scene, n + 1)
+                    },
+                    text,
+                    known_by,
+                    subject,
+                    predicate: f.predicate.clone(),
+                    object,
+                    cause: String::new(),
+                    route: f.route.clone(),
+                });
+            }
+        }
+        facts
+    }
+
+    /// Book scene `s` as a scripted scene: its cast, whom each knows by name as it
+    /// starts, its beat and opening, and turns in proportion to its lines.
+    fn scene(&self, s: &super::scenes::Scene, book: &str) -> Scene {
         let cast: Vec<String> = s
             .present()
-            .filter(|c| world.contains(*c))
+            .filter(|c| self.world.contains(*c))
             .cloned()
             .collect();
-        let learned = names_at(s.number - 1);
+        let learned = self.names_at(s.number - 1);
         let knows: BTreeMap<String, Vec<String>> = cast
             .iter()
             .filter_map(|c| {
@@ -246,7 +339,7 @@ pub(super) fn scenario_file(
                     .get(c)
                     .map(|k| {
                         k.iter()
-                            .filter(|w| world.contains(*w) && *w != c)
+                            .filter(|w| self.world.contains(*w) && *w != c)
                             .cloned()
                             .collect()
                     })
@@ -257,49 +350,17 @@ pub(super) fn scenario_file(
         let text = &book[s.span.start..s.span.end];
         let lines = s.utterances.len();
         let max_turns = u32::try_from((lines / 2).clamp(4, 10)).unwrap_or(10);
-        scenes.push(Scene {
+        Scene {
             id: format!("scene-{}", s.number),
-            location: location_of[&s.number].clone(),
+            location: self.location_of[&s.number].clone(),
             cast,
             beat: beat(text),
             min_turns: max_turns.min(3),
             max_turns,
             opening: opening(text),
             knows,
-        });
-    }
-    let open = scenes.is_empty().then(|| {
-        let last = analysis.scenes.last().expect("scenes");
-        Open {
-            premise: format!(
-                "After the end of the book. Its last scene: {}",
-                beat(&book[last.span.start..last.span.end])
-            ),
-            opening: String::new(),
-            opening_location: location_of[&last.number].clone(),
-            rounds: 6,
-            scene_turns: 4,
         }
-    });
-    let title = analysis.title.clone().unwrap_or_else(|| name.to_owned());
-    Ok(ScenarioFile {
-        version: 1,
-        name: name.to_owned(),
-        title: title.clone(),
-        description: format!(
-            "Ingested from a book: {} scenes, the first {past} as the characters' past.",
-            analysis.scenes.len()
-        ),
-        world: World {
-            description: format!("The world of {title}."),
-        },
-        open,
-        locations,
-        paths,
-        characters: out_characters,
-        facts,
-        scenes,
-    })
+    }
 }
 
 fn narration(text: &str) -> Vec<String> {
