@@ -18,9 +18,8 @@ pub mod words;
 
 use std::path::Path;
 
-use anyhow::anyhow;
-use dramatis_proto::v1::{CreateWorldRequest, create_world_request};
-use dramatis_runtime::client::{WorldRpc, describe};
+use dramatis_proto::v1::create_world_request;
+use dramatis_runtime::client::{WorldRpc, create_world};
 
 /// Creates a world from a scenario file (its absolute path is sent); returns its id.
 pub async fn create_world_from_file(
@@ -28,15 +27,6 @@ pub async fn create_world_from_file(
     scenario_path: &Path,
 ) -> anyhow::Result<String> {
     let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
-    Ok(client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioPath(
-                path.to_string_lossy().into_owned(),
-            )),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot create the world: {}", describe(&s)))?
-        .into_inner()
-        .world_id)
+    let source = create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned());
+    Ok(create_world(client, source, "").await?.world_id)
 }

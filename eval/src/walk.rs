@@ -11,8 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{anyhow, bail};
-use dramatis_proto::v1::{AdvanceRequest, Event, EventKind, WorldStatus, advance_request};
-use dramatis_runtime::client::{WorldRpc, describe};
+use dramatis_proto::v1::{Event, EventKind, WorldStatus, advance_request};
+use dramatis_runtime::client::{WorldRpc, advance, describe};
 use dramatis_scenario::Scenario;
 
 use crate::words::word_set;
@@ -54,15 +54,13 @@ impl Walk {
     /// when the story ends first; [`Run::turns`] says where it stopped.
     pub async fn advance_to(&mut self, at: Option<u32>) -> anyhow::Result<()> {
         while !self.run.finished && at.is_none_or(|at| self.run.turns < at) {
-            let response = self
-                .client
-                .advance(AdvanceRequest {
-                    world_id: self.world.clone(),
-                    until: Some(advance_request::Until::Turns(1)),
-                })
-                .await
-                .map_err(|s| anyhow!("the story stopped: {}", describe(&s)))?
-                .into_inner();
+            let response = advance(
+                &mut self.client,
+                &self.world,
+                advance_request::Until::Turns(1),
+            )
+            .await
+            .map_err(|e| anyhow!("the story stopped: {}", describe(&e.status)))?;
             let info = response
                 .world
                 .ok_or_else(|| anyhow!("Advance returned no world"))?;

@@ -6,7 +6,7 @@ use crate::options::ServerArg;
 use anyhow::{Context as _, anyhow};
 use clap::Args;
 use dramatis_proto::v1::{
-    AdvanceRequest, Event, EventKind, GetWorldRequest, WorldInfo, WorldStatus, advance_request,
+    Event, EventKind, GetWorldRequest, WorldInfo, WorldStatus, advance_request,
 };
 
 use super::worlds::progress;
@@ -73,14 +73,9 @@ pub async fn advance(args: AdvanceArgs) -> anyhow::Result<()> {
             Until::Scene | Until::End => advance_request::Until::SceneEnd(true),
         };
         spinner.set_message(tally.running_message(&info));
-        let advanced = client
-            .advance(AdvanceRequest {
-                world_id: info.world_id.clone(),
-                until: Some(step),
-            })
+        let advanced = dramatis_runtime::client::advance(&mut client, &info.world_id, step)
             .await
-            .map_err(|s| anyhow!("the story stopped: {}", describe(&s)))?
-            .into_inner();
+            .map_err(|e| anyhow!("the story stopped: {}", describe(&e.status)))?;
         info = advanced.world.context("advance returned no world state")?;
         for event in &advanced.events {
             if let Some(line) = tally.event(event, &info) {

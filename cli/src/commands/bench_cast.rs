@@ -6,13 +6,10 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::anyhow;
 use dramatis_eval::bench::story_spec;
-use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, DeleteWorldRequest, advance_request, create_world_request,
-};
+use dramatis_proto::v1::{DeleteWorldRequest, create_world_request};
 use dramatis_runtime::Shutdown;
-use dramatis_runtime::client::{ClientOptions, describe, world_client};
+use dramatis_runtime::client::{ClientOptions, advance_to_end, create_world, world_client};
 use dramatis_runtime::memory_use::{peak_rss_mb_of, rss_mb};
 use serde::Serialize;
 
@@ -219,24 +216,10 @@ async fn one(
     .await?;
     let mut client = world_client(&ClientOptions::local(&stack.server_url)).await?;
     let started = Instant::now();
-    let world = client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::Sandbox(spec)),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("create: {}", describe(&s)))?
-        .into_inner();
+    let world = create_world(&mut client, create_world_request::Source::Sandbox(spec), "").await?;
     let startup_s = started.elapsed().as_secs_f64();
     let playing = Instant::now();
-    let advanced = client
-        .advance(AdvanceRequest {
-            world_id: world.world_id.clone(),
-            until: Some(advance_request::Until::ScriptEnd(true)),
-        })
-        .await
-        .map_err(|s| anyhow!("advance: {}", describe(&s)))?
-        .into_inner();
+    let advanced = advance_to_end(&mut client, &world.world_id).await?;
     let seconds = playing.elapsed().as_secs_f64();
     let lines = advanced.events.iter().filter(|e| e.turn > 0).count();
     let pids = stack.agents.pids();

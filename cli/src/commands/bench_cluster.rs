@@ -7,16 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use clap::Args;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::bench::nats::{NatsCluster, nats_server};
 use dramatis_eval::bench::{LogBenchSetup, log_backends};
-use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, WatchRequest, advance_request, create_world_request,
-    watch_response,
+use dramatis_proto::v1::{create_world_request, watch_response};
+use dramatis_runtime::client::{
+    ClientOptions, WorldRpc, advance_to_end, create_world, watch_world, world_client,
 };
-use dramatis_runtime::client::{ClientOptions, WorldRpc, describe, world_client};
 
 use super::bench::{JsonArg, print_json};
 use crate::spawn::{Spawned, spawn_self};
@@ -175,13 +174,7 @@ async fn create_open_story(client: &mut WorldRpc, id: &str) -> anyhow::Result<()
     let mut spec =
         dramatis_scenario::sandbox::scenario_to_spec(&base).context("the shipped open story")?;
     spec.rounds = 60;
-    client
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::Sandbox(spec)),
-            world_id: id.to_owned(),
-        })
-        .await
-        .map_err(|s| anyhow!("create: {}", describe(&s)))?;
+    create_world(client, create_world_request::Source::Sandbox(spec), id).await?;
     Ok(())
 }
 
@@ -231,18 +224,8 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
         world_client(&ClientOptions::local(&format!("http://{}", other.addr))).await?;
     let id = format!("failover-{run}");
     create_open_story(&mut owner_client, &id).await?;
-    let mut watch = other_client
-        .clone()
-        .watch(WatchRequest {
-            world_id: id.clone(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("watch: {}", describe(&s)))?
-        .into_inner();
-    let running = tokio::spawn(advance_to_end(owner_client.clone(), id.clone()));
+    let mut watch = watch_world(&mut other_client.clone(), &id, 1).await?;
+    let running = tokio::spawn(play_to_end(owner_client.clone(), id.clone()));
     let mut seen = 0;
     while seen < 40 {
         match watch.message().await? {
@@ -255,7 +238,7 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
     owner.child.start_kill()?;
     let _ = owner.child.wait().await;
     let _ = running.await;
-    let finishing = tokio::spawn(advance_to_end(other_client, id));
+    let finishing = tokio::spawn(play_to_end(other_client, id));
     let next = tokio::time::timeout(Duration::from_secs(60), async {
         loop {
             match watch.message().await? {
@@ -276,14 +259,8 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
     Ok(next.as_secs_f64() * 1000.0)
 }
 
-async fn advance_to_end(mut client: WorldRpc, id: String) -> anyhow::Result<()> {
-    client
-        .advance(AdvanceRequest {
-            world_id: id,
-            until: Some(advance_request::Until::ScriptEnd(true)),
-        })
-        .await
-        .map_err(|s| anyhow!("advance: {}", describe(&s)))?;
+async fn play_to_end(mut client: WorldRpc, id: String) -> anyhow::Result<()> {
+    advance_to_end(&mut client, &id).await?;
     Ok(())
 }
 

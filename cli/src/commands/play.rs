@@ -4,13 +4,13 @@ use crate::options::ServerArg;
 use anyhow::anyhow;
 use clap::Args;
 use dramatis_proto::v1::{
-    ActionKind, AdvanceRequest, PlayAction, PlayClaim, PlayRequest, WatchResponse, advance_request,
-    play_request, play_response, watch_response,
+    ActionKind, PlayAction, PlayClaim, PlayRequest, WatchResponse, play_request, play_response,
+    watch_response,
 };
 use tokio::io::AsyncBufReadExt as _;
 
 use crate::printer::Printer;
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::client::{advance_to_end, describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct PlayArgs {
@@ -85,14 +85,8 @@ pub async fn play(args: PlayArgs) -> anyhow::Result<()> {
         let mut driver = client.clone();
         let world = args.world.clone();
         tokio::spawn(async move {
-            if let Err(status) = driver
-                .advance(AdvanceRequest {
-                    world_id: world,
-                    until: Some(advance_request::Until::ScriptEnd(true)),
-                })
-                .await
-            {
-                eprintln!("the story stopped: {}", describe(&status));
+            if let Err(e) = advance_to_end(&mut driver, &world).await {
+                eprintln!("the story stopped: {}", describe(&e.status));
             }
         });
     }

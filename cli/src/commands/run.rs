@@ -7,16 +7,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, anyhow};
-use dramatis_proto::v1::{
-    AdvanceRequest, CreateWorldRequest, GetAuditRequest, WatchRequest, WorldInfo, advance_request,
-    create_world_request,
-};
+use dramatis_proto::v1::{GetAuditRequest, WorldInfo, create_world_request};
 use dramatis_runtime::Shutdown;
 use serde_json::json;
 
 use crate::printer::Printer;
 use crate::stack::{LocalStack, folder_of};
-use dramatis_runtime::client::{ClientOptions, WorldRpc, describe, world_client};
+use dramatis_runtime::client::{
+    ClientOptions, WorldRpc, advance_to_end, create_and_watch, describe, world_client,
+};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -160,14 +159,7 @@ async fn play(
     source: create_world_request::Source,
 ) -> anyhow::Result<(WorldInfo, u64, Vec<u32>)> {
     let mut client = world_client(&ClientOptions::local(server)).await?;
-    let world = client
-        .create_world(CreateWorldRequest {
-            source: Some(source),
-            world_id: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot create the world: {}", describe(&s)))?
-        .into_inner();
+    let (world, mut stream) = create_and_watch(&mut client, source).await?;
     eprintln!(
         "{} — {} characters, {} scenes (world {})",
         world.title,
@@ -175,16 +167,6 @@ async fn play(
         world.total_scenes,
         world.world_id
     );
-    let mut stream = client
-        .watch(WatchRequest {
-            world_id: world.world_id.clone(),
-            from_seq: 1,
-            no_follow: false,
-            pov: String::new(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot watch: {}", describe(&s)))?
-        .into_inner();
     let (last_tx, mut last_rx) = tokio::sync::watch::channel(u64::MAX);
     let no_color = args.no_color;
     let printer = tokio::spawn(async move {
@@ -203,14 +185,9 @@ async fn play(
         }
         printer.last_seq
     });
-    let advanced = client
-        .advance(AdvanceRequest {
-            world_id: world.world_id.clone(),
-            until: Some(advance_request::Until::ScriptEnd(true)),
-        })
+    let advanced = advance_to_end(&mut client, &world.world_id)
         .await
-        .map_err(|s| anyhow!("the story stopped: {}", describe(&s)))?
-        .into_inner();
+        .map_err(|e| anyhow!("the story stopped: {}", describe(&e.status)))?;
     let failed = scenes_that_failed(&advanced.events);
     let info = advanced.world.context("advance returned no world state")?;
     let _ = last_tx.send(info.next_seq.saturating_sub(1));

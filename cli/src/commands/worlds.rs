@@ -5,13 +5,12 @@ use clap::Args;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_proto::v1::{
-    CreateWorldRequest, DeleteWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus,
-    create_world_request,
+    DeleteWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus, create_world_request,
 };
 
 use super::run::scenario_source;
 use crate::options::ServerArg;
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::client::{create_world, describe, world_client};
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
@@ -42,16 +41,9 @@ fn source(scenario: &str) -> anyhow::Result<create_world_request::Source> {
 }
 
 pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
-    let request = CreateWorldRequest {
-        source: Some(source(&args.scenario)?),
-        world_id: args.id.unwrap_or_default(),
-    };
+    let source = source(&args.scenario)?;
     let mut client = world_client(&args.server.client_options()).await?;
-    let info = client
-        .create_world(request)
-        .await
-        .map_err(|s| anyhow!("cannot create the world: {}", describe(&s)))?
-        .into_inner();
+    let info = create_world(&mut client, source, args.id.as_deref().unwrap_or_default()).await?;
     println!("{}", info.world_id);
     eprintln!(
         "created {:?} ({}). Next: `dramatis play {id} <character>`, `dramatis watch {id}`, \

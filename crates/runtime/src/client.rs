@@ -1,9 +1,15 @@
 //! Connecting to a running world service as a client: plain or TLS, with a bearer
-//! token on every call when one is given.
+//! token on every call when one is given; and the round every driver of a story makes
+//! (create, watch, advance), written once.
 
 use std::path::PathBuf;
 
 use dramatis_proto::v1::world_client::WorldClient;
+use dramatis_proto::v1::{
+    AdvanceRequest, AdvanceResponse, CreateWorldRequest, WatchRequest, WatchResponse, WorldInfo,
+    advance_request, create_world_request,
+};
+use tonic::Streaming;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
@@ -117,4 +123,89 @@ pub async fn world_client(options: &ClientOptions) -> Result<WorldRpc, ConnectEr
 #[must_use]
 pub fn describe(status: &tonic::Status) -> String {
     format!("{:?}: {}", status.code(), status.message())
+}
+
+/// A call of the create → watch → advance round failed: which call, and the service's
+/// answer.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {call}: {}", describe(.status))]
+pub struct CallError {
+    /// What the call was for, as in "cannot create the world".
+    pub call: &'static str,
+    pub status: tonic::Status,
+}
+
+impl CallError {
+    fn of(call: &'static str) -> impl FnOnce(tonic::Status) -> Self {
+        move |status| Self { call, status }
+    }
+}
+
+/// Creates a world from `source`; an empty `world_id` lets the service name it.
+pub async fn create_world(
+    client: &mut WorldRpc,
+    source: create_world_request::Source,
+    world_id: &str,
+) -> Result<WorldInfo, CallError> {
+    client
+        .create_world(CreateWorldRequest {
+            source: Some(source),
+            world_id: world_id.to_owned(),
+        })
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(CallError::of("create the world"))
+}
+
+/// Follows world `world_id`'s whole transcript from `from_seq`, as every reader sees it.
+pub async fn watch_world(
+    client: &mut WorldRpc,
+    world_id: &str,
+    from_seq: u64,
+) -> Result<Streaming<WatchResponse>, CallError> {
+    client
+        .watch(WatchRequest {
+            world_id: world_id.to_owned(),
+            from_seq,
+            no_follow: false,
+            pov: String::new(),
+        })
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(CallError::of("watch the world"))
+}
+
+/// Creates a world the service names, and follows it from its first event. The watch
+/// opens before the first advance, so a watcher misses nothing.
+pub async fn create_and_watch(
+    client: &mut WorldRpc,
+    source: create_world_request::Source,
+) -> Result<(WorldInfo, Streaming<WatchResponse>), CallError> {
+    let world = create_world(client, source, "").await?;
+    let watching = watch_world(client, &world.world_id, 1).await?;
+    Ok((world, watching))
+}
+
+/// Advances world `world_id` until `until`.
+pub async fn advance(
+    client: &mut WorldRpc,
+    world_id: &str,
+    until: advance_request::Until,
+) -> Result<AdvanceResponse, CallError> {
+    client
+        .advance(AdvanceRequest {
+            world_id: world_id.to_owned(),
+            until: Some(until),
+        })
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(CallError::of("advance the world"))
+}
+
+/// Advances world `world_id` to the end of its script (or its open story's rounds).
+pub async fn advance_to_end(
+    client: &mut WorldRpc,
+    world_id: &str,
+) -> Result<AdvanceResponse, CallError> {
+    advance(client, world_id, advance_request::Until::ScriptEnd(true)).await
 }

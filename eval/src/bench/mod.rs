@@ -18,12 +18,12 @@ use dramatis_embed::Embedder;
 use dramatis_llm::{
     Completion, CompletionRequest, LanguageModel, LlmError, RoleModels, ScriptedModel, TokenSink,
 };
-use dramatis_proto::v1::{
-    CreateWorldRequest, WatchRequest, WatchResponse, WorldInfo, create_world_request,
-};
+use dramatis_proto::v1::{WatchResponse, WorldInfo, create_world_request};
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::auth::Access;
-use dramatis_runtime::client::{ClientOptions, WorldRpc, describe, world_client};
+use dramatis_runtime::client::{
+    ClientOptions, WorldRpc, advance_to_end, create_and_watch, describe, world_client,
+};
 use dramatis_runtime::grpc::Security;
 use dramatis_runtime::pki::DeploymentPki;
 use dramatis_world::WorldServiceOptions;
@@ -187,26 +187,7 @@ impl Cluster {
         &self,
         source: create_world_request::Source,
     ) -> anyhow::Result<(WorldInfo, tonic::Streaming<WatchResponse>)> {
-        let mut client = self.client.clone();
-        let world = client
-            .create_world(CreateWorldRequest {
-                source: Some(source),
-                world_id: String::new(),
-            })
-            .await
-            .map_err(|s| anyhow!("create: {}", describe(&s)))?
-            .into_inner();
-        let watching = client
-            .watch(WatchRequest {
-                world_id: world.world_id.clone(),
-                from_seq: 1,
-                no_follow: false,
-                pov: String::new(),
-            })
-            .await
-            .map_err(|s| anyhow!("watch: {}", describe(&s)))?
-            .into_inner();
-        Ok((world, watching))
+        Ok(create_and_watch(&mut self.client.clone(), source).await?)
     }
 
     /// Plays `world_id` to its end, then deletes it: the advance's answer and how
@@ -217,14 +198,7 @@ impl Cluster {
     ) -> anyhow::Result<(dramatis_proto::v1::AdvanceResponse, std::time::Duration)> {
         let mut client = self.client.clone();
         let started = Instant::now();
-        let advanced = client
-            .advance(dramatis_proto::v1::AdvanceRequest {
-                world_id: world_id.clone(),
-                until: Some(dramatis_proto::v1::advance_request::Until::ScriptEnd(true)),
-            })
-            .await
-            .map_err(|s| anyhow!("advance: {}", describe(&s)))?
-            .into_inner();
+        let advanced = advance_to_end(&mut client, &world_id).await?;
         let elapsed = started.elapsed();
         client
             .delete_world(dramatis_proto::v1::DeleteWorldRequest { world_id })

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use dramatis_character::MemoryWrites;
 use dramatis_embed::Embedder;
 use dramatis_proto::v1::{
-    AdvanceRequest, SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
-    advance_request, create_world_request, watch_response,
+    SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec, create_world_request,
+    watch_response,
 };
-use dramatis_runtime::client::describe;
+use dramatis_runtime::client::advance_to_end;
 use dramatis_scenario::Scenario;
 
 use super::stages::{self, StageTime};
@@ -174,13 +174,7 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         (lines, events, windows)
     });
     let started = Instant::now();
-    client
-        .advance(AdvanceRequest {
-            world_id: world.world_id.clone(),
-            until: Some(advance_request::Until::ScriptEnd(true)),
-        })
-        .await
-        .map_err(|s| anyhow!("advance: {}", describe(&s)))?;
+    advance_to_end(&mut client, &world.world_id).await?;
     let wall_seconds = started.elapsed().as_secs_f64();
     let shard_bytes = cluster.shard_bytes();
     drop(cluster);
