@@ -18,7 +18,7 @@ use crate::boundary::GuardMode;
 use crate::error::AgentError;
 use crate::mind::AgentMind;
 use crate::reverie::recall::{EmotionVectors, RecallSettings};
-use crate::shard::{Shard, ShardStore, store_path};
+use crate::shard::{DiskShard, JetStreamShard, Shard, ShardBackend as _, ShardStore, store_path};
 
 /// How a scene's episodic memory is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -247,7 +247,7 @@ impl CharacterAgents {
         json: PathBuf,
     ) -> Result<(Shard, bool), AgentError> {
         let path = store_path(&json);
-        let (db, read) = match Self::read_saved(&path, &profile).await {
+        let (backend, read) = match Self::read_saved(&path, &profile).await {
             Err(AgentError::Corrupt(why)) => {
                 // Nothing in it can be trusted; what the character lived through is in
                 // the world's log, and the world sends it again from event 1 (this
@@ -264,7 +264,7 @@ impl CharacterAgents {
             }
             other => other?,
         };
-        let store = ShardStore::start(db, path.clone(), self.options.audit_keep, None);
+        let store = ShardStore::start(backend, self.options.audit_keep);
         let (mut shard, resumed, migrated) = match read {
             Some(shard) => (shard, true, json.is_file()),
             None if json.is_file() => (Shard::load_json(profile, &json)?, true, true),
@@ -290,14 +290,13 @@ impl CharacterAgents {
     async fn read_saved(
         path: &Path,
         profile: &CharacterProfile,
-    ) -> Result<(Arc<redb::Database>, Option<Shard>), AgentError> {
+    ) -> Result<(DiskShard, Option<Shard>), AgentError> {
         let (path, profile) = (path.to_path_buf(), profile.clone());
         let shown = path.display().to_string();
         tokio::task::spawn_blocking(move || {
-            let db = crate::shard::open_store(&path)?;
-            let stored = crate::shard::read_store(db.as_ref(), &path)?;
+            let (backend, stored) = DiskShard::open(&path)?;
             let shard = Shard::from_store(profile, &stored, &path)?;
-            Ok::<_, AgentError>((db, shard))
+            Ok::<_, AgentError>((backend, shard))
         })
         .await
         .map_err(|e| AgentError::Corrupt(format!("{shown}: reading it failed: {e}")))?
@@ -312,24 +311,10 @@ impl CharacterAgents {
         character: &str,
         profile: CharacterProfile,
     ) -> Result<(Shard, bool), AgentError> {
-        let (remote, deltas) = stream.open(world, character).await?;
-        let path = PathBuf::from(format!("jetstream:{}", remote.subject()));
         let keep = self.options.audit_keep;
-        let failed = format!("{}: the read task failed", path.display());
-        let (db, stored) = {
-            let path = path.clone();
-            tokio::task::spawn_blocking(move || {
-                let db = crate::shard::open_in_memory()?;
-                if !deltas.is_empty() {
-                    crate::shard::apply_deltas(&db, &path, &deltas, keep)?;
-                }
-                let stored = crate::shard::read_store(db.as_ref(), &path)?;
-                Ok::<_, AgentError>((db, stored))
-            })
-            .await
-            .map_err(|e| AgentError::Storage(format!("{failed}: {e}")))??
-        };
-        let store = ShardStore::start(db, path.clone(), keep, Some(remote));
+        let (backend, stored) = JetStreamShard::open(stream, world, character, keep).await?;
+        let path = backend.name().to_path_buf();
+        let store = ShardStore::start(backend, keep);
         let (mut shard, resumed) = match Shard::from_store(profile.clone(), &stored, &path)? {
             Some(shard) => (shard, true),
             None => (

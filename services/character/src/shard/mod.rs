@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
 
+mod backend;
 mod jetstream;
 mod legacy;
 mod perceived;
@@ -26,13 +27,11 @@ mod scratch;
 mod store;
 mod vocabulary;
 mod wire;
+pub use backend::{DiskShard, JetStreamShard, SaveError, ShardBackend};
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use rows::{Delta, Stored};
 pub use saver::{PendingSave, ShardStore};
-pub(crate) use store::{
-    apply as apply_deltas, open as open_store, open_in_memory, read_all as read_store,
-};
 pub use store::{read_file as read_store_file, remove_set_aside, set_aside, store_path};
 pub(crate) use vocabulary::{add_words, trim_word};
 pub use wire::module_of;

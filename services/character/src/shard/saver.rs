@@ -1,8 +1,8 @@
 //! Saves leave the async runtime: under the shard's lock the caller only serialises
-//! what changed (a [`Delta`]) and hands it to the shard's writer task, which applies it
-//! to the store (`store.rs`) on a blocking thread in one write transaction, in
-//! submission order, and answers each save once it is committed (durably: a commit
-//! survives `kill -9` and power loss). Saves that queue up are applied together in one
+//! what changed (a [`Delta`]) and hands it to the shard's writer task, which saves it
+//! through the shard's backend (`backend.rs`: a redb file, or a JetStream subject) in
+//! submission order, and answers each save once it counts (durably: it survives
+//! `kill -9` and power loss). Saves that queue up are applied together in one
 //! transaction. A read of the audit goes through the same queue, so it sees every save
 //! submitted before it.
 
@@ -10,13 +10,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use redb::Database;
 use tokio::sync::{mpsc, oneshot};
 
 use super::AuditEntry;
-use super::jetstream::RemoteShard;
+use super::backend::ShardBackend;
 use super::rows::Delta;
-use super::store::{apply, read_audit, read_rows};
+use super::store::read_audit;
 use crate::error::AgentError;
 
 enum Job {
@@ -43,23 +42,16 @@ impl std::fmt::Debug for Job {
 }
 
 impl ShardStore {
-    /// Starts the writer task of the store `db` at `path` (on the current runtime),
-    /// keeping at most `audit_keep` audited prompts (all when `None`). With `remote`,
-    /// a save counts once `remote` has it (and `db`, in memory, holds it for reads).
+    /// Starts the writer task of `backend` (on the current runtime), keeping at most
+    /// `audit_keep` audited prompts (all when `None`).
     #[must_use]
-    pub fn start(
-        db: Arc<Database>,
-        path: PathBuf,
-        audit_keep: Option<u64>,
-        remote: Option<RemoteShard>,
-    ) -> Self {
+    pub fn start(backend: impl ShardBackend, audit_keep: Option<u64>) -> Self {
         let (jobs, queue) = mpsc::unbounded_channel();
         let lost = Arc::new(AtomicBool::new(false));
+        let path = backend.name().to_path_buf();
         let writer = Writer {
-            db,
-            path: path.clone(),
+            backend,
             audit_keep,
-            remote,
             lost: Arc::clone(&lost),
         };
         tokio::spawn(writer.run(queue));
@@ -174,25 +166,21 @@ impl SaveFailure {
     }
 }
 
-/// Below this many bytes free after a failed write, the disk is what failed it.
-const ALMOST_FULL: u64 = 1024 * 1024;
-
 /// The task that applies one store's saves, in order.
-struct Writer {
-    db: Arc<Database>,
-    path: PathBuf,
+struct Writer<B> {
+    backend: B,
     audit_keep: Option<u64>,
-    remote: Option<RemoteShard>,
     lost: Arc<AtomicBool>,
 }
 
-impl Writer {
+impl<B: ShardBackend> Writer<B> {
     async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Job>) {
         let mut next = queue.recv().await;
         while let Some(job) = next.take() {
             match job {
                 Job::ReadAudit(answer) => {
-                    let (db, path) = (Arc::clone(&self.db), self.path.clone());
+                    let db = Arc::clone(self.backend.db());
+                    let path = self.backend.name().to_path_buf();
                     let read = tokio::task::spawn_blocking(move || read_audit(db.as_ref(), &path))
                         .await
                         .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))))
@@ -232,66 +220,23 @@ impl Writer {
         }
     }
 
-    /// Saves `deltas`: to the remote store first, when there is one (a refused
-    /// publish leaves the store as it was), then to `db`; compacts the remote store
-    /// when it has grown.
+    /// Saves `deltas` through the backend; a failure that loses this copy of the shard
+    /// refuses every later save.
     async fn save(&mut self, deltas: Vec<Delta>) -> Result<(), AgentError> {
         if self.lost.load(Ordering::Relaxed) {
-            let subject = self.remote.as_ref().map_or_else(
-                || self.path.display().to_string(),
-                |r| r.subject().to_owned(),
-            );
             return Err(AgentError::ShardLost(format!(
-                "{subject}: an earlier save failed"
+                "{}: an earlier save failed",
+                self.backend.name().display()
             )));
         }
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        if self.remote.is_none() {
-            // Refused before redb starts: the store stays usable, but these rows are
-            // marked saved in the shard, so it is read again once there is room.
-            if let Err(problem) = dramatis_runtime::disk::ensure_room(dir) {
-                self.lost.store(true, Ordering::Relaxed);
-                tracing::error!(store = %self.path.display(), %problem, "shard save refused");
-                return Err(AgentError::DiskFull(problem));
-            }
-        }
-        if let Some(remote) = &mut self.remote
-            && let Err(error) = remote.put(&deltas).await
-        {
-            // Whether any of it landed is unknown, and the rows are already marked
-            // saved in the shard: only reading the subject again is right.
-            self.lost.store(true, Ordering::Relaxed);
-            return Err(error);
-        }
-        let (db, path, keep) = (Arc::clone(&self.db), self.path.clone(), self.audit_keep);
-        let applied = tokio::task::spawn_blocking(move || apply(&db, &path, &deltas, keep))
+        self.backend
+            .save(deltas, self.audit_keep)
             .await
-            .unwrap_or_else(|e| Err(AgentError::Storage(format!("write task: {e}"))));
-        if let Err(error) = applied {
-            if self.remote.is_none() {
-                // redb refuses every later write to a store whose commit failed: the
-                // character is read again, from a store opened anew.
-                self.lost.store(true, Ordering::Relaxed);
-                if dramatis_runtime::disk::free_bytes(dir).is_ok_and(|free| free < ALMOST_FULL) {
-                    tracing::error!(%error, "shard save failed on a full disk");
-                    return Err(AgentError::DiskFull(
-                        "the disk is full; free space and try again".into(),
-                    ));
+            .map_err(|failure| {
+                if failure.lost {
+                    self.lost.store(true, Ordering::Relaxed);
                 }
-            }
-            return Err(error);
-        }
-        if let Some(remote) = self.remote.as_mut().filter(|r| r.wants_compaction()) {
-            let (db, path) = (Arc::clone(&self.db), self.path.clone());
-            let whole = tokio::task::spawn_blocking(move || read_rows(db.as_ref(), &path, true))
-                .await
-                .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))));
-            // The saves are in; a compaction that fails is tried again after the
-            // next save.
-            if let Err(error) = async { remote.compact(&whole?.0).await }.await {
-                tracing::warn!(subject = remote.subject(), %error, "cannot compact a shard");
-            }
-        }
-        Ok(())
+                failure.error
+            })
     }
 }

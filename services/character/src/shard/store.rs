@@ -11,7 +11,7 @@
 //! | `transitions` | position | one emotion transition, JSON |
 //! | `audit` | number | one audited prompt, JSON; the oldest dropped past `audit_keep` |
 //!
-//! How saves reach this file is `saver.rs`'s.
+//! How saves reach this file is `saver.rs`'s, through `backend.rs`'s `DiskShard`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -371,6 +371,7 @@ pub(crate) fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shard::backend::DiskShard;
     use crate::shard::saver::{PendingSave, ShardStore};
 
     use crate::shard::rows::{vector_bytes, vector_of};
@@ -388,7 +389,10 @@ mod tests {
     async fn queued_saves_apply_in_order_and_a_read_sees_every_earlier_save() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("w").join("watson.redb");
-        let store = ShardStore::start(open(&path).expect("open"), path.clone(), None, None);
+        let store = ShardStore::start(
+            DiskShard::new(open(&path).expect("open"), path.clone()),
+            None,
+        );
         let pending: Vec<PendingSave> = (0..20u64)
             .map(|i| {
                 store.submit(Delta {
@@ -422,7 +426,10 @@ mod tests {
     async fn the_audit_keeps_only_the_newest_entries_when_capped() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("holmes.redb");
-        let store = ShardStore::start(open(&path).expect("open"), path.clone(), Some(3), None);
+        let store = ShardStore::start(
+            DiskShard::new(open(&path).expect("open"), path.clone()),
+            Some(3),
+        );
         for i in 0..5u64 {
             store
                 .submit(Delta {

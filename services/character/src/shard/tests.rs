@@ -149,7 +149,10 @@ async fn a_file_holding_an_earlier_builds_rewrite_queue_still_loads() {
 /// Saves `shard` to a new store at `path` and returns it with the store kept.
 async fn stored(mut shard: Shard, path: &std::path::Path) -> Shard {
     let db = store::open(path).expect("store");
-    shard.keep_store(ShardStore::start(db, path.to_path_buf(), None, None));
+    shard.keep_store(ShardStore::start(
+        super::DiskShard::new(db, path.to_path_buf()),
+        None,
+    ));
     shard.save().expect("delta").wait().await.expect("saved");
     shard
 }
