@@ -24,6 +24,7 @@ pub struct AgentLock {
 
 impl Drop for AgentLock {
     fn drop(&mut self) {
+        // A lock file left behind is taken over by the next start (`end_stale_agents`).
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -70,6 +71,8 @@ pub fn hold_data_dir(data_dir: &Path) -> anyhow::Result<DataDirLock> {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut holder = String::new();
+            // Who holds the lock is only for the message; an unreadable file leaves it
+            // blank.
             let _ = file.read_to_string(&mut holder);
             anyhow::bail!(
                 "another dramatis service (pid {}) is using the data directory {}: stop it, \
@@ -122,6 +125,7 @@ pub async fn end_stale_agents(shards: &Path) -> usize {
             .and_then(|s| s.parse::<i32>().ok());
         match (pid, lock_free(&path)) {
             (_, true) | (None, false) => {
+                // A lock file that cannot be removed is looked at again by the next start.
                 let _ = std::fs::remove_file(&path);
             }
             (Some(pid), false) => held.push((pid, path)),
@@ -139,6 +143,8 @@ pub async fn end_stale_agents(shards: &Path) -> usize {
                 "an earlier service's agent still runs on this data directory; killing it"
             );
             if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                // Gone already, or not ours: the lock, not the signal, says whether it
+                // still runs.
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
             let deadline = tokio::time::Instant::now() + STALE_GRACE;
@@ -147,6 +153,7 @@ pub async fn end_stale_agents(shards: &Path) -> usize {
             }
         }
         ended += 1;
+        // A lock file that cannot be removed is looked at again by the next start.
         let _ = std::fs::remove_file(&path);
     }
     ended

@@ -62,6 +62,7 @@ impl Printer {
             Some(watch_response::Item::Token(token)) => self.token(&token),
             None => {}
         }
+        // A closed stdout (its reader left) has nothing more to show.
         let _ = std::io::stdout().flush();
     }
 
@@ -70,12 +71,14 @@ impl Printer {
         match &mut self.streaming {
             Some((seq, text)) if *seq == token.seq => {
                 text.push_str(&token.text);
+                // A closed stdout (its reader left) has nothing more to show.
                 let _ = write!(out, "{}", token.text);
             }
             _ => {
                 drop(out);
                 let name = self.name(&token.speaker, &token.speaker_name);
                 let mut out = std::io::stdout().lock();
+                // A closed stdout (its reader left) has nothing more to show.
                 let _ = write!(out, "{name}: {}", token.text);
                 self.streaming = Some((token.seq, token.text.clone()));
             }
@@ -164,9 +167,12 @@ fn erase_rows(width: usize) {
     let columns = usize::from(console::Term::stdout().size().1).max(1);
     let up = width.max(1).div_ceil(columns) - 1;
     let mut out = std::io::stdout().lock();
+    // A closed stdout (its reader left) has nothing more to show.
     let _ = write!(out, "\r");
     if up > 0 {
+        // A closed stdout (its reader left) has nothing more to show.
         let _ = write!(out, "\x1b[{up}A");
     }
+    // A closed stdout (its reader left) has nothing more to show.
     let _ = write!(out, "\x1b[J");
 }

@@ -106,6 +106,7 @@ pub async fn spawn_self(
             .parse()
             .with_context(|| format!("child announced a bad address {addr:?}"))?,
         Ok(Ok(None) | Err(_)) | Err(_) => {
+            // The child failed to start; the error below tells why, whatever the kill did.
             let _ = child.start_kill();
             let tail = std::fs::read_to_string(log_file).unwrap_or_default();
             let tail: Vec<&str> = tail.lines().rev().take(8).collect();
@@ -471,6 +472,7 @@ impl AgentDirectory for SpawnedAgents {
         let agents = self.lock().remove(world_id).unwrap_or_default();
         dramatis_runtime::lock(&self.starting).remove(world_id);
         for mut agent in agents {
+            // An agent already gone needs no kill.
             let _ = agent.spawned.child.kill().await;
         }
     }

@@ -128,7 +128,11 @@ impl LocalStack {
     pub async fn stop(mut self, world: Option<&str>) {
         self.shutdown.trigger();
         if let Some(server) = self.server.take() {
-            let _ = server.await;
+            match server.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "the world service stopped with an error"),
+                Err(error) => tracing::warn!(%error, "the world service's task failed"),
+            }
         }
         if let Some(world) = world {
             self.agents.release(world).await;

@@ -4,7 +4,6 @@
 //! four options) and RoleMemo-style (Recall@10: is the planted fact among the first ten
 //! items recalled).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -104,7 +103,7 @@ pub fn write_long_run(dir: &Path, lines: u32) -> anyhow::Result<(PathBuf, Vec<Pr
                 DISTRACTORS[scene as usize % DISTRACTORS.len()]
             ),
         };
-        let _ = write!(
+        dramatis_runtime::push!(
             toml,
             "\n[[scenes]]\nid = \"evening-{n}\"\nlocation = \"bakery\"\ncast = [\"ada\", \"tom\"]\n\
              beat = \"An evening's work.\"\nmin_turns = 6\nmax_turns = 6\nopening = {opening:?}\n",

@@ -75,6 +75,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         },
         plain_agents: args.plain_agents,
     };
+    // Clears what an earlier run in this process left.
     let _ = dramatis_eval::bench::stages::take();
     let report = turns(&setup, Arc::new(embedder)).await?;
     let stages = dramatis_eval::bench::stages::take();

@@ -225,6 +225,7 @@ async fn one(
     let pids = stack.agents.pids();
     let peak: f64 = pids.iter().map(|p| peak_rss_mb_of(*p)).sum();
     let idle: f64 = pids.iter().map(|p| rss_mb(*p)).sum();
+    // The stack, and the world with it, is torn down next.
     let _ = client
         .delete_world(DeleteWorldRequest {
             world_id: world.world_id.clone(),

@@ -236,7 +236,9 @@ async fn failover(program: &std::path::Path, lease_ms: u64, run: u32) -> anyhow:
     }
     let killed = Instant::now();
     owner.child.start_kill()?;
+    // Killed on purpose: its exit status says nothing.
     let _ = owner.child.wait().await;
+    // The advance through the killed owner fails on purpose.
     let _ = running.await;
     let finishing = tokio::spawn(play_to_end(other_client, id));
     let next = tokio::time::timeout(Duration::from_secs(60), async {

@@ -190,6 +190,7 @@ async fn play(
         .map_err(|e| anyhow!("the story stopped: {}", describe(&e.status)))?;
     let failed = scenes_that_failed(&advanced.events);
     let info = advanced.world.context("advance returned no world state")?;
+    // The printer may have ended already (its stream closed).
     let _ = last_tx.send(info.next_seq.saturating_sub(1));
     let printed = printer.await.unwrap_or(0);
     if let Some(dir) = &args.audit_dir {

@@ -105,12 +105,15 @@ impl CachedEmbedder {
                 let vectors: Vec<Arc<[f32]>> = vectors.into_iter().map(Arc::from).collect();
                 for ((text, vector), sender) in mine.iter().zip(&vectors).zip(senders) {
                     state.cache.put(text.clone(), Arc::clone(vector));
+                    // A waiter that gave up needs no answer; the vector is cached for the
+                    // next.
                     let _ = sender.send(Some(Some(Arc::clone(vector))));
                 }
                 Ok(vectors)
             }
             Err(error) => {
                 for sender in senders {
+                    // A waiter that gave up needs no answer.
                     let _ = sender.send(Some(None));
                 }
                 Err(error)

@@ -102,6 +102,7 @@ fn engine_thread(
     let (backend, model) = match loaded {
         Ok(loaded) => loaded,
         Err(error) => {
+            // The loader may have stopped waiting; it reports its own timeout.
             let _ = ready.send(Err(error));
             return;
         }
@@ -114,21 +115,25 @@ fn engine_thread(
     let mut ctx = match model.new_context(&backend, params) {
         Ok(ctx) => ctx,
         Err(error) => {
+            // The loader may have stopped waiting; it reports its own timeout.
             let _ = ready.send(Err(LlmError::Local(format!("context: {error}"))));
             return;
         }
     };
+    // The loader may have stopped waiting; it reports its own timeout.
     let _ = ready.send(Ok(()));
     while let Ok(job) = queue.recv() {
         let events = job.events.clone();
         match generate(&model, &mut ctx, &job) {
             Ok((prompt_tokens, completion_tokens)) => {
+                // The caller may have given the generation up; its end then goes nowhere.
                 let _ = events.send(GenerationEvent::Done {
                     prompt_tokens,
                     completion_tokens,
                 });
             }
             Err(message) => {
+                // The caller may have given the generation up; its end then goes nowhere.
                 let _ = events.send(GenerationEvent::Failed(message));
             }
         }
@@ -209,6 +214,7 @@ fn generate(
             .map_err(|e| format!("decode: {e}"))?;
     }
     if !pending.is_empty() {
+        // The caller may have given the generation up; its text then goes nowhere.
         let _ = job.events.send(GenerationEvent::Piece(
             String::from_utf8_lossy(&pending).into_owned(),
         ));

@@ -195,6 +195,8 @@ impl OpenAiClient {
                         let kept: String = piece.chars().take(room).collect();
                         if !kept.is_empty() {
                             if let Some(sink) = tokens {
+                                // Tokens are a live preview: a listener that left loses
+                                // nothing, the reply comes whole.
                                 let _ = sink.send(kept.clone());
                             }
                             *streamed = true;

@@ -191,6 +191,8 @@ impl LanguageModel for ScriptedModel {
         let text = self.reply_for(&prompt, call, request);
         if let Some(sink) = tokens {
             for piece in text.split_inclusive(' ') {
+                // Tokens are a live preview: a listener that left loses nothing, the reply
+                // comes whole.
                 let _ = sink.send(piece.to_owned());
             }
         }

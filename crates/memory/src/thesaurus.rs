@@ -90,8 +90,11 @@ impl Thesaurus {
         // renames it into place, so a reader sees a whole file or none.
         let temporary = dir.join(format!("{FOLDED}.{}", std::process::id()));
         if std::fs::write(&temporary, thesaurus.folded()).is_ok() {
+            // The folded table is a cache: when it cannot be kept, the next start folds
+            // again.
             let _ = std::fs::rename(&temporary, &folded);
         }
+        // Gone already when the rename moved it into place.
         let _ = std::fs::remove_file(&temporary);
         Ok(thesaurus)
     }

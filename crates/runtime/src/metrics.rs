@@ -77,6 +77,7 @@ macro_rules! metric {
     ($kind:ident, $name:expr, $help:expr) => {
         std::sync::LazyLock::new(|| {
             let metric = prometheus::$kind::new($name, $help).expect("valid metric");
+            // An error means the name is registered already; this metric still counts.
             let _ = prometheus::register(Box::new(metric.clone()));
             metric
         })
@@ -85,6 +86,7 @@ macro_rules! metric {
         std::sync::LazyLock::new(|| {
             let metric = prometheus::$kind::new(prometheus::Opts::new($name, $help), $labels)
                 .expect("valid metric");
+            // An error means the name is registered already; this metric still counts.
             let _ = prometheus::register(Box::new(metric.clone()));
             metric
         })
@@ -101,6 +103,7 @@ macro_rules! latency {
                     .buckets($crate::metrics::LATENCY_BUCKETS.to_vec()),
             )
             .expect("valid metric");
+            // An error means the name is registered already; this metric still counts.
             let _ = prometheus::register(Box::new(metric.clone()));
             metric
         })
@@ -113,6 +116,7 @@ macro_rules! latency {
                 $labels,
             )
             .expect("valid metric");
+            // An error means the name is registered already; this metric still counts.
             let _ = prometheus::register(Box::new(metric.clone()));
             metric
         })

@@ -203,6 +203,7 @@ fn write(path: &Path, text: &str, private: bool) -> Result<(), PkiError> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(if private { 0o600 } else { 0o644 });
     }
+    // Used only where files have Unix modes.
     let _ = private;
     let mut file = options.open(path).map_err(io)?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(io)

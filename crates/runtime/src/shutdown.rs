@@ -38,6 +38,7 @@ impl Shutdown {
     pub fn wait(&self) -> impl Future<Output = ()> + Send + 'static {
         let mut receiver = self.sender.subscribe();
         async move {
+            // An error means the switch itself is gone, which ends the wait too.
             let _ = receiver.wait_for(|&down| down).await;
         }
     }
@@ -65,6 +66,7 @@ impl Shutdown {
                 }
             }
             #[cfg(not(unix))]
+            // Without a Ctrl-C handler the process still stops by its other ways.
             let _ = ctrl_c.await;
             tracing::info!("shutdown requested");
             this.trigger();

@@ -49,6 +49,18 @@ pub fn quote(input: &str) -> String {
     }
 }
 
+/// Appends formatted text to a `String`, as `write!` does, with no `Result` to drop:
+/// `push!(text, "\n- {}", fact.text)`.
+#[macro_export]
+macro_rules! push {
+    ($text:expr, $($arg:tt)*) => {{
+        use ::std::fmt::Write as _;
+        // A String's `fmt::Write` never fails: only a `Display` that errs could, and
+        // then the text keeps what was written before it.
+        let _ = $text.write_fmt(::std::format_args!($($arg)*));
+    }};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,8 +25,10 @@ impl Drop for TelemetryGuard {
             // collector cannot hold the process.
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
+                // The caller may have stopped waiting (below); the spans then go unflushed.
                 let _ = done_tx.send(provider.shutdown());
             });
+            // Past the bound the process goes on to exit without the last spans.
             let _ = done_rx.recv_timeout(std::time::Duration::from_secs(3));
         }
     }
@@ -68,6 +70,7 @@ pub fn init_with(
             .with_tracer(provider.tracer(service_name))
             .with_filter(filter())
     });
+    // A subscriber set already (by a test, or an earlier call) stays.
     let _ = tracing_subscriber::registry()
         .with(extra)
         .with(fmt)
@@ -138,6 +141,7 @@ pub fn inject_trace_context(
 pub fn server_span(request: &http::Request<()>) -> tracing::Span {
     let span = tracing::info_span!("grpc", path = %request.uri().path());
     let parent = TraceContextPropagator::new().extract(&HttpExtractor(request.headers()));
+    // A span that is not recorded has no parent to take; the request goes on untraced.
     let _ = span.set_parent(parent);
     span
 }

@@ -74,6 +74,8 @@ impl LanguageModel for StampedModel {
                 stamped = true;
                 dramatis_runtime::lock(&self.first_visible).push(Instant::now());
             }
+            // Tokens are a live preview: a listener that left loses nothing, the reply
+            // comes whole.
             let _ = sink.send(piece);
         }
         Ok(completion)

@@ -3,7 +3,6 @@
 //! --nats`), for `bench cluster` and the tests. Nodes can be killed and started again
 //! to see what the log survives.
 
-use std::fmt::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -159,7 +158,9 @@ impl NatsCluster {
     /// Kills node `i` (SIGKILL) and waits for it to be gone.
     pub fn kill_node(&mut self, i: usize) {
         if let Some(mut child) = self.nodes[i].child.take() {
+            // Already dead, or never started: either way it is gone.
             let _ = child.kill();
+            // Already dead, or never started: either way it is gone.
             let _ = child.wait();
         }
     }
@@ -209,7 +210,7 @@ impl NatsCluster {
             let text =
                 std::fs::read_to_string(node.config.with_extension("log")).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
-            let _ = writeln!(out, "--- node {i}");
+            dramatis_runtime::push!(out, "--- node {i}\n");
             for line in &lines[lines.len().saturating_sub(25)..] {
                 out.push_str(line);
                 out.push('\n');

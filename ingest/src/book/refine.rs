@@ -280,12 +280,14 @@ impl Refiner {
         if let Some(path) = &self.calls_file {
             // Appended and flushed per call: a kill loses at most the call in flight.
             let line = serde_json::to_string(&call).unwrap_or_default();
-            if let Ok(mut file) = std::fs::OpenOptions::new()
+            let appended = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-            {
-                let _ = writeln!(file, "{line}");
+                .and_then(|mut file| writeln!(file, "{line}"));
+            if let Err(error) = appended {
+                tracing::warn!(path = %path.display(), %error,
+                    "cannot keep a model answer; a resumed ingest asks for it again");
             }
         }
         self.ledger().calls.insert(key, call);

@@ -340,6 +340,8 @@ async fn stream_completion(
     });
     let result = model.complete(request, Some(&raw_tx)).await;
     drop(raw_tx);
+    // The task only relays tokens to the world; the line stands whether it ended well or
+    // not.
     let _ = forward.await;
     Ok(result?)
 }

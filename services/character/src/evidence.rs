@@ -11,7 +11,6 @@
 //!   text on the question's subject supports it ([`weigh`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use dramatis_memory::evidence::{Gate, Held};
@@ -219,9 +218,9 @@ pub fn own_description(shard: &Shard, question: &str) -> Option<String> {
     }
     let mut text = p.name.clone();
     if !p.aliases.is_empty() {
-        let _ = write!(text, " ({})", p.aliases.join(", "));
+        dramatis_runtime::push!(text, " ({})", p.aliases.join(", "));
     }
-    let _ = write!(text, ": {}", p.profile.trim());
+    dramatis_runtime::push!(text, ": {}", p.profile.trim());
     Some(text)
 }
 

@@ -111,12 +111,15 @@ impl AgentApi for AgentGrpc {
             let outcome = agents
                 .act(&world, &character, &frame, Some(tokens_tx))
                 .await;
+            // The task only relays tokens to the world; the line stands whether it ended
+            // well or not.
             let _ = forward.await;
             let last = outcome
                 .map(|o| pb::ActResponse {
                     item: Some(act_response::Item::Action(o.action)),
                 })
                 .map_err(Status::from);
+            // The world may have given up the call; the shard has the line either way.
             let _ = out.send(last).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))

@@ -385,7 +385,7 @@ impl CharacterAgents {
             crate::shard::remove_set_aside(&path);
             // The world's folder goes with its last shard (fails harmlessly otherwise).
             if let Some(folder) = json.parent() {
-                let _ = std::fs::remove_dir(folder);
+                let _ = std::fs::remove_dir(folder); // not empty, or gone: both fine
             }
         }
         Ok(())

@@ -7,8 +7,6 @@
 //! worked example (about people who are not in any story) shows small models the shape
 //! of a reply without lending them any facts.
 
-use std::fmt::Write as _;
-
 use dramatis_llm::ChatMessage;
 use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
@@ -77,7 +75,7 @@ fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
     let mut text = format!("Character: {}, {}", p.name, p.profile.trim());
     if !p.speaking_style.trim().is_empty() {
-        let _ = write!(
+        dramatis_runtime::push!(
             text,
             " Speaks {}.",
             p.speaking_style.trim().trim_end_matches('.')
@@ -98,7 +96,7 @@ fn truncate_words(text: &str, words: usize) -> String {
 /// The workspace sections: manner (pattern), scene memory (anchor), known facts.
 fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Recalled) {
     if let Some(pattern) = &recalled.pattern {
-        let _ = write!(text, "\nManner now: {}", pattern.description.trim());
+        dramatis_runtime::push!(text, "\nManner now: {}", pattern.description.trim());
         let excerpts: Vec<String> = pattern
             .excerpts
             .iter()
@@ -106,12 +104,12 @@ fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Re
             .map(|e| format!("\"{}\"", truncate_words(e, 25)))
             .collect();
         if !excerpts.is_empty() {
-            let _ = write!(text, " Like: {}", excerpts.join(" "));
+            dramatis_runtime::push!(text, " Like: {}", excerpts.join(" "));
         }
         items.push((pattern.id.clone(), PERSONALITY.to_owned()));
     }
     if let Some(anchor) = &recalled.anchor {
-        let _ = write!(
+        dramatis_runtime::push!(
             text,
             "\nYou remember: {}",
             truncate_words(&anchor.text, ANCHOR_WORDS)
@@ -120,7 +118,7 @@ fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Re
     if !recalled.facts.is_empty() {
         text.push_str("\nYou know:");
         for (fact, _) in &recalled.facts {
-            let _ = write!(text, "\n- {}", fact.text);
+            dramatis_runtime::push!(text, "\n- {}", fact.text);
         }
     }
     items.extend(refs(recalled.anchor.as_ref(), &recalled.facts));
@@ -133,7 +131,7 @@ fn modules(text: &mut String, items: &mut Vec<(String, String)>, grounding: &[Gr
     }
     text.push_str("\nYou also recall:");
     for item in grounding {
-        let _ = write!(text, "\n- {}", item.text.trim());
+        dramatis_runtime::push!(text, "\n- {}", item.text.trim());
         items.push((item.id.clone(), format!("{}.{}", item.module, item.kind)));
     }
 }
@@ -150,7 +148,7 @@ fn recent(text: &mut String, items: &mut Vec<(String, String)>, shard: &Shard) {
     if !lines.is_empty() {
         text.push_str("\nRecent:");
         for (id, line) in lines {
-            let _ = write!(text, "\n- {line}");
+            dramatis_runtime::push!(text, "\n- {line}");
             items.push((id.clone(), PERCEIVED.to_owned()));
         }
     }
@@ -169,7 +167,7 @@ pub(crate) fn act(
     workspace(&mut user, &mut items, recalled);
     modules(&mut user, &mut items, grounding);
     recent(&mut user, &mut items, shard);
-    let _ = write!(user, "\nPlace: {}.", frame.location_name);
+    dramatis_runtime::push!(user, "\nPlace: {}.", frame.location_name);
     if frame.present.is_empty() {
         user.push_str(" You are alone.");
     } else {
@@ -178,28 +176,29 @@ pub(crate) fn act(
             .iter()
             .map(|p| format!("{} (id {})", p.name, p.id))
             .collect();
-        let _ = write!(user, " With you: {}.", present.join(", "));
+        dramatis_runtime::push!(user, " With you: {}.", present.join(", "));
     }
     // The world's direction for this scene, and the character's own goal.
     if !frame.direction.trim().is_empty() {
-        let _ = write!(user, "\nYour aim: {}", frame.direction.trim());
+        dramatis_runtime::push!(user, "\nYour aim: {}", frame.direction.trim());
     }
     if !shard.goal().is_empty() {
-        let _ = write!(user, "\nYou want: {}", shard.goal());
+        dramatis_runtime::push!(user, "\nYou want: {}", shard.goal());
     }
     let restless = frame.scenes_here >= RESTLESS_AFTER && !frame.exits.is_empty();
     if restless {
-        let _ = write!(
+        dramatis_runtime::push!(
             user,
             "\nYou have been at {} for {} scenes.",
-            frame.location_name, frame.scenes_here
+            frame.location_name,
+            frame.scenes_here
         );
     }
     if !frame.exits.is_empty() {
-        let _ = write!(user, "\nYou can go to: {}.", frame.exits.join(", "));
+        dramatis_runtime::push!(user, "\nYou can go to: {}.", frame.exits.join(", "));
     }
     if refuse {
-        let _ = write!(user, "\n{}", TURN_ABSTAIN_INSTRUCTION);
+        dramatis_runtime::push!(user, "\n{}", TURN_ABSTAIN_INSTRUCTION);
     }
     let mut messages = vec![
         ChatMessage::system(ACT_SYSTEM),

@@ -132,6 +132,7 @@ impl TranscriptHub {
         self.inner
             .closed
             .store(true, std::sync::atomic::Ordering::Relaxed);
+        // An error means no follower is subscribed: no one to tell.
         let _ = self.inner.live.send(Live::End);
     }
 
@@ -141,6 +142,7 @@ impl TranscriptHub {
 
     /// Publishes a live token (not logged; only followers see it).
     pub fn publish_token(&self, token: TokenChunk) {
+        // An error means no follower is subscribed: a live token is for followers only.
         let _ = self.inner.live.send(Live::Token(token));
     }
 
@@ -216,6 +218,7 @@ impl Paced {
             Err(_) => {
                 crate::metrics::WATCHERS_CUT.inc();
                 if let Some(cut) = dramatis_runtime::lock(&self.cut).take() {
+                    // The watcher may be gone already; then it needs no reason.
                     let _ = cut.send(format!(
                         "this watcher read nothing for {} s while its buffer was full; \
                          watch again from the last event it has",

@@ -1,8 +1,6 @@
 //! Self-Probe with Sufficient (ReverieMem Algorithm 1): while memory covers the query
 //! only in part, the model proposes probes, and what they find joins the pool.
 
-use std::fmt::Write as _;
-
 use dramatis_embed::Embedder;
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema, parse_json};
 use dramatis_memory::{EpisodicMemory, Fact};
@@ -101,17 +99,17 @@ fn self_probe_request(
     );
     let mut user = format!("Question: {}", question.trim());
     if let Some(anchor) = anchor {
-        let _ = write!(user, "\nScene memory: {}", anchor.text);
+        dramatis_runtime::push!(user, "\nScene memory: {}", anchor.text);
     }
     user.push_str("\nRecalled:");
     if pool.is_empty() {
         user.push_str(" nothing yet");
     }
     for (fact, _) in pool {
-        let _ = write!(user, "\n- {}", fact.text);
+        dramatis_runtime::push!(user, "\n- {}", fact.text);
     }
     if !asked.is_empty() {
-        let _ = write!(user, "\nAlready searched: {}", asked.join("; "));
+        dramatis_runtime::push!(user, "\nAlready searched: {}", asked.join("; "));
     }
     let schema = json!({
         "type": "object",

@@ -12,7 +12,6 @@
 //! written with the later ones in view (hindsight the character did not have).
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use dramatis_embed::{Embedder, embed_composed};
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
@@ -294,7 +293,7 @@ fn model_facts(
             let cause = clean(&f.cause);
             let mut text = format!("{subject} {predicate} {object}");
             if !cause.is_empty() {
-                let _ = write!(text, " because {cause}");
+                dramatis_runtime::push!(text, " because {cause}");
             }
             Some(Fact {
                 id: format!("fact:e{}:{}", event.seq, f.line),
@@ -328,13 +327,14 @@ fn rewrite_request<'e>(
     let lines = numbered(writer, draft);
     let mut text = String::new();
     for (number, (_, line)) in lines.iter().enumerate() {
-        let _ = writeln!(text, "{}. {line}", number + 1);
+        dramatis_runtime::push!(text, "{}. {line}\n", number + 1);
     }
     for moment in &draft.moments {
-        let _ = writeln!(
+        dramatis_runtime::push!(
             text,
-            "(You felt {} when you spoke; you wanted to {}.)",
-            moment.emotion, moment.intent
+            "(You felt {} when you spoke; you wanted to {}.)\n",
+            moment.emotion,
+            moment.intent
         );
     }
     let system = format!(
@@ -456,7 +456,7 @@ fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<Stri
     {
         let mut felt = format!("I felt {}", feeling.emotion);
         if !feeling.intent.is_empty() {
-            let _ = write!(
+            dramatis_runtime::push!(
                 felt,
                 "; I wanted to {}",
                 feeling.intent.trim_end_matches('.')

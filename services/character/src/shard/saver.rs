@@ -78,6 +78,7 @@ impl ShardStore {
         if let Err(mpsc::error::SendError(Job::Save(_, done))) =
             self.jobs.send(Job::Save(delta, done))
         {
+            // Cannot fail: the receiver is still here, handed back below.
             let _ = done.send(Err(SaveFailure::other(self.stopped())));
         }
         PendingSave {
@@ -185,6 +186,7 @@ impl<B: ShardBackend> Writer<B> {
                         .await
                         .unwrap_or_else(|e| Err(AgentError::Storage(format!("read task: {e}"))))
                         .map_err(|e| e.to_string());
+                    // A reader that gave up needs no answer.
                     let _ = answer.send(read);
                 }
                 Job::Save(first, done) => {
@@ -210,6 +212,7 @@ impl<B: ShardBackend> Writer<B> {
                         tracing::error!(error = %e.message, "cannot save a shard");
                     }
                     for answer in answers {
+                        // A saver that gave up waiting needs no answer; the save stands.
                         let _ = answer.send(written.clone());
                     }
                 }

@@ -38,6 +38,7 @@ pub fn watch(
 ) {
     tokio::spawn(async move {
         if let Err(error) = run(&log, &scenario, &request, &out).await {
+            // The watcher may have hung up; then no one is left to tell.
             let _ = out.send(Err(tonic::Status::from(error))).await;
         }
     });

@@ -87,14 +87,11 @@ pub trait EventLog: Send + Sync + std::fmt::Debug + 'static {
     /// Passes a live token chunk of a line being spoken to watchers on other
     /// replicas (not logged, not waited for; in order per world). Nothing to do for a
     /// log no other process shares.
-    fn publish_token(&self, world_id: &str, token: &TokenChunk) {
-        let _ = (world_id, token);
-    }
+    fn publish_token(&self, _world_id: &str, _token: &TokenChunk) {}
 
     /// The live token chunks of `world_id` that its owner, on any replica, publishes
     /// from now on; `None` when the log is not shared.
-    async fn tokens(&self, world_id: &str) -> Result<Option<TokenFeed>, WorldError> {
-        let _ = world_id;
+    async fn tokens(&self, _world_id: &str) -> Result<Option<TokenFeed>, WorldError> {
         Ok(None)
     }
 

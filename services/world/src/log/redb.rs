@@ -222,6 +222,7 @@ impl EventLog for RedbLog {
                         }
                     }
                     Err(error) => {
+                        // The follower may have gone; then no one is left to tell.
                         let _ = tx.send(Err(error)).await;
                         return;
                     }

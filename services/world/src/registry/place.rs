@@ -79,7 +79,10 @@ impl Worlds {
                 }
                 Err(error) => {
                     cluster.owned.remove(world_id);
-                    let _ = cluster.leases.release(world_id).await;
+                    // Let another replica try at once; a lease not released runs out.
+                    if let Err(release) = cluster.leases.release(world_id).await {
+                        tracing::warn!(world_id, error = %release, "cannot release the lease of a world not revived");
+                    }
                     return Err(error);
                 }
             }

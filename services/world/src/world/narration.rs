@@ -6,8 +6,6 @@
 //! reaches characters only as a narration event at one location, perceived by those
 //! there.
 
-use std::fmt::Write as _;
-
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema, parse_json};
 use dramatis_proto::v1::{Event, EventKind, Usage};
 use serde::Deserialize;
@@ -98,7 +96,7 @@ fn request(
     let mut user = format!("Premise: {}\nWhere people are:", open.premise.trim());
     let shown = places_shown(scenario, state);
     for (at, people) in &shown.places {
-        let _ = write!(
+        dramatis_runtime::push!(
             user,
             "\n- {} ({at}): {}",
             place(scenario, at),
@@ -106,21 +104,22 @@ fn request(
         );
     }
     if shown.other_places > 0 {
-        let _ = write!(
+        dramatis_runtime::push!(
             user,
             "\n- and {} more people in {} other places",
-            shown.other_people, shown.other_places
+            shown.other_people,
+            shown.other_places
         );
     }
     if !state.travelling.is_empty() {
         let travellers: Vec<&str> = state.travelling.keys().map(String::as_str).collect();
-        let _ = write!(
+        dramatis_runtime::push!(
             user,
             "\n- on the road: {}",
             some_names(scenario, &travellers)
         );
     }
-    let _ = write!(
+    dramatis_runtime::push!(
         user,
         "\nScene {} at {}:",
         state.scene + 1,
@@ -143,7 +142,7 @@ fn request(
         })
         .collect();
     for line in &lines[lines.len().saturating_sub(SCENE_LINES)..] {
-        let _ = write!(user, "\n- {line}");
+        dramatis_runtime::push!(user, "\n- {line}");
     }
     // The next event happens at a place the narrator was shown.
     let ids: Vec<&str> = shown.places.iter().map(|(at, _)| *at).collect();
@@ -328,19 +327,19 @@ mod tests {
         );
         for d in 0..districts {
             for p in 0..4 {
-                let _ = write!(
+                dramatis_runtime::push!(
                     text,
                     "[[locations]]\nid = \"p{d}-{p}\"\nname = \"Place {d} {p}\"\ndescription = \"A place.\"\n"
                 );
                 if p > 0 {
-                    let _ = write!(
+                    dramatis_runtime::push!(
                         text,
                         "[[paths]]\nfrom = \"p{d}-{}\"\nto = \"p{d}-{p}\"\ndistance = 1\n",
                         p - 1
                     );
                 }
                 for k in 0..2 {
-                    let _ = write!(
+                    dramatis_runtime::push!(
                         text,
                         "[[characters]]\nid = \"c{d}-{p}-{k}\"\nname = \"Person {d} {p} {k}\"\n\
                          profile = \"Someone.\"\nlocation = \"p{d}-{p}\"\n"
@@ -348,7 +347,7 @@ mod tests {
                 }
             }
             if d > 0 {
-                let _ = write!(
+                dramatis_runtime::push!(
                     text,
                     "[[paths]]\nfrom = \"p{}-0\"\nto = \"p{d}-0\"\ndistance = 1\n",
                     d - 1

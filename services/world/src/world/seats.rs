@@ -176,6 +176,7 @@ impl OpenSeat {
 
     /// Sends the person an item before the seat starts (a seat token).
     pub async fn tell(&self, item: pb::play_response::Item) {
+        // The person may have hung up: the seat closes with their stream.
         let _ = self.out.send(play_item(item)).await;
     }
 
@@ -224,6 +225,8 @@ impl OpenSeat {
                     }
                     () = handed_back => {
                         pending = None;
+                        // A notice to a person who has hung up reaches no one; the seat
+                        // closes with the stream.
                         let _ = out.send(notice("Too late: your character's agent took this turn.")).await;
                     }
                     () = out.closed() => break,
@@ -250,13 +253,19 @@ impl OpenSeat {
                                 None => Err("It is not your turn yet.".to_owned()),
                             };
                             if let Err(text) = &taken {
+                                // A notice to a person who has hung up reaches no one; the
+                                // seat closes with the stream.
                                 let _ = out.send(notice(text)).await;
                             }
                             if let Some(accepted) = accepted {
+                                // The turn may have stopped waiting (handed back to the
+                                // agent); the answer then has no taker.
                                 let _ = accepted.send(taken);
                             }
                         }
                         Some(PlayInput::NotAnAction) => {
+                            // A notice to a person who has hung up reaches no one; the seat
+                            // closes with the stream.
                             let _ = out.send(notice("Send actions only; the claim is made.")).await;
                         }
                         None => break,

@@ -191,6 +191,7 @@ impl EventLog for JetStreamLog {
                         }
                     }
                     Err(error) => {
+                        // The follower may have gone; then no one is left to tell.
                         let _ = tx.send(Err(error)).await;
                         return;
                     }
@@ -259,6 +260,8 @@ impl EventLog for JetStreamLog {
     }
 
     fn publish_token(&self, world_id: &str, token: &TokenChunk) {
+        // A live token is best-effort: with the relay's queue full or closed, watchers on
+        // other replicas get the line whole from the log.
         let _ = self.tokens.try_send((
             self.token_subject(world_id),
             Bytes::from(token.encode_to_vec()),
