@@ -95,7 +95,7 @@ impl AgentApi for AgentGrpc {
             .map_err(Status::from)?;
         let (out, rx) = tokio::sync::mpsc::channel(64);
         let agents = self.agents.clone();
-        tokio::spawn(async move {
+        self.agents.tasks.spawn(async move {
             let (tokens_tx, mut tokens_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
             let forward_out = out.clone();
             let forward = tokio::spawn(async move {

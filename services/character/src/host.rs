@@ -101,6 +101,11 @@ pub struct CharacterAgents {
     lost: Arc<DashMap<Key, Arc<std::sync::atomic::AtomicBool>>>,
     pub(crate) options: Arc<AgentOptions>,
     pub(crate) emotion_vectors: Arc<EmotionVectors>,
+    /// The work of calls under way that outlives its handler (a turn streamed to the
+    /// world): shutdown waits for it ([`CharacterAgents::finish`]). A shard's writer is
+    /// not one of them: it lives as long as its shard, and shutdown waits for its saves
+    /// through [`CharacterAgents::save_all`].
+    pub(crate) tasks: tokio_util::task::TaskTracker,
 }
 
 /// What an Act produced.
@@ -148,6 +153,18 @@ impl CharacterAgents {
             lost: Arc::default(),
             options: Arc::new(options),
             emotion_vectors: Arc::default(),
+            tasks: tokio_util::task::TaskTracker::new(),
+        }
+    }
+
+    /// Stops taking call work and waits, for at most `bound`, for what is under way.
+    /// Returns how many tasks were still running when the bound passed.
+    pub async fn finish(&self, bound: std::time::Duration) -> usize {
+        self.tasks.close();
+        if tokio::time::timeout(bound, self.tasks.wait()).await.is_ok() {
+            0
+        } else {
+            self.tasks.len()
         }
     }
 

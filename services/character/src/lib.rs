@@ -80,7 +80,12 @@ pub async fn run(
             shutdown.wait(),
         )
         .await?;
-    // A last turn's state waits for its character's own event: save it on the way out.
+    // A turn under way goes on to its end; then every shard is saved: a last turn's
+    // state waits for its character's own event.
+    let left = agents.finish(std::time::Duration::from_secs(10)).await;
+    if left > 0 {
+        tracing::warn!(tasks = left, "stopping with turns still under way");
+    }
     agents.save_all().await;
     Ok(())
 }

@@ -54,6 +54,7 @@ pub async fn serve_worlds(
     worlds.renew_leases(shutdown.clone());
     let log = worlds.log().describe();
     let replica = worlds.cluster().map(|c| c.leases.me().id.clone());
+    let finishing = worlds.clone();
     let world = tower_layer::Layer::layer(
         &tonic_web::GrpcWebLayer::new(),
         WorldServer::new(grpc::WorldGrpc::new(worlds)).max_decoding_message_size(max_message),
@@ -84,5 +85,16 @@ pub async fn serve_worlds(
             shutdown.wait(),
         )
         .await?;
+    // A call's work that was under way goes on to its end: wait for it, within a bound.
+    let left = finishing.finish(SHUTDOWN_WAIT).await;
+    if left > 0 {
+        tracing::warn!(
+            tasks = left,
+            "stopping with work still under way; a world it changed is read back from its log"
+        );
+    }
     Ok(())
 }
+
+/// How long a stopping service waits for the work of calls under way.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

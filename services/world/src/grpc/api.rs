@@ -73,7 +73,7 @@ impl WorldApi for WorldGrpc {
         };
         let world_id = Some(request.world_id).filter(|w| !w.is_empty());
         let worlds = self.worlds.clone();
-        to_completion(async move {
+        to_completion(self.worlds.tasks(), async move {
             let world = worlds
                 .create(source, world_id)
                 .await
@@ -163,7 +163,7 @@ impl WorldApi for WorldGrpc {
         let (metadata, _, request) = request.into_parts();
         let delete = |world_id: String| {
             let worlds = self.worlds.clone();
-            to_completion(async move {
+            to_completion(self.worlds.tasks(), async move {
                 worlds.delete(&world_id).await.map_err(Status::from)?;
                 Ok(Response::new(pb::DeleteWorldResponse {}))
             })
@@ -226,7 +226,7 @@ impl WorldApi for WorldGrpc {
             request,
             advance,
             |world| {
-                to_completion(async move {
+                to_completion(self.worlds.tasks(), async move {
                     let events = world.advance(until).await.map_err(Status::from)?;
                     Ok(Response::new(pb::AdvanceResponse {
                         events,

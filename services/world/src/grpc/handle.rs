@@ -86,12 +86,15 @@ macro_rules! routed {
 /// world change would be half made: an event logged but never applied (the next append
 /// is then refused as fenced and the world abandons itself), a world created without
 /// being recorded, one deleted from memory but not from its log. On its own task the
-/// change completes, and only the answer is lost.
+/// change completes, and only the answer is lost. The task is one of the service's
+/// (`tasks`), so shutdown waits for it.
 pub(super) async fn to_completion<T: Send + 'static>(
+    tasks: &tokio_util::task::TaskTracker,
     work: impl std::future::Future<Output = Result<T, Status>> + Send + 'static,
 ) -> Result<T, Status> {
     use tracing::Instrument as _;
-    tokio::spawn(work.in_current_span())
+    tasks
+        .spawn(work.in_current_span())
         .await
         .map_err(|e| Status::internal(format!("the call's work ended abnormally: {e}")))?
 }

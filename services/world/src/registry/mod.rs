@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
+use tokio_util::task::TaskTracker;
 
 use crate::agent_clients::{AgentDirectory, AgentPool};
 use crate::cluster::Cluster;
@@ -96,6 +97,9 @@ struct Inner {
     /// Ids of worlds being created: they count against `--max-worlds`, and a second
     /// creation of one waits for nothing (it is refused as existing).
     creating: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The service's own tasks: each call's work, lease renewal, the idle sweep.
+    /// Shutdown waits for them ([`Worlds::finish`]).
+    tasks: TaskTracker,
 }
 
 /// A world id held while its world is created; let go when dropped.
@@ -140,12 +144,33 @@ impl Worlds {
                 security: crate::policy::security(options.tls.clone(), options.tokens.as_ref()),
                 cluster: options.cluster.clone(),
                 creating: std::sync::Mutex::default(),
+                tasks: TaskTracker::new(),
                 roots: std::iter::once(&options.scenarios_dir)
                     .chain(&options.scenario_roots)
                     .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| paths::lexical(d)))
                     .collect(),
             }),
         })
+    }
+
+    /// The service's own tasks: spawn onto it what shutdown must wait for.
+    pub(crate) fn tasks(&self) -> &TaskTracker {
+        &self.inner.tasks
+    }
+
+    /// Stops taking tasks and waits, for at most `bound`, for those still running (a
+    /// call's work goes on to its end even when its caller has gone). Returns how many
+    /// were still running when the bound passed.
+    pub async fn finish(&self, bound: std::time::Duration) -> usize {
+        self.inner.tasks.close();
+        if tokio::time::timeout(bound, self.inner.tasks.wait())
+            .await
+            .is_ok()
+        {
+            0
+        } else {
+            self.inner.tasks.len()
+        }
     }
 
     /// How clients reach this service (TLS) and who may call it.

@@ -136,7 +136,7 @@ impl Worlds {
             return;
         };
         let inner = Arc::downgrade(&self.inner);
-        tokio::spawn(async move {
+        self.inner.tasks.spawn(async move {
             let mut tick = tokio::time::interval(cluster.renew_every());
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -185,7 +185,7 @@ impl Worlds {
             std::time::Duration::from_millis(100),
             std::time::Duration::from_secs(60),
         );
-        tokio::spawn(async move {
+        self.inner.tasks.spawn(async move {
             let mut tick = tokio::time::interval(every);
             loop {
                 tokio::select! {
