@@ -98,3 +98,65 @@ pub async fn serve_worlds(
 
 /// How long a stopping service waits for the work of calls under way.
 const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::agent_clients::StaticAgents;
+
+    fn worlds(data: &std::path::Path) -> Worlds {
+        let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+        Worlds::open(&WorldServiceOptions {
+            scenarios_dir: shipped,
+            scenario_roots: Vec::new(),
+            log_path: data.join("events.redb"),
+            shared_log: None,
+            cluster: None,
+            agents: Arc::new(
+                StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address"),
+            ),
+            narrator: None,
+            viewer_dir: None,
+            limits: crate::Limits::default(),
+            tls: None,
+            tokens: None,
+            agent_tls: None,
+        })
+        .expect("worlds")
+    }
+
+    /// A call's work under way when the service is told to stop ends before the
+    /// service does; work past the bound is counted, not waited for.
+    #[tokio::test]
+    async fn a_stopping_service_waits_for_the_work_under_way() {
+        let data = tempfile::tempdir().expect("data");
+        let worlds = worlds(data.path());
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ended);
+        worlds.tasks().spawn(async move {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            flag.store(true, Ordering::SeqCst);
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let shutdown = Shutdown::new();
+        let serving = tokio::spawn(serve_worlds(listener, worlds.clone(), shutdown.clone(), 0));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        shutdown.trigger();
+        serving.await.expect("the serve task").expect("served");
+        assert!(
+            ended.load(Ordering::SeqCst),
+            "the service stopped before the work under way ended"
+        );
+
+        let other = tempfile::tempdir().expect("data");
+        let stuck = self::worlds(other.path());
+        stuck
+            .tasks()
+            .spawn(tokio::time::sleep(Duration::from_secs(600)));
+        assert_eq!(stuck.finish(Duration::from_millis(50)).await, 1);
+    }
+}
