@@ -13,6 +13,8 @@ use std::time::Duration;
 use dramatis_proto::v1::{Event, TokenChunk, WatchResponse, watch_response};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::log::relay::TokenRelay;
+
 /// Events a watcher's replay reads from the copy at a time.
 const REPLAY_CHUNK: usize = 64;
 
@@ -48,6 +50,9 @@ struct Inner {
     stall: Duration,
     /// Watchers now.
     watchers: Arc<AtomicUsize>,
+    /// The world's id and the relay its live tokens take to other replicas, when its
+    /// log is shared.
+    relay: Option<(String, Arc<dyn TokenRelay>)>,
 }
 
 /// One watcher counted by its hub while it lives.
@@ -69,12 +74,17 @@ impl TranscriptHub {
     /// A hub holding `history` (events already logged, in order from seq 1).
     #[must_use]
     pub fn new(history: Vec<Event>) -> Self {
-        Self::with_stall(history, WATCHER_STALL)
+        Self::with_stall(history, WATCHER_STALL, None)
     }
 
-    /// A hub whose watchers are cut off after leaving their buffer full for `stall`.
+    /// A hub whose watchers are cut off after leaving their buffer full for `stall`;
+    /// with `relay`, live tokens also go to watchers on other replicas.
     #[must_use]
-    pub fn with_stall(history: Vec<Event>, stall: Duration) -> Self {
+    pub fn with_stall(
+        history: Vec<Event>,
+        stall: Duration,
+        relay: Option<(String, Arc<dyn TokenRelay>)>,
+    ) -> Self {
         let (live, _) = broadcast::channel(1024);
         Self {
             inner: Arc::new(Inner {
@@ -83,6 +93,7 @@ impl TranscriptHub {
                 closed: std::sync::atomic::AtomicBool::new(false),
                 stall,
                 watchers: Arc::default(),
+                relay,
             }),
         }
     }
@@ -140,8 +151,12 @@ impl TranscriptHub {
         inner.closed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Publishes a live token (not logged; only followers see it).
+    /// Publishes a live token (not logged): to this replica's followers, and through
+    /// the relay to watchers on other replicas. The one route a token takes.
     pub fn publish_token(&self, token: TokenChunk) {
+        if let Some((world_id, relay)) = &self.inner.relay {
+            relay.publish(world_id, &token);
+        }
         // An error means no follower is subscribed: a live token is for followers only.
         let _ = self.inner.live.send(Live::Token(token));
     }

@@ -11,7 +11,8 @@ use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
 use crate::error::WorldError;
-use crate::log::{SharedLog, TokenFeed};
+use crate::log::SharedLog;
+use crate::log::relay::TokenFeed;
 use dramatis_scenario::Scenario;
 use dramatis_story::names::Perspective;
 use dramatis_story::perception::PerceptionRouter;
@@ -67,10 +68,10 @@ async fn run(
         return Ok(());
     }
     // Subscribed first, so no chunk published once the events are caught up is missed.
-    let mut tokens: TokenFeed = log
-        .tokens(&request.world_id)
-        .await?
-        .unwrap_or_else(|| Box::pin(futures::stream::pending()));
+    let mut tokens: TokenFeed = match log.relay() {
+        Some(relay) => relay.follow(&request.world_id).await?,
+        None => Box::pin(futures::stream::pending()),
+    };
     let mut feed = log.follow(&request.world_id, start).await?;
     // The last event seen: none before the follow's start.
     let mut last = start.saturating_sub(1);

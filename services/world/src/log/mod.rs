@@ -13,18 +13,20 @@
 
 mod jetstream;
 mod redb;
+pub(crate) mod relay;
 
 use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dramatis_proto::v1::{Event, TokenChunk};
+use dramatis_proto::v1::Event;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::error::WorldError;
 pub use jetstream::{JetStreamLog, JetStreamOptions};
 pub use redb::RedbLog;
+use relay::TokenRelay;
 
 /// What a world was created from, so it can be rebuilt after a restart (or by another
 /// replica).
@@ -41,9 +43,6 @@ pub struct WorldRecord {
 
 /// A world's events as they are logged, from a starting sequence, without end.
 pub type EventFeed = Pin<Box<dyn Stream<Item = Result<Event, WorldError>> + Send>>;
-
-/// A world's live token chunks, as its owner publishes them, without end.
-pub type TokenFeed = Pin<Box<dyn Stream<Item = TokenChunk> + Send>>;
 
 /// A world service's event log. Every method is safe to call from many tasks; one
 /// world has one writer at a time, and the log refuses a second.
@@ -84,15 +83,10 @@ pub trait EventLog: Send + Sync + std::fmt::Debug + 'static {
     /// Removes a world, its events and its notes.
     async fn delete_world(&self, world_id: &str) -> Result<(), WorldError>;
 
-    /// Passes a live token chunk of a line being spoken to watchers on other
-    /// replicas (not logged, not waited for; in order per world). Nothing to do for a
-    /// log no other process shares.
-    fn publish_token(&self, _world_id: &str, _token: &TokenChunk) {}
-
-    /// The live token chunks of `world_id` that its owner, on any replica, publishes
-    /// from now on; `None` when the log is not shared.
-    async fn tokens(&self, _world_id: &str) -> Result<Option<TokenFeed>, WorldError> {
-        Ok(None)
+    /// The token relay that travels beside this log to the other replicas sharing it;
+    /// `None` for a log no other process shares.
+    fn relay(&self) -> Option<Arc<dyn TokenRelay>> {
+        None
     }
 
     /// Where the log is, for the service's start-up line.

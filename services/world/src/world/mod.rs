@@ -171,7 +171,8 @@ impl World {
                 .find(|e| e.perceivers.iter().any(|p| p == character))
                 .is_some_and(|e| e.seq > *last_seq)
         });
-        let hub = TranscriptHub::with_stall(history, limits.watcher_stall);
+        let relay = log.relay().map(|relay| (id.clone(), relay));
+        let hub = TranscriptHub::with_stall(history, limits.watcher_stall, relay);
         if state.finished(&scenario) {
             hub.close();
         }

@@ -63,8 +63,6 @@ impl World {
                                     speaker_name: self.scenario.name_of(actor).to_owned(),
                                     perceivers: hearers.clone(),
                                 };
-                                // Watchers on other replicas get it through the log.
-                                self.log.publish_token(&self.id, &token);
                                 self.hub.publish_token(token);
                             }
                             Some(act_response::Item::Action(a)) => action = Some(a),

@@ -4,12 +4,13 @@ use async_nats::jetstream::kv::UpdateErrorKind;
 use async_trait::async_trait;
 use bytes::Bytes;
 use dramatis_nats::NatsError;
-use dramatis_proto::v1::{Event, TokenChunk};
+use dramatis_proto::v1::Event;
 use futures::StreamExt as _;
 use prost::Message as _;
 
 use crate::error::WorldError;
-use crate::log::{EventFeed, EventLog, TokenFeed, WorldRecord, check_run};
+use crate::log::relay::TokenRelay;
+use crate::log::{EventFeed, EventLog, WorldRecord, check_run};
 
 use super::handle::{JetStreamLog, Tail, decode, nats_err};
 
@@ -259,24 +260,8 @@ impl EventLog for JetStreamLog {
         Ok(())
     }
 
-    fn publish_token(&self, world_id: &str, token: &TokenChunk) {
-        // A live token is best-effort: with the relay's queue full or closed, watchers on
-        // other replicas get the line whole from the log.
-        let _ = self.tokens.try_send((
-            self.token_subject(world_id),
-            Bytes::from(token.encode_to_vec()),
-        ));
-    }
-
-    async fn tokens(&self, world_id: &str) -> Result<Option<TokenFeed>, WorldError> {
-        let subscriber = self
-            .live
-            .subscribe(self.token_subject(world_id))
-            .await
-            .map_err(|e| nats_err("subscribe to token chunks", e))?;
-        Ok(Some(Box::pin(subscriber.filter_map(
-            |message| async move { TokenChunk::decode(message.payload.as_ref()).ok() },
-        ))))
+    fn relay(&self) -> Option<std::sync::Arc<dyn TokenRelay>> {
+        Some(std::sync::Arc::new(self.relay.clone()))
     }
 
     fn describe(&self) -> String {

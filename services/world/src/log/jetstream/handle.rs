@@ -9,6 +9,7 @@ use dramatis_nats::{NatsError, NatsOptions, SubjectFeed};
 use dramatis_proto::v1::Event;
 use prost::Message as _;
 
+use super::relay::NatsRelay;
 use crate::error::WorldError;
 
 /// How to reach the cluster and what to call things in it.
@@ -34,10 +35,8 @@ pub struct JetStreamLog {
     pub(super) subject_prefix: String,
     /// Where each world's log ends, as this process last saw it.
     pub(super) tails: std::sync::Arc<DashMap<String, Tail>>,
-    /// The connection token chunks travel on.
-    pub(super) live: async_nats::Client,
-    /// Token chunks to publish, in order, by one task: (subject, encoded chunk).
-    pub(super) tokens: tokio::sync::mpsc::Sender<(String, Bytes)>,
+    /// Live token chunks, on a connection of their own.
+    pub(super) relay: NatsRelay,
     /// The revision of each world's narrator notes this process last read or wrote:
     /// a write replaces only that one, so a stale owner cannot overwrite a new one's.
     pub(super) note_revisions: std::sync::Arc<DashMap<String, u64>>,
@@ -100,8 +99,7 @@ impl JetStreamLog {
         // is down never queues ahead of an append.
         let live = dramatis_nats::client(&options, "dramatis world service (live)").await?;
         Ok(Self {
-            tokens: publish_tokens(live.clone()),
-            live,
+            relay: NatsRelay::new(live, prefix),
             context,
             stream,
             worlds,
@@ -126,10 +124,6 @@ impl JetStreamLog {
     }
 
     /// The core-NATS subject of `world_id`'s live token chunks (not stored).
-    pub(super) fn token_subject(&self, world_id: &str) -> String {
-        format!("{}.tokens.{world_id}", self.options.prefix)
-    }
-
     /// The first message of `subject` at or after stream sequence `from` (`None`: the
     /// subject's first), as (stream sequence, event); `None` when there is none.
     pub(super) async fn next_at(
@@ -272,30 +266,6 @@ impl JetStreamLog {
         .await
     }
 }
-
-/// Starts the task that publishes token chunks on core NATS, one after another (so a
-/// world's chunks keep their order); returns its queue. A chunk is dropped while the
-/// connection is down or the queue is full: it is a preview, and the event that
-/// follows carries the line.
-pub(super) fn publish_tokens(
-    client: async_nats::Client,
-) -> tokio::sync::mpsc::Sender<(String, Bytes)> {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Bytes)>(TOKEN_QUEUE);
-    tokio::spawn(async move {
-        while let Some((subject, payload)) = rx.recv().await {
-            if client.connection_state() != async_nats::connection::State::Connected {
-                continue;
-            }
-            if let Err(error) = client.publish(subject, payload).await {
-                tracing::debug!(%error, "a token chunk was not published");
-            }
-        }
-    });
-    tx
-}
-
-/// Token chunks waiting to be published, at most.
-pub(super) const TOKEN_QUEUE: usize = 4096;
 
 pub(super) fn decode(payload: &[u8]) -> Result<Event, WorldError> {
     Event::decode(payload).map_err(|e| nats_err("decode an event", e))

@@ -9,5 +9,6 @@
 
 mod event_log;
 mod handle;
+mod relay;
 
 pub use handle::{JetStreamLog, JetStreamOptions};
