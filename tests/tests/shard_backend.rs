@@ -117,6 +117,16 @@ where
     assert_eq!(state.as_deref(), Some("{\"last\":6}"));
 }
 
+/// A shard stream on a new three-node cluster (kept running while the cluster is held),
+/// or `None` when this machine has no `nats-server`.
+async fn shard_stream(prefix: &str) -> Option<(NatsCluster, ShardStream)> {
+    let nats = NatsCluster::start().await?;
+    let mut options = NatsOptions::new(nats.url());
+    options.prefix = prefix.into();
+    let stream = ShardStream::connect(&options).await.expect("connect");
+    Some((nats, stream))
+}
+
 #[tokio::test]
 async fn a_shard_file_keeps_the_store_contract() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -134,12 +144,9 @@ async fn a_shard_file_keeps_the_store_contract() {
 
 #[tokio::test]
 async fn a_shard_subject_keeps_the_store_contract() {
-    let Some(nats) = NatsCluster::start().await else {
+    let Some((_nats, stream)) = shard_stream("contract").await else {
         return;
     };
-    let mut options = NatsOptions::new(nats.url());
-    options.prefix = "contract".into();
-    let stream = ShardStream::connect(&options).await.expect("connect");
     contract(|| JetStreamShard::open(&stream, "w.1", "holmes", Some(3))).await;
 }
 
@@ -148,12 +155,9 @@ async fn a_shard_subject_keeps_the_store_contract() {
 /// lock keeps a second process out.)
 #[tokio::test]
 async fn a_refused_save_is_lost_and_nothing_of_it_is_read_back() {
-    let Some(nats) = NatsCluster::start().await else {
+    let Some((_nats, stream)) = shard_stream("fence").await else {
         return;
     };
-    let mut options = NatsOptions::new(nats.url());
-    options.prefix = "fence".into();
-    let stream = ShardStream::connect(&options).await.expect("connect");
     let open = || JetStreamShard::open(&stream, "w.1", "watson", None);
     let (first, _) = open().await.expect("open");
     let first = ShardStore::start(first, None);

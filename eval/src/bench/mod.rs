@@ -148,22 +148,21 @@ impl Cluster {
             security,
             shutdown.clone(),
         ));
+        let agents = StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?;
         let options = WorldServiceOptions {
-            scenarios_dir: setup.scenarios_dir.clone(),
             scenario_roots: setup.scenario_roots.clone(),
-            log_path: data.path().join("events.redb"),
             shared_log: setup.shared.as_ref().map(|(log, _)| Arc::clone(log)),
             cluster: setup
                 .shared
                 .as_ref()
                 .map(|(_, cluster)| Arc::clone(cluster)),
-            agents: Arc::new(StaticAgents::new(vec![format!("{scheme}://{agent_addr}")])?),
             narrator: Some(Arc::new(scripted.clone())),
-            viewer_dir: None,
-            limits: dramatis_world::Limits::default(),
-            tls: None,
-            tokens: None,
             agent_tls,
+            ..WorldServiceOptions::new(
+                setup.scenarios_dir.clone(),
+                data.path().join("events.redb"),
+                Arc::new(agents),
+            )
         };
         let world_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let world_addr = world_listener.local_addr()?;

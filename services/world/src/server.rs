@@ -110,22 +110,13 @@ mod tests {
 
     fn worlds(data: &std::path::Path) -> Worlds {
         let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-        Worlds::open(&WorldServiceOptions {
-            scenarios_dir: shipped,
-            scenario_roots: Vec::new(),
-            log_path: data.join("events.redb"),
-            shared_log: None,
-            cluster: None,
-            agents: Arc::new(
-                StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address"),
-            ),
-            narrator: None,
-            viewer_dir: None,
-            limits: crate::Limits::default(),
-            tls: None,
-            tokens: None,
-            agent_tls: None,
-        })
+        let agents =
+            StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address");
+        Worlds::open(&WorldServiceOptions::new(
+            shipped,
+            data.join("events.redb"),
+            Arc::new(agents),
+        ))
         .expect("worlds")
     }
 

@@ -12,21 +12,10 @@ use dramatis_world::{ScenarioSource, WorldError, WorldServiceOptions, Worlds};
 
 fn worlds(root: &Path, data: &Path) -> Worlds {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let agents = StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address");
     Worlds::open(&WorldServiceOptions {
-        scenarios_dir: shipped,
         scenario_roots: vec![root.to_path_buf()],
-        log_path: data.join("events.redb"),
-        shared_log: None,
-        cluster: None,
-        agents: Arc::new(
-            StaticAgents::new(vec!["http://127.0.0.1:9".into()]).expect("an agent address"),
-        ),
-        narrator: None,
-        viewer_dir: None,
-        limits: dramatis_world::Limits::default(),
-        tls: None,
-        tokens: None,
-        agent_tls: None,
+        ..WorldServiceOptions::new(shipped, data.join("events.redb"), Arc::new(agents))
     })
     .expect("worlds")
 }

@@ -61,6 +61,29 @@ pub struct WorldServiceOptions {
     pub agent_tls: Option<tonic::transport::ClientTlsConfig>,
 }
 
+impl WorldServiceOptions {
+    /// A service of one machine: scenarios from `scenarios_dir`, its log in the file
+    /// `log_path`, characters at `agents`; no narrator, viewer, TLS or tokens, and the
+    /// default limits. Set the other fields as needed.
+    #[must_use]
+    pub fn new(scenarios_dir: PathBuf, log_path: PathBuf, agents: Arc<dyn AgentDirectory>) -> Self {
+        Self {
+            scenarios_dir,
+            scenario_roots: Vec::new(),
+            log_path,
+            shared_log: None,
+            cluster: None,
+            agents,
+            narrator: None,
+            viewer_dir: None,
+            limits: Limits::default(),
+            tls: None,
+            tokens: None,
+            agent_tls: None,
+        }
+    }
+}
+
 /// Where a new world's scenario comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScenarioSource {
