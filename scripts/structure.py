@@ -6,6 +6,8 @@
                             one module importing another that imports it back is an
                             arrow back up, whatever the files
   files over 500 lines      counting out inline `#[cfg(test)]` modules
+  unexplained drops         a `let _ =` with no comment on its line or the line
+                            before saying why its result may be dropped
 
 Functions over 100 lines are clippy's `too_many_lines` (clippy.toml), which
 `scripts/test.sh` runs with -D warnings.
@@ -206,10 +208,27 @@ def circles(graph):
     return out
 
 
+def unexplained_drops(path):
+    """Lines `let _ = …` (outside test code) with no comment on them or just before."""
+    if path.name == "tests.rs":
+        return []
+    out = []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for n, line in enumerate(lines):
+        if re.match(r"\s*#\[cfg\(test\)\]", line):
+            break
+        if "let _ =" not in line or "//" in line:
+            continue
+        if n > 0 and lines[n - 1].strip().startswith("//"):
+            continue
+        out.append((path, n + 1))
+    return out
+
+
 def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     quiet = "--quiet" in sys.argv
-    file_circles, module_circles, long_files = [], [], []
+    file_circles, module_circles, long_files, drops = [], [], [], []
     n_files = 0
     for src in crates():
         crate = Crate(src)
@@ -220,6 +239,7 @@ def main():
             lines = code_lines(f)
             if lines > MAX_FILE_LINES:
                 long_files.append((lines, f))
+            drops += unexplained_drops(f)
         file_circles += circles(graph)
         top = {}
         for f, targets in graph.items():
@@ -244,7 +264,10 @@ def main():
     print(f"files over {MAX_FILE_LINES} lines (tests counted out): {len(long_files)}")
     for lines, f in sorted(long_files, reverse=True):
         print(f"  {lines:5}  {rel(f)}")
-    return 1 if file_circles or module_circles or long_files else 0
+    print(f"unexplained drops (`let _ =` without a reason): {len(drops)}")
+    for f, n in drops:
+        print(f"  {rel(f)}:{n}")
+    return 1 if file_circles or module_circles or long_files or drops else 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ use dramatis_proto::v1::TokenChunk;
 use futures::StreamExt as _;
 use prost::Message as _;
 
-use super::handle::nats_err;
 use crate::error::WorldError;
 use crate::log::relay::{TokenFeed, TokenRelay};
 
@@ -76,7 +75,7 @@ impl TokenRelay for NatsRelay {
             .live
             .subscribe(self.subject(world_id))
             .await
-            .map_err(|e| nats_err("subscribe to token chunks", e))?;
+            .map_err(|e| WorldError::Log(format!("JetStream subscribe to token chunks: {e}")))?;
         Ok(Box::pin(subscriber.filter_map(|message| async move {
             TokenChunk::decode(message.payload.as_ref()).ok()
         })))
