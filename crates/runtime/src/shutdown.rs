@@ -74,6 +74,18 @@ impl Shutdown {
     }
 }
 
+/// Stops `tasks` taking more and waits, for at most `bound`, for those still running.
+/// Returns how many were still running when the bound passed: a stopping service waits
+/// for the work under way, but not forever.
+pub async fn finish(tasks: &tokio_util::task::TaskTracker, bound: std::time::Duration) -> usize {
+    tasks.close();
+    if tokio::time::timeout(bound, tasks.wait()).await.is_ok() {
+        0
+    } else {
+        tasks.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Shutdown;

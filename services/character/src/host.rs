@@ -160,12 +160,7 @@ impl CharacterAgents {
     /// Stops taking call work and waits, for at most `bound`, for what is under way.
     /// Returns how many tasks were still running when the bound passed.
     pub async fn finish(&self, bound: std::time::Duration) -> usize {
-        self.tasks.close();
-        if tokio::time::timeout(bound, self.tasks.wait()).await.is_ok() {
-            0
-        } else {
-            self.tasks.len()
-        }
+        dramatis_runtime::shutdown::finish(&self.tasks, bound).await
     }
 
     pub(crate) fn shard(

@@ -185,15 +185,7 @@ impl Worlds {
     /// call's work goes on to its end even when its caller has gone). Returns how many
     /// were still running when the bound passed.
     pub async fn finish(&self, bound: std::time::Duration) -> usize {
-        self.inner.tasks.close();
-        if tokio::time::timeout(bound, self.inner.tasks.wait())
-            .await
-            .is_ok()
-        {
-            0
-        } else {
-            self.inner.tasks.len()
-        }
+        dramatis_runtime::shutdown::finish(&self.inner.tasks, bound).await
     }
 
     /// How clients reach this service (TLS) and who may call it.
