@@ -156,7 +156,9 @@ async fn an_agent_refused_by_the_stream_reads_its_character_again() {
     old.attach("w", "holmes", profile.clone())
         .await
         .expect("attached to the first agent");
-    old.perceive("w", "holmes", &[speech(1, "A ring was found.")])
+    old.character("w", "holmes")
+        .expect("attached")
+        .perceive(&[speech(1, "A ring was found.")])
         .await
         .expect("perceived");
     // The character is attached elsewhere (its first agent thought dead): the new
@@ -167,14 +169,18 @@ async fn an_agent_refused_by_the_stream_reads_its_character_again() {
         .expect("attached to the second agent");
     assert!(resumed, "the second agent resumed the saved shard");
     assert_eq!(new.last_seq("w", "holmes").await.expect("seq"), 1);
-    new.perceive("w", "holmes", &[speech(2, "The cab waited outside.")])
+    new.character("w", "holmes")
+        .expect("attached")
+        .perceive(&[speech(2, "The cab waited outside.")])
         .await
         .expect("perceived on the new agent");
     // The first agent's next save is refused: its copy is lost, the call says so as
     // NOT_FOUND (the world then attaches the character again), and the next call
     // finds it detached.
     let refused = old
-        .perceive("w", "holmes", &[speech(3, "A stale line.")])
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[speech(3, "A stale line.")])
         .await
         .expect_err("a stale agent's save");
     assert!(matches!(refused, AgentError::ShardLost(_)), "{refused:?}");

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use crate::action::ACTION_SCHEMA_NAME;
 use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
 use crate::boundary::{Asked, Guarded};
+use crate::character::Character;
 use crate::error::AgentError;
 use crate::host::{ActOutcome, CharacterAgents};
 use crate::prompt::{self, BuiltPrompt};
@@ -93,20 +94,18 @@ impl Moment {
 /// A usable action, the reply it was read from, and the request it answered.
 type Reply = (ParsedAction, String, CompletionRequest);
 
-impl CharacterAgents {
+impl Character {
     /// The character's next action. Visible words stream to `tokens` as generated.
     /// Unusable model output is retried, then replaced by a plain in-character line.
     pub async fn act(
         &self,
-        world: &str,
-        character: &str,
         frame: &SceneFrame,
         tokens: Option<mpsc::UnboundedSender<String>>,
     ) -> Result<ActOutcome, AgentError> {
-        let shard = self.shard(world, character)?;
-        let mut shard = shard.lock().await;
+        let agents = &self.agents;
+        let mut shard = self.shard.lock().await;
         let started = Instant::now();
-        let model = self.options.models.get(ModelRole::Character);
+        let model = agents.options.models.get(ModelRole::Character);
         let moment = Moment::of(&shard, frame);
         let mut recalled = if shard.module_set().contains(ModuleKind::Reverie) {
             recall(
@@ -118,15 +117,15 @@ impl CharacterAgents {
                     trigger_pieces: &moment.trigger_pieces,
                     scene_id: &frame.scene_id,
                     rounds: if moment.questioned {
-                        self.options.recall.act_rounds
+                        agents.options.recall.act_rounds
                     } else {
                         0
                     },
                     options: &[],
                 },
-                &self.options.recall,
-                self.options.embedder.as_ref(),
-                &self.emotion_vectors,
+                &agents.options.recall,
+                agents.options.embedder.as_ref(),
+                &agents.emotion_vectors,
                 model.as_ref(),
             )
             .instrument(tracing::info_span!("recall"))
@@ -136,7 +135,7 @@ impl CharacterAgents {
         };
         shard.set_mood(recalled.mood.clone());
         let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
-        let grounding = self
+        let grounding = agents
             .module_grounding(
                 &mut shard,
                 model.as_ref(),
@@ -149,7 +148,7 @@ impl CharacterAgents {
             .await?;
         // Asked something its memory does not support: the turn carries the refusal.
         let refuse = moment.questioned
-            && self
+            && agents
                 .verdict(
                     &shard,
                     &mut recalled,
@@ -161,7 +160,7 @@ impl CharacterAgents {
         let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
         let mut usage = recalled.usage;
         let schema = action_schema(&present, &frame.exits);
-        let reply = self
+        let reply = agents
             .generate(
                 &mut shard,
                 model.as_ref(),
@@ -174,7 +173,8 @@ impl CharacterAgents {
         // A line the guard gave up is deflected in character.
         let (parsed, deflect) = match reply {
             Some(reply) => {
-                self.guarded(&mut shard, model.as_ref(), &built, frame, reply, &mut usage)
+                agents
+                    .guarded(&mut shard, model.as_ref(), &built, frame, reply, &mut usage)
                     .await?
             }
             None => (None, false),
@@ -189,7 +189,9 @@ impl CharacterAgents {
         drop(shard);
         Ok(ActOutcome { action })
     }
+}
 
+impl CharacterAgents {
     /// Asks the model for an action, once and then up to `act_retries` more times while
     /// the output is unusable. Only the first attempt streams to `tokens`.
     async fn generate(
@@ -398,7 +400,9 @@ mod tests {
             .await
             .expect("attached");
         let outcome = agents
-            .act("w", "holmes", &SceneFrame::default(), None)
+            .character("w", "holmes")
+            .expect("attached")
+            .act(&SceneFrame::default(), None)
             .await
             .expect("a turn, not an error");
         (agents, outcome)

@@ -12,6 +12,7 @@ use dramatis_proto::v1::{RecalledItem, Usage};
 use dramatis_memory::modules::Grounding;
 
 use crate::boundary::{Asked, Guarded};
+use crate::character::Character;
 use crate::error::AgentError;
 use crate::evidence::{self, Verdict};
 use crate::host::{AnswerOutcome, CharacterAgents};
@@ -60,6 +61,16 @@ pub fn check_options(options: &[String]) -> Result<(), AgentError> {
 
 /// The in-character refusal an unsupported answer is replaced by.
 const REFUSAL: &str = "I cannot answer that from my own knowledge.";
+
+/// An interview needs a question.
+pub fn check_question(question: &str) -> Result<(), AgentError> {
+    if question.trim().is_empty() {
+        return Err(AgentError::InvalidArgument(
+            "question must not be empty".into(),
+        ));
+    }
+    Ok(())
+}
 
 impl CharacterAgents {
     /// What an interview question brings to mind: ReverieMem's recall (when on) and
@@ -177,29 +188,6 @@ impl CharacterAgents {
         verdict
     }
 
-    /// Answers a question from the character's own shard. When nothing the character
-    /// remembers bears on it, the answer is an in-character refusal. It runs on a
-    /// scratch copy of the shard and changes nothing in the character but its audit.
-    pub async fn answer(
-        &self,
-        world: &str,
-        character: &str,
-        question: &str,
-        options: &[String],
-    ) -> Result<AnswerOutcome, AgentError> {
-        if question.trim().is_empty() {
-            return Err(AgentError::InvalidArgument(
-                "question must not be empty".into(),
-            ));
-        }
-        let model = self.options.models.get(ModelRole::Answer);
-        self.interview(world, character, async |scratch: &mut Shard| {
-            self.answer_on(scratch, model.as_ref(), question, options)
-                .await
-        })
-        .await
-    }
-
     /// The answer, from a scratch copy of the character's shard.
     async fn answer_on(
         &self,
@@ -254,25 +242,40 @@ impl CharacterAgents {
             choice: verdict.choice,
         })
     }
+}
+
+impl Character {
+    /// Answers a question from the character's own shard. When nothing the character
+    /// remembers bears on it, the answer is an in-character refusal. It runs on a
+    /// scratch copy of the shard and changes nothing in the character but its audit.
+    pub async fn answer(
+        &self,
+        question: &str,
+        options: &[String],
+    ) -> Result<AnswerOutcome, AgentError> {
+        check_question(question)?;
+        let model = self.agents.options.models.get(ModelRole::Answer);
+        self.interview(async |scratch: &mut Shard| {
+            self.agents
+                .answer_on(scratch, model.as_ref(), question, options)
+                .await
+        })
+        .await
+    }
 
     /// What `question` brings to the character's mind — the items an answer prompt would
     /// hold, with their module and text — without the answer call. For evaluating memory.
     /// Like an answer, it changes nothing in the character.
     pub async fn recall_view(
         &self,
-        world: &str,
-        character: &str,
         question: &str,
         options: &[String],
     ) -> Result<RecallView, AgentError> {
-        if question.trim().is_empty() {
-            return Err(AgentError::InvalidArgument(
-                "question must not be empty".into(),
-            ));
-        }
-        let model = self.options.models.get(ModelRole::Answer);
-        self.interview(world, character, async |scratch: &mut Shard| {
+        check_question(question)?;
+        let model = self.agents.options.models.get(ModelRole::Answer);
+        self.interview(async |scratch: &mut Shard| {
             let (recalled, grounding, verdict) = self
+                .agents
                 .recall_for_question(scratch, model.as_ref(), question, options)
                 .await?;
             let built = prompt::answer(scratch, &recalled, &grounding, question);
@@ -305,12 +308,9 @@ impl CharacterAgents {
     /// are appended to the shard's audit and its audit file.
     async fn interview<T>(
         &self,
-        world: &str,
-        character: &str,
         ask: impl AsyncFnOnce(&mut Shard) -> Result<T, AgentError>,
     ) -> Result<T, AgentError> {
-        let shard = self.shard(world, character)?;
-        let mut shard = shard.lock().await;
+        let mut shard = self.shard.lock().await;
         let mut scratch = shard.scratch();
         let outcome = ask(&mut scratch).await;
         let saved = shard.keep_audit_of(scratch)?;

@@ -75,7 +75,9 @@ impl AgentApi for AgentGrpc {
         let (world, character) = character_ref(request.character.as_ref())?;
         let (accepted, last_seq) = self
             .agents
-            .perceive(&world, &character, &request.events)
+            .character(&world, &character)
+            .map_err(Status::from)?
+            .perceive(&request.events)
             .await
             .map_err(Status::from)?;
         Ok(Response::new(pb::PerceiveResponse { accepted, last_seq }))
@@ -108,9 +110,10 @@ impl AgentApi for AgentGrpc {
                     }
                 }
             });
-            let outcome = agents
-                .act(&world, &character, &frame, Some(tokens_tx))
-                .await;
+            let outcome = match agents.character(&world, &character) {
+                Ok(character) => character.act(&frame, Some(tokens_tx)).await,
+                Err(error) => Err(error),
+            };
             // The task only relays tokens to the world; the line stands whether it ended
             // well or not.
             let _ = forward.await;
@@ -132,11 +135,14 @@ impl AgentApi for AgentGrpc {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
         crate::answer::check_options(&request.options).map_err(Status::from)?;
+        crate::answer::check_question(&request.question).map_err(Status::from)?;
         let choice = |c: Option<usize>| c.and_then(|c| u32::try_from(c).ok());
         if request.recall_only {
             let view = self
                 .agents
-                .recall_view(&world, &character, &request.question, &request.options)
+                .character(&world, &character)
+                .map_err(Status::from)?
+                .recall_view(&request.question, &request.options)
                 .await
                 .map_err(Status::from)?;
             return Ok(Response::new(pb::AnswerResponse {
@@ -149,7 +155,9 @@ impl AgentApi for AgentGrpc {
         }
         let outcome = self
             .agents
-            .answer(&world, &character, &request.question, &request.options)
+            .character(&world, &character)
+            .map_err(Status::from)?
+            .answer(&request.question, &request.options)
             .await
             .map_err(Status::from)?;
         Ok(Response::new(pb::AnswerResponse {

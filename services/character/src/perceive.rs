@@ -7,29 +7,25 @@ use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::Event;
 use tracing::Instrument as _;
 
+use crate::character::Character;
 use crate::error::AgentError;
 use crate::host::{CharacterAgents, MemoryWrites};
 use crate::reverie::writer::{Author, arrival_facts, rewrite_scene, write_scene};
 use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};
 use dramatis_runtime::now_ms;
 
-impl CharacterAgents {
+impl Character {
     /// Stores events the character perceived; writes every scene that ended to
     /// long-term memory.
-    pub async fn perceive(
-        &self,
-        world: &str,
-        character: &str,
-        events: &[Event],
-    ) -> Result<(u32, u64), AgentError> {
+    pub async fn perceive(&self, events: &[Event]) -> Result<(u32, u64), AgentError> {
+        let (agents, world) = (&self.agents, self.world.as_str());
         if let Some(foreign) = events.iter().find(|e| e.world_id != world) {
             return Err(AgentError::InvalidArgument(format!(
                 "event {} belongs to world {:?}, not {world:?}",
                 foreign.seq, foreign.world_id
             )));
         }
-        let shard = self.shard(world, character)?;
-        let mut shard = shard.lock().await;
+        let mut shard = self.shard.lock().await;
         let before = shard.perceived().len();
         let (accepted, ended) = {
             let _span = tracing::info_span!("perceive_store").entered();
@@ -40,8 +36,8 @@ impl CharacterAgents {
                 .iter()
                 .filter_map(crate::shard::Perceived::storyline_line)
                 .collect();
-            let model = self.options.models.get(ModelRole::Character);
-            let mind = self.mind(model.as_ref());
+            let model = agents.options.models.get(ModelRole::Character);
+            let mind = agents.mind(model.as_ref());
             for line in lines {
                 shard.modules_mut().observe(&mind, line).await;
             }
@@ -66,12 +62,12 @@ impl CharacterAgents {
             Vec::new()
         };
         for draft in ended {
-            let written = write_scene(writer, &draft, self.options.embedder.as_ref())
+            let written = write_scene(writer, &draft, agents.options.embedder.as_ref())
                 .instrument(tracing::info_span!("scene_write"))
                 .await?;
             shard.commit(written);
-            if self.options.memory_writes == MemoryWrites::Model {
-                self.rewrite(&mut shard, writer, &draft).await?;
+            if agents.options.memory_writes == MemoryWrites::Model {
+                agents.rewrite(&mut shard, writer, &draft).await?;
             }
         }
         // The place of a scene the character just arrived in, known from now on.
@@ -79,7 +75,7 @@ impl CharacterAgents {
             let places = arrival_facts(
                 writer,
                 &shard.perceived()[before..],
-                self.options.embedder.as_ref(),
+                agents.options.embedder.as_ref(),
             )
             .await?;
             shard.commit_facts(places);
@@ -98,7 +94,9 @@ impl CharacterAgents {
             .await?;
         Ok((accepted, last_seq))
     }
+}
 
+impl CharacterAgents {
     /// The model rewrites the memory of the scene `draft`, which just ended, in a call
     /// of its own: its prompt holds this scene's lines only (each ended scene is
     /// rewritten in story order before the next), so no memory is written with later

@@ -84,7 +84,9 @@ async fn flagged(agents: &CharacterAgents) -> Vec<(String, Vec<String>)> {
 async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
     let (agents, model) = watson(GuardMode::Regenerate).await;
     let turn = agents
-        .act("w", "watson", &frame(), None)
+        .character("w", "watson")
+        .expect("attached")
+        .act(&frame(), None)
         .await
         .expect("a turn");
     assert!(!turn.action.text.contains(CANARY), "{}", turn.action.text);
@@ -100,7 +102,9 @@ async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
     );
 
     let answer = agents
-        .answer("w", "watson", "Where were you wounded at Maiwand?", &[])
+        .character("w", "watson")
+        .expect("attached")
+        .answer("Where were you wounded at Maiwand?", &[])
         .await
         .expect("an answer");
     assert!(!answer.answer.contains(CANARY), "{}", answer.answer);
@@ -122,7 +126,9 @@ async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
 async fn flag_mode_keeps_the_line_and_notes_it_and_a_known_name_is_not_flagged() {
     let (agents, model) = watson(GuardMode::Flag).await;
     let turn = agents
-        .act("w", "watson", &frame(), None)
+        .character("w", "watson")
+        .expect("attached")
+        .act(&frame(), None)
         .await
         .expect("a turn");
     assert_eq!(turn.action.text, LEAK);
@@ -131,7 +137,9 @@ async fn flag_mode_keeps_the_line_and_notes_it_and_a_known_name_is_not_flagged()
 
     let (agents, _) = watson(GuardMode::Off).await;
     agents
-        .act("w", "watson", &frame(), None)
+        .character("w", "watson")
+        .expect("attached")
+        .act(&frame(), None)
         .await
         .expect("a turn");
     assert!(flagged(&agents).await.is_empty());

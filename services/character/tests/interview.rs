@@ -144,7 +144,9 @@ async fn lived_through(agents: &CharacterAgents) {
     ));
     events.push(speech(10, "s2", "She would not leave her name."));
     agents
-        .perceive("w", "holmes", &events)
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&events)
         .await
         .expect("perceived");
 }
@@ -200,11 +202,15 @@ async fn an_interview_changes_no_layer_no_module_and_no_file() {
 
     for question in QUESTIONS {
         agents
-            .answer("w", "holmes", question, &[])
+            .character("w", "holmes")
+            .expect("attached")
+            .answer(question, &[])
             .await
             .expect("answer");
         agents
-            .recall_view("w", "holmes", question, &[])
+            .character("w", "holmes")
+            .expect("attached")
+            .recall_view(question, &[])
             .await
             .expect("recall view");
     }
@@ -254,11 +260,15 @@ async fn a_question_never_reaches_a_later_prompt() {
     lived_through(&agents).await;
     let question = "What do you make of ZEPHYRQUILL, Mr Holmes?";
     agents
-        .answer("w", "holmes", question, &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer(question, &[])
         .await
         .expect("answer");
     agents
-        .recall_view("w", "holmes", question, &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .recall_view(question, &[])
         .await
         .expect("recall view");
     let asked = model.prompts().len();
@@ -284,21 +294,29 @@ async fn a_question_never_reaches_a_later_prompt() {
     ] {
         let line = next(scene, text);
         agents
-            .perceive("w", "holmes", &[line])
+            .character("w", "holmes")
+            .expect("attached")
+            .perceive(&[line])
             .await
             .expect("perceived");
         agents
-            .act("w", "holmes", &frame(scene), None)
+            .character("w", "holmes")
+            .expect("attached")
+            .act(&frame(scene), None)
             .await
             .expect("acted");
     }
     let end = scene_end(seq + 1, "s3");
     agents
-        .perceive("w", "holmes", &[end])
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[end])
         .await
         .expect("perceived");
     agents
-        .act("w", "holmes", &frame("s4"), None)
+        .character("w", "holmes")
+        .expect("attached")
+        .act(&frame("s4"), None)
         .await
         .expect("acted");
 

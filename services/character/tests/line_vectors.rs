@@ -61,7 +61,12 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
     events.push(event(6, "s2", EventKind::SceneStart, 0, "Baker Street"));
     events.push(event(7, "s2", EventKind::Speech, 1, LINES[0]));
     for (id, _) in CAST {
-        agents.perceive("w", id, &events).await.expect("perceived");
+        agents
+            .character("w", id)
+            .expect("attached")
+            .perceive(&events)
+            .await
+            .expect("perceived");
     }
     let frame = SceneFrame {
         scene_id: "s2".into(),
@@ -76,7 +81,12 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
         ..SceneFrame::default()
     };
     for (id, _) in CAST {
-        agents.act("w", id, &frame, None).await.expect("act");
+        agents
+            .character("w", id)
+            .expect("attached")
+            .act(&frame, None)
+            .await
+            .expect("act");
     }
 
     let texts = recording.asked();

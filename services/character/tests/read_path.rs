@@ -94,7 +94,9 @@ async fn sufficient_from_the_model_ends_the_probe_loop_early() {
     let model = probing_model("gold body");
     let agents = attached(&model).await;
     let outcome = agents
-        .answer("w", "holmes", PARTLY_COVERED, &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer(PARTLY_COVERED, &[])
         .await
         .expect("answer");
     assert_eq!(outcome.answer, "At Lauriston Gardens.");
@@ -118,7 +120,9 @@ async fn a_probe_that_covers_the_question_ends_the_loop_without_another_call() {
     let model = probing_model("Lauriston Gardens ring");
     let agents = attached(&model).await;
     let outcome = agents
-        .answer("w", "holmes", PARTLY_COVERED, &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer(PARTLY_COVERED, &[])
         .await
         .expect("answer");
     let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -137,7 +141,9 @@ async fn a_covered_question_needs_no_probe_and_an_unknown_one_is_refused() {
     let model = ScriptedModel::new(vec![rule(&["Question:"], "The body lay there.")]);
     let agents = attached(&model).await;
     let covered = agents
-        .answer("w", "holmes", "Where was the ring found?", &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer("Where was the ring found?", &[])
         .await
         .expect("answer");
     assert_eq!(
@@ -147,12 +153,9 @@ async fn a_covered_question_needs_no_probe_and_an_unknown_one_is_refused() {
     assert!(!covered.abstained);
 
     let unknown = agents
-        .answer(
-            "w",
-            "holmes",
-            "Who won the cricket match at Lord's yesterday?",
-            &[],
-        )
+        .character("w", "holmes")
+        .expect("attached")
+        .answer("Who won the cricket match at Lord's yesterday?", &[])
         .await
         .expect("answer");
     assert!(unknown.abstained);
@@ -216,11 +219,15 @@ async fn emo_gate_keeps_the_pattern_on_routine_turns_and_fires_on_salient_ones()
         ),
     ] {
         agents
-            .perceive("w", "holmes", &[speech(seq, line)])
+            .character("w", "holmes")
+            .expect("attached")
+            .perceive(&[speech(seq, line)])
             .await
             .expect("perceived");
         agents
-            .act("w", "holmes", &frame(), None)
+            .character("w", "holmes")
+            .expect("attached")
+            .act(&frame(), None)
             .await
             .expect("acted");
         let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -250,7 +257,9 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
     let question = "What did Watson say about the murder and the blood?";
     let ask = |agents: CharacterAgents| async move {
         let outcome = agents
-            .answer("w", "holmes", question, &[])
+            .character("w", "holmes")
+            .expect("attached")
+            .answer(question, &[])
             .await
             .expect("answer");
         let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -269,15 +278,13 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
     end.kind = EventKind::SceneEnd as i32;
     end.speaker = String::new();
     first
-        .perceive(
-            "w",
-            "holmes",
-            &[
-                speech(1, "A murder, Holmes! There is blood on the wall."),
-                speech(2, "Come at once."),
-                end,
-            ],
-        )
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[
+            speech(1, "A murder, Holmes! There is blood on the wall."),
+            speech(2, "Come at once."),
+            end,
+        ])
         .await
         .expect("perceived");
     let before = ask(first.clone()).await;
@@ -334,7 +341,9 @@ async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
     let all = build(Layers::ALL);
     all.attach("w", "holmes", holmes()).await.expect("attached");
     let answered = all
-        .answer("w", "holmes", "Where was the ring found?", &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer("Where was the ring found?", &[])
         .await
         .expect("answer");
     assert!(!answered.abstained);
@@ -347,12 +356,16 @@ async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
         .await
         .expect("attached");
     let refused = without
-        .answer("w", "holmes", "Where was the ring found?", &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .answer("Where was the ring found?", &[])
         .await
         .expect("answer");
     assert!(refused.abstained, "no visible fact was read");
     let RecallView { items, .. } = without
-        .recall_view("w", "holmes", "Where was the ring found?", &[])
+        .character("w", "holmes")
+        .expect("attached")
+        .recall_view("Where was the ring found?", &[])
         .await
         .expect("recall");
     assert!(
@@ -388,13 +401,17 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
         .expect("attached");
     let path = dir.path().join("w").join("holmes.redb");
     agents
-        .perceive("w", "holmes", &[speech(1, "You have been in Afghanistan?")])
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[speech(1, "You have been in Afghanistan?")])
         .await
         .expect("perceived");
     assert_eq!(on_disk(&path), (0, 1));
 
     let first = agents
-        .act("w", "holmes", &frame(), None)
+        .character("w", "holmes")
+        .expect("attached")
+        .act(&frame(), None)
         .await
         .expect("act");
     let own = Event {
@@ -405,7 +422,9 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
         ..speech(2, &first.action.text)
     };
     agents
-        .perceive("w", "holmes", &[own])
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[own])
         .await
         .expect("own event");
     assert_eq!(
@@ -415,7 +434,9 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
     );
 
     agents
-        .act("w", "holmes", &frame(), None)
+        .character("w", "holmes")
+        .expect("attached")
+        .act(&frame(), None)
         .await
         .expect("act");
     let shown = agents.snapshot("w", "holmes").await.expect("snapshot");
@@ -491,12 +512,16 @@ async fn a_question_in_other_word_forms_is_recalled_by_its_stems() {
         let RecallView {
             items, abstained, ..
         } = agents
-            .recall_view("w", "watson", question, &[])
+            .character("w", "watson")
+            .expect("attached")
+            .recall_view(question, &[])
             .await
             .expect("recall");
         let texts: Vec<String> = items.into_iter().map(|i| i.text).collect();
         let nothing = agents
-            .recall_view("w", "watson", "Who won the regatta at Henley?", &[])
+            .character("w", "watson")
+            .expect("attached")
+            .recall_view("Who won the regatta at Henley?", &[])
             .await
             .expect("recall");
         assert!(nothing.abstained, "lexical {lexical}: {:?}", nothing.items);
@@ -575,11 +600,15 @@ async fn options_are_chosen_by_evidence_on_the_subject_and_refused_without_it() 
             .await
             .expect("attached");
         let wound = agents
-            .recall_view("w", "watson", "Where was the doctor wounded?", &battles)
+            .character("w", "watson")
+            .expect("attached")
+            .recall_view("Where was the doctor wounded?", &battles)
             .await
             .expect("recall");
         let loose = agents
-            .recall_view("w", "watson", trade, &trades)
+            .character("w", "watson")
+            .expect("attached")
+            .recall_view(trade, &trades)
             .await
             .expect("recall");
         verdicts.push((wound.choice, wound.abstained, loose.choice, loose.abstained));
@@ -618,7 +647,9 @@ async fn a_question_about_you_is_refused_when_nothing_held_bears_on_it() {
         .await
         .expect("attached");
     let hidden = agents
-        .recall_view("w", "watson", "What did you bury in the orchard?", &[])
+        .character("w", "watson")
+        .expect("attached")
+        .recall_view("What did you bury in the orchard?", &[])
         .await
         .expect("recall");
     assert!(
@@ -627,7 +658,9 @@ async fn a_question_about_you_is_refused_when_nothing_held_bears_on_it() {
         hidden.items
     );
     let wound = agents
-        .recall_view("w", "watson", "Where in the shoulder are you wounded?", &[])
+        .character("w", "watson")
+        .expect("attached")
+        .recall_view("Where in the shoulder are you wounded?", &[])
         .await
         .expect("recall");
     assert!(!wound.abstained, "its own profile bears on it");
@@ -664,7 +697,9 @@ async fn the_place_in_view_is_evidence_while_its_scene_goes_on() {
         ..Event::default()
     };
     agents
-        .perceive("w", "holmes", &[start, speech(2, "What a dreadful house.")])
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&[start, speech(2, "What a dreadful house.")])
         .await
         .expect("perceived");
     let walls: Vec<String> = [
@@ -677,7 +712,9 @@ async fn the_place_in_view_is_evidence_while_its_scene_goes_on() {
     .to_vec();
     let question = "What is on the walls of the bare front room?";
     let there = agents
-        .recall_view("w", "holmes", question, &walls)
+        .character("w", "holmes")
+        .expect("attached")
+        .recall_view(question, &walls)
         .await
         .expect("recall");
     assert_eq!(
@@ -686,7 +723,9 @@ async fn the_place_in_view_is_evidence_while_its_scene_goes_on() {
         "the room in view holds the answer"
     );
     let away = agents
-        .recall_view("w", "gregson", question, &walls)
+        .character("w", "gregson")
+        .expect("attached")
+        .recall_view(question, &walls)
         .await
         .expect("recall");
     assert_eq!(
@@ -742,7 +781,9 @@ async fn an_option_named_in_a_fact_is_found_by_its_word_and_answers() {
         };
         agents.attach("w", "ben", profile).await.expect("attached");
         let view = agents
-            .recall_view("w", "ben", question, &options)
+            .character("w", "ben")
+            .expect("attached")
+            .recall_view(question, &options)
             .await
             .expect("recall");
         choices.push((view.choice, view.abstained));
@@ -801,11 +842,15 @@ async fn a_person_known_by_two_names_is_one_subject_to_the_gate() {
             .await
             .expect("attached");
         agents
-            .perceive("w", "watson", &events)
+            .character("w", "watson")
+            .expect("attached")
+            .perceive(&events)
             .await
             .expect("perceived");
         let view = agents
-            .recall_view("w", "watson", "What has Holmes discovered?", &options)
+            .character("w", "watson")
+            .expect("attached")
+            .recall_view("What has Holmes discovered?", &options)
             .await
             .expect("recall");
         verdicts.push((view.choice, view.abstained));

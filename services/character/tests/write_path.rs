@@ -68,13 +68,17 @@ async fn each_scene_memory_is_written_from_that_scene_alone() {
 
     // The first scene alone; then two that end in one delivery (a catch-up).
     agents
-        .perceive("w", "holmes", &scene(0))
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&scene(0))
         .await
         .expect("perceived");
     let after_first = model.calls();
     let later: Vec<Event> = scene(1).into_iter().chain(scene(2)).collect();
     agents
-        .perceive("w", "holmes", &later)
+        .character("w", "holmes")
+        .expect("attached")
+        .perceive(&later)
         .await
         .expect("perceived");
     let prompts: Vec<String> = model

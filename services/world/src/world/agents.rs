@@ -6,6 +6,7 @@
 //! Deliveries resume from the last event each agent acknowledged, and agents drop
 //! events they already hold, so nothing is lost or perceived twice.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 
@@ -14,7 +15,7 @@ use tonic::Code;
 use super::{Slot, World};
 use dramatis_proto::v1 as pb;
 
-use crate::agent_clients::{AgentRpc, Loss};
+use crate::agent_clients::{AgentLinks, AgentRpc, Loss};
 use crate::convert::attach_request;
 use crate::error::WorldError;
 
@@ -28,6 +29,16 @@ pub(super) struct Link {
     /// Bumped each time the link is replaced, so concurrent callers that saw the same
     /// failure recover it once.
     pub generation: u64,
+}
+
+/// The agents of a world's characters: where each character is hosted, the links
+/// supervision replaces when an agent dies, and the lock that makes one recovery at a
+/// time.
+pub(super) struct Supervisor {
+    pub slots: BTreeMap<String, Slot>,
+    pub links: AgentLinks,
+    /// Held while a dead agent is replaced, so two callers never restart it twice.
+    pub reviving: tokio::sync::Mutex<()>,
 }
 
 impl Slot {
@@ -80,18 +91,17 @@ impl World {
         F: Fn(AgentRpc) -> Fut,
         Fut: Future<Output = Result<T, tonic::Status>>,
     {
-        let slot = self
-            .slots
-            .get(character)
-            .ok_or_else(|| WorldError::CharacterNotFound {
-                world: self.id.clone(),
-                character: character.to_owned(),
-            })?;
+        let slot =
+            self.agents
+                .slots
+                .get(character)
+                .ok_or_else(|| WorldError::CharacterNotFound {
+                    world: self.id.clone(),
+                    character: character.to_owned(),
+                })?;
         // Waits for a sleep in progress to finish, and keeps the next one off.
-        let _active = self.activity.read().await;
-        self.last_call_ms
-            .store(dramatis_runtime::now_ms(), Ordering::Relaxed);
-        if self.asleep.load(Ordering::Relaxed) {
+        let _active = self.life.call().await;
+        if self.life.is_asleep() {
             self.wake().await?;
         }
         let mut attempt = 1;
@@ -102,10 +112,7 @@ impl World {
                 Err(status) => status,
             };
             let failure = classify(&status);
-            if failure == Failure::Answer
-                || attempt >= ATTEMPTS
-                || self.deleted.load(Ordering::Relaxed)
-            {
+            if failure == Failure::Answer || attempt >= ATTEMPTS || self.life.is_deleted() {
                 return Err(WorldError::agent(character, &status));
             }
             tracing::warn!(world_id = %self.id, character, %endpoint, attempt, %status,
@@ -136,15 +143,15 @@ impl World {
         endpoint: &str,
         failure: Failure,
     ) -> Result<bool, WorldError> {
-        let _one_at_a_time = self.reviving.lock().await;
-        if self.slots[character].current().1 != generation {
+        let _one_at_a_time = self.agents.reviving.lock().await;
+        if self.agents.slots[character].current().1 != generation {
             // Someone else recovered this agent while we waited.
             return Ok(true);
         }
         let fresh = match failure {
             Failure::Detached => endpoint.to_owned(),
             Failure::Transport | Failure::Answer => {
-                let loss = match self.links.pool.probe(endpoint).await {
+                let loss = match self.agents.links.pool.probe(endpoint).await {
                     None => {
                         tracing::warn!(world_id = %self.id, character, %endpoint,
                             "agent answers nothing, not even a health check: it is frozen");
@@ -153,6 +160,7 @@ impl World {
                     Some(_) => Loss::Broken,
                 };
                 match self
+                    .agents
                     .links
                     .directory
                     .recover(&self.id, character, endpoint, loss)
@@ -165,21 +173,22 @@ impl World {
         };
         crate::metrics::AGENT_RESTARTS.inc();
         if fresh != endpoint {
-            self.links.pool.forget(endpoint);
+            self.agents.links.pool.forget(endpoint);
             tracing::warn!(world_id = %self.id, dead = %endpoint, %fresh,
                 "agent replaced; attaching its characters again");
         }
         // Every character the dead agent hosted moves to the fresh one.
         let moved: Vec<&String> = self
+            .agents
             .slots
             .iter()
             .filter(|(_, slot)| dramatis_runtime::lock(&slot.link).endpoint == endpoint)
             .map(|(id, _)| id)
             .collect();
         for id in moved {
-            let client = self.links.pool.client(&fresh, id)?;
+            let client = self.agents.links.pool.client(&fresh, id)?;
             {
-                let mut link = dramatis_runtime::lock(&self.slots[id.as_str()].link);
+                let mut link = dramatis_runtime::lock(&self.agents.slots[id.as_str()].link);
                 link.endpoint.clone_from(&fresh);
                 link.client = client.clone();
                 link.generation += 1;
@@ -193,7 +202,7 @@ impl World {
             {
                 // What the shard lacks is sent at the next delivery.
                 Ok(attached) => {
-                    self.slots[id.as_str()]
+                    self.agents.slots[id.as_str()]
                         .rewind
                         .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
                 }
@@ -209,26 +218,20 @@ impl World {
     /// Detaches the characters of a finished world that has not called an agent for
     /// `idle`, and releases the agents started for it. Returns true if it did.
     pub(crate) async fn sleep_if_idle(&self, idle: std::time::Duration) -> bool {
-        let quiet_ms =
-            dramatis_runtime::now_ms().saturating_sub(self.last_call_ms.load(Ordering::Relaxed));
-        if self.asleep.load(Ordering::Relaxed)
-            || self.deleted.load(Ordering::Relaxed)
-            || u128::try_from(quiet_ms).unwrap_or(0) < idle.as_millis()
-            || !self.is_finished()
-        {
+        if !self.is_finished() {
             return false;
         }
         // Not while an advance or any call to an agent runs.
         let Ok(_state) = self.state.try_lock() else {
             return false;
         };
-        let Ok(_quiet) = self.activity.try_write() else {
+        let Some(sleep) = self.life.try_sleep(idle) else {
             return false;
         };
-        let _one_at_a_time = self.reviving.lock().await;
+        let _one_at_a_time = self.agents.reviving.lock().await;
         self.detach_all(true).await;
-        self.links.directory.release(&self.id).await;
-        self.asleep.store(true, Ordering::Relaxed);
+        self.agents.links.directory.release(&self.id).await;
+        sleep.done();
         tracing::info!(world_id = %self.id, "finished and idle: characters detached, agents released");
         true
     }
@@ -236,7 +239,7 @@ impl World {
     /// Detaches every character from its agent (best effort), keeping or deleting
     /// their saved shards.
     pub(super) async fn detach_all(&self, keep_shard: bool) {
-        for (character, slot) in &self.slots {
+        for (character, slot) in &self.agents.slots {
             let request = pb::DetachRequest {
                 character: Some(self.character_ref(character)),
                 keep_shard,
@@ -250,13 +253,18 @@ impl World {
     /// Attaches the characters of a sleeping world again, each from its saved shard,
     /// on agents the directory gives (started anew if it starts them).
     pub(super) async fn wake(&self) -> Result<(), WorldError> {
-        let _one_at_a_time = self.reviving.lock().await;
-        if !self.asleep.load(Ordering::Relaxed) {
+        let _one_at_a_time = self.agents.reviving.lock().await;
+        if !self.life.is_asleep() {
             return Ok(());
         }
-        for (id, slot) in &self.slots {
-            let endpoint = self.links.directory.endpoint_for(&self.id, id).await?;
-            let client = self.links.pool.client(&endpoint, id)?;
+        for (id, slot) in &self.agents.slots {
+            let endpoint = self
+                .agents
+                .links
+                .directory
+                .endpoint_for(&self.id, id)
+                .await?;
+            let client = self.agents.links.pool.client(&endpoint, id)?;
             let attached = client
                 .clone()
                 .attach(attach_request(&self.id, &self.scenario, id))
@@ -266,13 +274,13 @@ impl World {
                 .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
             let mut link = dramatis_runtime::lock(&slot.link);
             if link.endpoint != endpoint {
-                self.links.pool.forget(&link.endpoint);
+                self.agents.links.pool.forget(&link.endpoint);
             }
             link.endpoint = endpoint;
             link.client = client;
             link.generation += 1;
         }
-        self.asleep.store(false, Ordering::Relaxed);
+        self.life.woke();
         tracing::info!(world_id = %self.id, "woken: characters attached again");
         Ok(())
     }
@@ -284,6 +292,6 @@ impl World {
     /// Whether the world's characters are detached for idleness.
     #[must_use]
     pub fn is_asleep(&self) -> bool {
-        self.asleep.load(Ordering::Relaxed)
+        self.life.is_asleep()
     }
 }

@@ -36,7 +36,7 @@ impl World {
         );
         self.catch_up().await?;
         let mut draft = draft;
-        if let Some(narrated) = self.notes().usage.take() {
+        if let Some(narrated) = self.narrator.notes().usage.take() {
             draft
                 .usage
                 .get_or_insert_with(Usage::default)
@@ -90,7 +90,7 @@ impl World {
         if !self.behind.load(Ordering::Relaxed) {
             return Ok(());
         }
-        try_join_all(self.slots.keys().map(|c| self.deliver_pending(c))).await?;
+        try_join_all(self.agents.slots.keys().map(|c| self.deliver_pending(c))).await?;
         self.behind.store(false, Ordering::Relaxed);
         tracing::info!(world_id = %self.id, "every character has its story again");
         Ok(())
@@ -99,7 +99,7 @@ impl World {
     /// Sends `character` every logged event it perceived and has not been sent yet
     /// (again from where its shard ends, when its agent was replaced meanwhile).
     pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
-        let Some(slot) = self.slots.get(character) else {
+        let Some(slot) = self.agents.slots.get(character) else {
             return Ok(());
         };
         let mut delivered = slot.delivered.lock().await;

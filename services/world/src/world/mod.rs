@@ -5,6 +5,7 @@
 
 mod agents;
 mod emit;
+mod lifecycle;
 mod narration;
 mod seats;
 mod turn;
@@ -12,7 +13,7 @@ mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use dramatis_llm::LanguageModel;
 use dramatis_proto::v1::{self as pb, Event, WorldStatus};
@@ -29,6 +30,7 @@ use dramatis_story::drafts::{self, Draft};
 use dramatis_story::narration_guard;
 use dramatis_story::scheduler::{Step, next_step};
 use dramatis_story::state::WorldState;
+pub use lifecycle::Phase;
 use narration::NarratorNotes;
 pub use seats::{OpenSeat, PlayInput};
 pub use watch::WATCH_BUFFER;
@@ -61,36 +63,19 @@ pub struct World {
     state: tokio::sync::Mutex<WorldState>,
     /// The latest state, readable while an advance runs.
     snapshot: Arc<std::sync::Mutex<WorldState>>,
-    slots: BTreeMap<String, Slot>,
-    links: AgentLinks,
-    /// Held while a dead agent is replaced, so two callers never restart it twice.
-    reviving: tokio::sync::Mutex<()>,
+    /// The characters' agents, and the links to them that supervision replaces.
+    agents: agents::Supervisor,
     limits: Arc<Limits>,
-    /// The characters are detached and their agents released (a finished, idle
-    /// world); the next call to an agent attaches them again first.
-    asleep: AtomicBool,
-    /// When an agent was last called (ms since the epoch).
-    last_call_ms: std::sync::atomic::AtomicI64,
-    /// Read-held by every call to an agent, write-held while the world is put to
-    /// sleep: a call never runs against a half-detached world (it would re-attach one
-    /// character behind the sleep's back, and that character would stay attached
-    /// while the world counts as asleep).
-    activity: tokio::sync::RwLock<()>,
-    advancing: AtomicBool,
-    deleted: AtomicBool,
-    /// Another replica owns the world now (this one lost its lease, or the log refused
-    /// an append): nothing more is written from here.
-    abandoned: AtomicBool,
+    /// Ready, running, asleep, given up or deleted, and the gate of calls to agents.
+    life: lifecycle::Lifecycle,
     /// A logged event did not reach all its perceivers (an agent failed, a disk was
     /// full): they are sent it before anything more is logged, so the story never runs
     /// on without them.
     behind: AtomicBool,
-    /// The narrator of open stories (world-side: it sees the whole world, and what it
-    /// says reaches characters only as events at a location).
-    narrator: Option<Arc<dyn LanguageModel>>,
-    notes: std::sync::Mutex<NarratorNotes>,
+    /// The narrator of open stories and its notes.
+    narrator: narration::Narrator,
     /// Characters a person plays: where to ask for their actions.
-    seats: std::sync::Mutex<BTreeMap<String, seats::Seat>>,
+    seats: seats::Seats,
 }
 
 impl std::fmt::Debug for World {
@@ -176,6 +161,7 @@ impl World {
         if state.finished(&scenario) {
             hub.close();
         }
+        let seats = seats::Seats::new(limits.max_seats);
         Ok(Self {
             id,
             scenario,
@@ -183,20 +169,16 @@ impl World {
             hub,
             snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
             state: tokio::sync::Mutex::new(state),
-            slots,
-            links,
-            reviving: tokio::sync::Mutex::new(()),
+            agents: agents::Supervisor {
+                slots,
+                links,
+                reviving: tokio::sync::Mutex::new(()),
+            },
             limits,
-            asleep: AtomicBool::new(false),
-            last_call_ms: std::sync::atomic::AtomicI64::new(dramatis_runtime::now_ms()),
-            activity: tokio::sync::RwLock::new(()),
-            advancing: AtomicBool::new(false),
-            deleted: AtomicBool::new(false),
-            abandoned: AtomicBool::new(false),
+            life: lifecycle::Lifecycle::new(),
             behind: AtomicBool::new(short),
-            narrator,
-            notes: std::sync::Mutex::new(notes),
-            seats: std::sync::Mutex::default(),
+            narrator: narration::Narrator::new(narrator, notes),
+            seats,
         })
     }
 
@@ -227,7 +209,7 @@ impl World {
         let state = dramatis_runtime::lock(&self.snapshot).clone();
         let status = if state.finished(&self.scenario) {
             WorldStatus::Finished
-        } else if self.advancing.load(Ordering::Relaxed) {
+        } else if self.life.phase() == Phase::Running {
             WorldStatus::Running
         } else {
             WorldStatus::Ready
@@ -244,7 +226,7 @@ impl World {
     /// Runs the story until `until`; returns the events it produced.
     pub async fn advance(&self, until: Until) -> Result<Vec<Event>, WorldError> {
         let mut state = self.state.lock().await;
-        self.advancing.store(true, Ordering::Relaxed);
+        self.life.begin_run();
         let mut run = Run {
             until,
             produced: Vec::new(),
@@ -252,7 +234,7 @@ impl World {
         };
         let first = self.hub.next_seq();
         let result = self.advance_locked(&mut state, &mut run).await;
-        self.advancing.store(false, Ordering::Relaxed);
+        self.life.end_run();
         // An event is logged before it is delivered, so a failed delivery leaves it
         // logged though the run never returned it: name every event this run logged.
         let last = self.hub.next_seq() - 1;
@@ -277,13 +259,8 @@ impl World {
             return Ok(());
         }
         loop {
-            if self.deleted.load(Ordering::Relaxed) {
-                return Err(WorldError::Deleted(self.id.clone()));
-            }
-            if self.is_abandoned() {
-                return Err(WorldError::Moved(self.id.clone()));
-            }
-            let judged = self.notes().judged == Some(state.scene);
+            self.life.check_live(&self.id)?;
+            let judged = self.narrator.notes().judged == Some(state.scene);
             let done = match next_step(state, &self.scenario, judged) {
                 Step::Finished => true,
                 Step::OpenScene => {
@@ -292,7 +269,7 @@ impl World {
                     false
                 }
                 Step::OpenAt { location } => {
-                    let proposal = self.notes().proposal.take().filter(|(at, text)| {
+                    let proposal = self.narrator.notes().proposal.take().filter(|(at, text)| {
                         match narration_guard::check(&self.scenario, state, at, text) {
                             Ok(()) => true,
                             Err(why) => {
@@ -347,10 +324,13 @@ impl World {
     /// The narrator judges the scene (once per scene); its notes are logged first, so a
     /// restart neither loses nor repeats them. Ends the run at a scene end it asked for.
     async fn on_judge(&self, state: &mut WorldState, run: &mut Run) -> Result<bool, WorldError> {
-        let judgement = self.judge_scene(state).await;
+        let judgement = self
+            .narrator
+            .judge_scene(&self.scenario, &self.hub, state)
+            .await;
         let over = judgement.scene_over;
         let saved = {
-            let mut notes = self.notes();
+            let mut notes = self.narrator.notes();
             notes.judged = Some(state.scene);
             notes.proposal = judgement.proposal;
             notes.usage = Some(judgement.usage);
@@ -394,17 +374,17 @@ impl World {
     /// where they were). The characters stay attached: their new owner attaches them
     /// again and their shards are theirs, not this replica's.
     pub(crate) fn abandon(&self) {
-        if !self.abandoned.swap(true, Ordering::Relaxed) {
+        if self.life.abandon() {
             tracing::warn!(world_id = %self.id, "world given up to another replica");
             self.hub.close();
-            self.close_seats();
+            self.seats.close();
         }
     }
 
     /// Whether the world was given up to another replica.
     #[must_use]
     pub fn is_abandoned(&self) -> bool {
-        self.abandoned.load(Ordering::Relaxed)
+        self.life.is_abandoned()
     }
 
     /// Stops the world for its deletion: nothing runs in it from here on. No sleep starts,
@@ -413,8 +393,7 @@ impl World {
     /// their shards deleted, nor asleep, to be woken for it. Calls under way end too;
     /// the next sees the world deleted, so nothing more is logged for it.
     pub(crate) async fn stop(&self) {
-        self.deleted.store(true, Ordering::Relaxed);
-        drop(self.activity.write().await);
+        self.life.stop().await;
     }
 
     /// Stops the world and detaches its characters (best effort).
@@ -427,7 +406,7 @@ impl World {
             tracing::warn!(world_id = %self.id, %error, "cannot wake the world to delete its shards");
         }
         // Seats end with the world (their turn channels close).
-        self.close_seats();
+        self.seats.close();
         self.detach_all(false).await;
     }
 }

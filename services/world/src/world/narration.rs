@@ -11,7 +11,9 @@ use dramatis_proto::v1::{Event, EventKind, Usage};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::World;
+use std::sync::Arc;
+
+use crate::hub::TranscriptHub;
 use dramatis_scenario::{OpenStory, Scenario};
 use dramatis_story::state::WorldState;
 
@@ -296,21 +298,42 @@ mod usage_figures {
     }
 }
 
-impl World {
-    pub(super) fn notes(&self) -> std::sync::MutexGuard<'_, NarratorNotes> {
+/// The narrator of open stories. It is world-side: it sees the whole world, and what
+/// it says reaches characters only as events at a location. Its notes (the scene it
+/// judged last, the next round's proposal, what judging cost) are logged beside the
+/// world's events.
+pub(super) struct Narrator {
+    model: Option<Arc<dyn LanguageModel>>,
+    notes: std::sync::Mutex<NarratorNotes>,
+}
+
+impl Narrator {
+    pub fn new(model: Option<Arc<dyn LanguageModel>>, notes: NarratorNotes) -> Self {
+        Self {
+            model,
+            notes: std::sync::Mutex::new(notes),
+        }
+    }
+
+    pub fn notes(&self) -> std::sync::MutexGuard<'_, NarratorNotes> {
         dramatis_runtime::lock(&self.notes)
     }
 
     /// The narrator's judgement of the scene running, with the next round's event.
-    pub(super) async fn judge_scene(&self, state: &WorldState) -> Judgement {
-        let Some(model) = &self.narrator else {
+    pub async fn judge_scene(
+        &self,
+        scenario: &Scenario,
+        hub: &TranscriptHub,
+        state: &WorldState,
+    ) -> Judgement {
+        let Some(model) = &self.model else {
             return Judgement::default();
         };
-        let Some(open) = &self.scenario.open else {
+        let Some(open) = &scenario.open else {
             return Judgement::default();
         };
-        let scene = self.hub.scene_events(&state.scene_id);
-        judge(model.as_ref(), &self.scenario, open, state, &scene).await
+        let scene = hub.scene_events(&state.scene_id);
+        judge(model.as_ref(), scenario, open, state, &scene).await
     }
 }
 

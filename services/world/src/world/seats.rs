@@ -1,6 +1,8 @@
 //! People playing characters: a seat per played character, the turns offered to it,
 //! and the wait for the person's action.
 
+use std::collections::BTreeMap;
+
 use dramatis_proto::v1::{self as pb, Action};
 use futures::{Stream, StreamExt as _};
 
@@ -25,21 +27,35 @@ pub struct TurnRequest {
     pub reply: tokio::sync::oneshot::Sender<Action>,
 }
 
-impl World {
-    /// Claims `character` (id, name or alias) for a person; returns its id and the
-    /// turns offered. A character has one player at a time.
-    /// A person holding a token (`player`, its name) plays one character per world:
-    /// one token claiming every seat would hold every turn for the seat wait.
-    pub fn claim(
+/// The characters people play in one world, each with the channel its turns go to.
+#[derive(Debug)]
+pub(super) struct Seats {
+    held: std::sync::Mutex<BTreeMap<String, Seat>>,
+    /// Most people playing at once (serve --max-seats).
+    max: usize,
+}
+
+impl Seats {
+    pub fn new(max: usize) -> Self {
+        Self {
+            held: std::sync::Mutex::default(),
+            max,
+        }
+    }
+
+    /// Claims the character `id` for a person; returns the turns offered. A character
+    /// has one player at a time, and a person holding a token (`player`, its name)
+    /// plays one character per world: one token claiming every seat would hold every
+    /// turn for the seat wait.
+    fn claim(
         &self,
-        character: &str,
+        id: &str,
         timeout: std::time::Duration,
         player: Option<&str>,
-    ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
-        let id = self.character_id(character)?;
-        let mut seats = dramatis_runtime::lock(&self.seats);
-        if seats.get(&id).is_some_and(|s| !s.turns.is_closed()) {
-            return Err(WorldError::SeatTaken(id));
+    ) -> Result<tokio::sync::mpsc::Receiver<TurnRequest>, WorldError> {
+        let mut seats = dramatis_runtime::lock(&self.held);
+        if seats.get(id).is_some_and(|s| !s.turns.is_closed()) {
+            return Err(WorldError::SeatTaken(id.to_owned()));
         }
         seats.retain(|_, s| !s.turns.is_closed());
         if let Some(player) = player
@@ -52,32 +68,60 @@ impl World {
                 crate::limits::quote(player)
             )));
         }
-        if seats.len() >= self.limits.max_seats {
+        if seats.len() >= self.max {
             return Err(WorldError::Full(format!(
                 "{} people play in this world already, its limit (serve --max-seats)",
-                self.limits.max_seats
+                self.max
             )));
         }
         let (turns, offered) = tokio::sync::mpsc::channel(1);
         seats.insert(
-            id.clone(),
+            id.to_owned(),
             Seat {
                 turns,
                 timeout,
                 player: player.map(str::to_owned),
             },
         );
+        Ok(offered)
+    }
+
+    fn release(&self, character: &str) {
+        dramatis_runtime::lock(&self.held).remove(character);
+    }
+
+    fn seat(&self, character: &str) -> Option<Seat> {
+        dramatis_runtime::lock(&self.held).get(character).cloned()
+    }
+
+    /// Ends every seat (their turn channels close), as the world is deleted or given up.
+    pub fn close(&self) {
+        dramatis_runtime::lock(&self.held).clear();
+    }
+}
+
+impl World {
+    /// Claims `character` (id, name or alias) for a person; returns its id and the
+    /// turns offered (see [`Seats::claim`]).
+    pub fn claim(
+        &self,
+        character: &str,
+        timeout: std::time::Duration,
+        player: Option<&str>,
+    ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
+        let id = self.character_id(character)?;
+        let offered = self.seats.claim(&id, timeout, player)?;
         Ok((id, offered))
     }
 
     /// Gives `character` back to its agent.
     pub fn release(&self, character: &str) {
-        dramatis_runtime::lock(&self.seats).remove(character);
+        self.seats.release(character);
     }
 
     /// The person's action for `actor`'s turn, if someone plays it and answers in time.
     pub(super) async fn ask_player(&self, state: &WorldState, actor: &str) -> Option<Action> {
-        let seat = dramatis_runtime::lock(&self.seats).get(actor).cloned()?;
+        let seat = self.seats.seat(actor)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         let offer = TurnRequest {
             frame: self.frame_of(state, actor),
@@ -92,11 +136,6 @@ impl World {
                 None
             }
         }
-    }
-
-    /// Ends every seat (their turn channels close), as the world is deleted.
-    pub(super) fn close_seats(&self) {
-        dramatis_runtime::lock(&self.seats).clear();
     }
 }
 

@@ -174,7 +174,7 @@ impl World {
                     })?;
                 vec![id]
             }
-            None => self.slots.keys().collect(),
+            None => self.agents.slots.keys().collect(),
         };
         let bad_token = || {
             WorldError::InvalidArgument(format!(
