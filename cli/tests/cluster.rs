@@ -313,6 +313,34 @@ async fn follow_until(mut client: WorldClient<Channel>, id: String, last: u64) -
     watch_events(&mut client, &id, true, |event| event.seq < last).await
 }
 
+/// The owner filters its own copy, the other replica the shared log: from the point of
+/// view of the character who perceived least of world `id` (`all`, its events), both
+/// give what that character perceived, named as it knew people then.
+async fn points_of_view_agree(clients: &mut [WorldClient<Channel>], id: &str, all: &[Event]) {
+    let mut counts: BTreeMap<&String, usize> = BTreeMap::new();
+    for perceiver in all.iter().flat_map(|e| &e.perceivers) {
+        *counts.entry(perceiver).or_default() += 1;
+    }
+    let pov = counts
+        .iter()
+        .min_by_key(|(_, n)| **n)
+        .map(|(who, _)| (*who).clone())
+        .expect("someone perceived the story");
+    let pov = &pov;
+    let mut views = Vec::new();
+    for client in clients.iter_mut() {
+        views.push(common::replay_as(client, id, pov).await);
+    }
+    let raw: Vec<&Event> = all.iter().filter(|e| e.perceivers.contains(pov)).collect();
+    let perceived: Vec<u64> = raw.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs(&views[0]), perceived, "{pov}'s view of {id}");
+    assert!(
+        views[0].iter().zip(&raw).any(|(view, raw)| view != *raw),
+        "{pov}'s copy of {id} is its own (no one else's usage or thoughts)"
+    );
+    assert_eq!(views[0], views[1], "both replicas show {id} to {pov} alike");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_worlds_created_advanced_and_watched_through_different_replicas() {
     let Some(stack) = stack().await else {
@@ -369,6 +397,7 @@ async fn twenty_worlds_created_advanced_and_watched_through_different_replicas()
             assert_eq!(seqs(&followed), expected, "follow of {id}");
         }
         assert_eq!(seen[0], seen[1], "both replicas tell {id} alike");
+        points_of_view_agree(&mut clients, id, &seen[0]).await;
         for event in events {
             assert_eq!(
                 &seen[0][usize::try_from(event.seq - 1).expect("seq")],

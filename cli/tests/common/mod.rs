@@ -132,13 +132,23 @@ pub async fn replay(
     client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
     id: &str,
 ) -> Vec<dramatis_proto::v1::Event> {
+    replay_as(client, id, "").await
+}
+
+/// The log of world `id` as `pov` perceived it (all of it when empty), replayed
+/// through `client`.
+pub async fn replay_as(
+    client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+    pov: &str,
+) -> Vec<dramatis_proto::v1::Event> {
     use dramatis_proto::v1::{WatchRequest, watch_response};
     let mut stream = client
         .watch(WatchRequest {
             world_id: id.into(),
             from_seq: 1,
             no_follow: true,
-            pov: String::new(),
+            pov: pov.into(),
         })
         .await
         .expect("watch")

@@ -9,6 +9,7 @@ pub mod narration_guard;
 pub mod perception;
 pub mod scheduler;
 pub mod state;
+pub mod view;
 
 /// Small scenarios for the unit tests of this module.
 #[cfg(test)]

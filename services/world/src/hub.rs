@@ -172,6 +172,17 @@ impl TranscriptHub {
             .unwrap_or_default()
     }
 
+    /// Hands each event from `from_seq` up to (not including) `until` to `each`, under
+    /// the copy's read lock: nothing is copied.
+    pub fn each_between(&self, from_seq: u64, until: u64, mut each: impl FnMut(&Event)) {
+        let events = read(&self.inner.events);
+        let index = |seq: u64| usize::try_from(seq.max(1) - 1).unwrap_or(usize::MAX);
+        let end = index(until).min(events.len());
+        for event in events.get(index(from_seq)..end).unwrap_or_default() {
+            each(event);
+        }
+    }
+
     /// The events of scene `scene_id` (a copy), found from the end of the log back to
     /// the scene's start: the cost is the scene's, not the story's.
     #[must_use]
@@ -383,6 +394,21 @@ mod tests {
         assert_eq!(seqs("s2"), [4, 5, 7]);
         assert_eq!(seqs("s1"), [1, 2, 3]);
         assert!(seqs("s9").is_empty());
+    }
+
+    #[test]
+    fn each_between_hands_out_the_events_of_a_range_only() {
+        let hub = TranscriptHub::new((1..=5).map(event).collect());
+        let between = |from: u64, until: u64| {
+            let mut seqs = Vec::new();
+            hub.each_between(from, until, |e| seqs.push(e.seq));
+            seqs
+        };
+        assert_eq!(between(2, 4), [2, 3]);
+        assert_eq!(between(0, 3), [1, 2], "seq 0 reads from the first");
+        assert_eq!(between(4, 100), [4, 5], "up to the last there is");
+        assert!(between(6, 9).is_empty());
+        assert!(between(3, 2).is_empty());
     }
 
     #[tokio::test]

@@ -14,9 +14,7 @@ use crate::error::WorldError;
 use crate::log::SharedLog;
 use crate::log::relay::TokenFeed;
 use dramatis_scenario::Scenario;
-use dramatis_story::names::Perspective;
-use dramatis_story::perception::PerceptionRouter;
-use dramatis_story::state::WorldState;
+use dramatis_story::view::View;
 
 /// What one mirrored watch asks for.
 #[derive(Debug, Clone)]
@@ -38,7 +36,7 @@ pub fn watch(
     out: mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) {
     tokio::spawn(async move {
-        if let Err(error) = run(&log, &scenario, &request, &out).await {
+        if let Err(error) = run(&log, scenario, &request, &out).await {
             // The watcher may have hung up; then no one is left to tell.
             let _ = out.send(Err(tonic::Status::from(error))).await;
         }
@@ -47,24 +45,24 @@ pub fn watch(
 
 async fn run(
     log: &SharedLog,
-    scenario: &Scenario,
+    scenario: Arc<Scenario>,
     request: &MirrorWatch,
     out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) -> Result<(), WorldError> {
-    let mut state = WorldState::initial(scenario);
+    let mut view = View::new(scenario, &request.world_id, request.pov.clone());
     let from = request.from_seq.max(1);
     // Without a point of view, nothing before `from` matters; with one, the state
     // before it says whom the character knows.
     let start = if request.pov.is_some() { 1 } else { from };
     if !request.follow {
         for event in log.read(&request.world_id, start).await? {
-            if !send(scenario, &mut state, request, event, out).await {
+            if !send(&mut view, request, event, out).await {
                 return Ok(());
             }
         }
         return Ok(());
     }
-    if state.finished(scenario) {
+    if view.finished() {
         return Ok(());
     }
     // Subscribed first, so no chunk published once the events are caught up is missed.
@@ -84,7 +82,7 @@ async fn run(
             next = feed.next() => next,
             Some(token) = tokens.next() => {
                 if token.seq == last + 1 {
-                    if !send_token(scenario, &state, request, token, out).await {
+                    if !send_token(&mut view, request, token, out).await {
                         return Ok(());
                     }
                 } else if token.seq > last + 1 && early.len() < EARLY_CHUNKS {
@@ -98,14 +96,14 @@ async fn run(
         let Some(event) = event else { return Ok(()) };
         let event = event?;
         last = event.seq;
-        if !send(scenario, &mut state, request, event, out).await || state.finished(scenario) {
+        if !send(&mut view, request, event, out).await || view.finished() {
             return Ok(());
         }
         // The next line's chunks that came early, in order; later lines' stay.
         early.retain(|t| t.seq > last);
         while let Some(at) = early.iter().position(|t| t.seq == last + 1) {
             let token = early.remove(at).unwrap_or_default();
-            if !send_token(scenario, &state, request, token, out).await {
+            if !send_token(&mut view, request, token, out).await {
                 return Ok(());
             }
         }
@@ -115,71 +113,40 @@ async fn run(
 /// Chunks a mirrored watch holds for lines whose turn has not come yet.
 const EARLY_CHUNKS: usize = 1024;
 
-/// Sends a live chunk of the next line, as the point of view hears it, unless it
-/// precedes the watch's start.
+/// Sends a live chunk of the next line, as the view shows it, unless it precedes the
+/// watch's start.
 async fn send_token(
-    scenario: &Scenario,
-    state: &WorldState,
+    view: &mut View,
     request: &MirrorWatch,
     token: TokenChunk,
     out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) -> bool {
-    token.seq < request.from_seq
-        || send_item(
-            scenario,
-            state,
-            request,
-            watch_response::Item::Token(token),
-            out,
-        )
-        .await
+    token.seq < request.from_seq || send_item(view, watch_response::Item::Token(token), out).await
 }
 
-/// Applies `event` to `state` and sends it (as the point of view sees it) when it is
-/// at or past the requested start; `false` once the watcher is gone.
+/// Takes `event` into the view and sends it (as the view shows it) when it is at or
+/// past the requested start; `false` once the watcher is gone.
 async fn send(
-    scenario: &Scenario,
-    state: &mut WorldState,
+    view: &mut View,
     request: &MirrorWatch,
     event: dramatis_proto::v1::Event,
     out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) -> bool {
-    state.apply(scenario, &event);
     if event.seq < request.from_seq.max(1) {
+        view.pass(&event);
         return true;
     }
-    send_item(
-        scenario,
-        state,
-        request,
-        watch_response::Item::Event(event),
-        out,
-    )
-    .await
+    send_item(view, watch_response::Item::Event(event), out).await
 }
 
-/// Sends `item` as the point of view sees it in `state` (nothing when it sees
-/// nothing); `false` once the watcher is gone.
+/// Sends `item` as the view shows it (nothing when it shows nothing); `false` once
+/// the watcher is gone.
 async fn send_item(
-    scenario: &Scenario,
-    state: &WorldState,
-    request: &MirrorWatch,
+    view: &mut View,
     item: watch_response::Item,
     out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) -> bool {
-    let item = match &request.pov {
-        None => Some(item),
-        Some(me) => PerceptionRouter::item_for(
-            item,
-            &Perspective {
-                scenario,
-                world_id: &request.world_id,
-                known: &state.acquaintances,
-                me,
-            },
-        ),
-    };
-    match item {
+    match view.see(item) {
         Some(item) => out
             .send(Ok(WatchResponse { item: Some(item) }))
             .await

@@ -1,13 +1,11 @@
-//! Watching a world from one character's point of view: the transcript hub's stream,
-//! filtered and named exactly as that character's agent receives it.
+//! Watching a world from one character's point of view: the transcript hub's stream
+//! through the character's [`View`], the one a replica reading the shared log uses too.
 
 use dramatis_proto::v1 as pb;
 
 use super::World;
-use std::sync::Arc;
 
-use dramatis_story::names::Perspective;
-use dramatis_story::perception::PerceptionRouter;
+use dramatis_story::view::{View, seq_of};
 
 /// Items a watcher's buffer holds: what one slow watcher can cost, beside one chunk of
 /// replay.
@@ -26,12 +24,8 @@ impl World {
     ) -> (tokio::task::JoinHandle<()>, crate::hub::CutOff) {
         let (all_tx, mut all_rx) = tokio::sync::mpsc::channel(WATCH_BUFFER);
         let cut_off = self.hub.watch(from_seq, follow, all_tx);
-        let pov = pov.to_owned();
-        let (scenario, world_id, snapshot) = (
-            Arc::clone(&self.scenario),
-            self.id.clone(),
-            Arc::clone(&self.snapshot),
-        );
+        let mut view = View::new(self.scenario_arc(), &self.id, Some(pov.to_owned()));
+        let hub = self.hub.clone();
         let follower = tokio::spawn(async move {
             loop {
                 let message = tokio::select! {
@@ -41,18 +35,15 @@ impl World {
                         None => break,
                     },
                 };
-                let seen = message.item.and_then(|item| {
-                    let state = dramatis_runtime::lock(&snapshot);
-                    let view = Perspective {
-                        scenario: &scenario,
-                        world_id: &world_id,
-                        known: &state.acquaintances,
-                        me: &pov,
-                    };
-                    PerceptionRouter::item_for(item, &view)
-                });
-                if let Some(item) = seen
-                    && out.send(wrap(item)).await.is_err()
+                let Some(item) = message.item else { continue };
+                // The view takes in every event before this item's first (those before
+                // the watch's start, read from the hub's copy once).
+                let upto = seq_of(&item);
+                if view.next_seq() < upto {
+                    hub.each_between(view.next_seq(), upto, |event| view.pass(event));
+                }
+                if let Some(seen) = view.see(item)
+                    && out.send(wrap(seen)).await.is_err()
                 {
                     break;
                 }
