@@ -73,6 +73,7 @@ impl AgentApi for AgentGrpc {
     ) -> Result<Response<pb::PerceiveResponse>, Status> {
         let request = request.into_inner();
         let (world, character) = character_ref(request.character.as_ref())?;
+        crate::perceive::check_world(&world, &request.events).map_err(Status::from)?;
         let (accepted, last_seq) = self
             .agents
             .character(&world, &character)

@@ -14,17 +14,23 @@ use crate::reverie::writer::{Author, arrival_facts, rewrite_scene, write_scene};
 use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};
 use dramatis_runtime::now_ms;
 
+/// Every event sent to a character of `world` is one of its events.
+pub fn check_world(world: &str, events: &[Event]) -> Result<(), AgentError> {
+    if let Some(foreign) = events.iter().find(|e| e.world_id != world) {
+        return Err(AgentError::InvalidArgument(format!(
+            "event {} belongs to world {:?}, not {world:?}",
+            foreign.seq, foreign.world_id
+        )));
+    }
+    Ok(())
+}
+
 impl Character {
     /// Stores events the character perceived; writes every scene that ended to
     /// long-term memory.
     pub async fn perceive(&self, events: &[Event]) -> Result<(u32, u64), AgentError> {
         let (agents, world) = (&self.agents, self.world.as_str());
-        if let Some(foreign) = events.iter().find(|e| e.world_id != world) {
-            return Err(AgentError::InvalidArgument(format!(
-                "event {} belongs to world {:?}, not {world:?}",
-                foreign.seq, foreign.world_id
-            )));
-        }
+        check_world(world, events)?;
         let mut shard = self.shard.lock().await;
         let before = shard.perceived().len();
         let (accepted, ended) = {
