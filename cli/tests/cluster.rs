@@ -426,6 +426,52 @@ async fn twenty_worlds_created_advanced_and_watched_through_different_replicas()
         );
         assert!(replica.metric("dramatis_log_append_seconds_count").await >= 50.0);
     }
+    a_follow_from_the_middle_ends_with_the_story(&mut clients, "w00").await;
+}
+
+/// World `id`, owned by the first replica, played to its end: a follower on the
+/// other replica that starts after a scene's end (and asks for no point of view) gets
+/// the rest of it, and its stream ends with the story.
+async fn a_follow_from_the_middle_ends_with_the_story(
+    clients: &mut [WorldClient<Channel>],
+    id: &str,
+) {
+    advance(&mut clients[0], id, advance_request::Until::ScriptEnd(true))
+        .await
+        .unwrap_or_else(|s| panic!("advance {id} to its end: {s}"));
+    let all = replay(&mut clients[0], id).await;
+    let last = all.len() as u64;
+    // From after the first scene's end: the follower sees the story end only if it
+    // counts the scenes that ended before it started.
+    let from = all
+        .iter()
+        .find(|e| e.kind() == dramatis_proto::v1::EventKind::SceneEnd)
+        .map_or(3, |e| e.seq + 1);
+    assert!(from < last, "{id} has more than one scene");
+    let mut stream = clients[1]
+        .watch(WatchRequest {
+            world_id: id.into(),
+            from_seq: from,
+            no_follow: false,
+            pov: String::new(),
+        })
+        .await
+        .expect("watch from the middle")
+        .into_inner();
+    let mut seen = Vec::new();
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(item) = stream.message().await.expect("watch item") {
+            if let Some(watch_response::Item::Event(event)) = item.item {
+                seen.push(event.seq);
+            }
+        }
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the follow of {id} from event {from} ended with the story"
+    );
+    assert_eq!(seen, (from..=last).collect::<Vec<_>>());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,9 @@ use crate::shard::Shard;
 
 /// One character attached to this agent: the handle its calls go through (perceive,
 /// act, answer, recall). It holds the character's shard beside the agent's shared
-/// parts, so no call names its world and character again. Cheap to clone.
+/// parts, so no call names its world and character again. Take one per call: a
+/// handle kept across calls would miss a detach, or a lost save that makes the next
+/// call read the character again.
 #[derive(Debug, Clone)]
 pub struct Character {
     pub(crate) agents: CharacterAgents,

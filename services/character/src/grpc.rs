@@ -93,11 +93,11 @@ impl AgentApi for AgentGrpc {
             .frame
             .ok_or_else(|| Status::invalid_argument("frame is required"))?;
         // Fail fast on an unknown character, before the stream opens.
-        self.agents
-            .ensure_attached(&world, &character)
+        let character = self
+            .agents
+            .character(&world, &character)
             .map_err(Status::from)?;
         let (out, rx) = tokio::sync::mpsc::channel(64);
-        let agents = self.agents.clone();
         self.agents.tasks.spawn(async move {
             let (tokens_tx, mut tokens_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
             let forward_out = out.clone();
@@ -111,10 +111,8 @@ impl AgentApi for AgentGrpc {
                     }
                 }
             });
-            let outcome = match agents.character(&world, &character) {
-                Ok(character) => character.act(&frame, Some(tokens_tx)).await,
-                Err(error) => Err(error),
-            };
+            // The turn drops the token sender as it ends: the forwarder ends with it.
+            let outcome = character.act(&frame, Some(tokens_tx)).await;
             // The task only relays tokens to the world; the line stands whether it ended
             // well or not.
             let _ = forward.await;

@@ -419,11 +419,6 @@ impl CharacterAgents {
         }
     }
 
-    /// Whether the character is attached (without copying its shard).
-    pub fn ensure_attached(&self, world: &str, character: &str) -> Result<(), AgentError> {
-        self.shard(world, character).map(|_| ())
-    }
-
     /// A copy of the shard, with its whole prompt audit (read from its store).
     pub async fn snapshot(&self, world: &str, character: &str) -> Result<Shard, AgentError> {
         let shard = self.shard(world, character)?;

@@ -172,15 +172,16 @@ impl TranscriptHub {
             .unwrap_or_default()
     }
 
-    /// Hands each event from `from_seq` up to (not including) `until` to `each`, under
-    /// the copy's read lock: nothing is copied.
-    pub fn each_between(&self, from_seq: u64, until: u64, mut each: impl FnMut(&Event)) {
+    /// A copy of the events from `from_seq` up to (not including) `until`.
+    #[must_use]
+    pub fn events_between(&self, from_seq: u64, until: u64) -> Vec<Event> {
         let events = read(&self.inner.events);
         let index = |seq: u64| usize::try_from(seq.max(1) - 1).unwrap_or(usize::MAX);
         let end = index(until).min(events.len());
-        for event in events.get(index(from_seq)..end).unwrap_or_default() {
-            each(event);
-        }
+        events
+            .get(index(from_seq)..end)
+            .map(<[Event]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// The events of scene `scene_id` (a copy), found from the end of the log back to
@@ -397,12 +398,13 @@ mod tests {
     }
 
     #[test]
-    fn each_between_hands_out_the_events_of_a_range_only() {
+    fn events_between_copies_the_events_of_a_range_only() {
         let hub = TranscriptHub::new((1..=5).map(event).collect());
-        let between = |from: u64, until: u64| {
-            let mut seqs = Vec::new();
-            hub.each_between(from, until, |e| seqs.push(e.seq));
-            seqs
+        let between = |from: u64, until: u64| -> Vec<u64> {
+            hub.events_between(from, until)
+                .iter()
+                .map(|e| e.seq)
+                .collect()
         };
         assert_eq!(between(2, 4), [2, 3]);
         assert_eq!(between(0, 3), [1, 2], "seq 0 reads from the first");

@@ -49,11 +49,16 @@ async fn run(
     request: &MirrorWatch,
     out: &mpsc::Sender<Result<WatchResponse, tonic::Status>>,
 ) -> Result<(), WorldError> {
-    let mut view = View::new(scenario, &request.world_id, request.pov.clone());
     let from = request.from_seq.max(1);
-    // Without a point of view, nothing before `from` matters; with one, the state
-    // before it says whom the character knows.
-    let start = if request.pov.is_some() { 1 } else { from };
+    // The view takes in every event from the first: with a point of view, the state
+    // before `from` says whom the character knows, and a follower sees the story end
+    // only if every scene's end is in its state. A replay of all of it needs neither.
+    let start = if request.pov.is_some() || request.follow {
+        1
+    } else {
+        from
+    };
+    let mut view = View::new(scenario, &request.world_id, request.pov.clone());
     if !request.follow {
         for event in log.read(&request.world_id, start).await? {
             if !send(&mut view, request, event, out).await {

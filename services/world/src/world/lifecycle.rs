@@ -4,7 +4,8 @@
 //! ```text
 //!   Ready ⇄ Running          an advance begins and ends
 //!   Ready → Asleep → Ready   a finished world idles (no call in flight), then is called
-//!   any live → Abandoned     another replica owns the world now (final)
+//!   any live → Abandoned     another replica owns the world now: no story step
+//!                            runs here again, only a deletion follows
 //!   any → Deleted            the world is deleted (final); it remembers whether its
 //!                            characters were asleep, so their shards are woken to go
 //! ```

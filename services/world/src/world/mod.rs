@@ -30,7 +30,7 @@ use dramatis_story::drafts::{self, Draft};
 use dramatis_story::narration_guard;
 use dramatis_story::scheduler::{Step, next_step};
 use dramatis_story::state::WorldState;
-pub use lifecycle::Phase;
+use lifecycle::Phase;
 use narration::NarratorNotes;
 pub use seats::{OpenSeat, PlayInput};
 pub use watch::WATCH_BUFFER;
@@ -376,6 +376,11 @@ impl World {
     pub(crate) fn abandon(&self) {
         if self.life.abandon() {
             tracing::warn!(world_id = %self.id, "world given up to another replica");
+            self.hub.close();
+            self.seats.close();
+        } else if self.life.is_deleted() {
+            // Its deletion may have lost the race for its entry to the lease's loss,
+            // and then never shuts it: its watchers and seats end here.
             self.hub.close();
             self.seats.close();
         }

@@ -11,6 +11,10 @@ use dramatis_story::view::{View, seq_of};
 /// replay.
 pub const WATCH_BUFFER: usize = 64;
 
+/// Events a point-of-view follower copies from the hub at a time to catch its view
+/// up: the hub's lock is held for one copy, never while the view takes them in.
+const CATCH_UP_CHUNK: u64 = 256;
+
 impl World {
     /// Forwards what `pov` perceives of `world` (events as its agent got them; words of
     /// lines spoken where it is) into `out`, wrapped by `wrap`.
@@ -36,11 +40,18 @@ impl World {
                     },
                 };
                 let Some(item) = message.item else { continue };
-                // The view takes in every event before this item's first (those before
-                // the watch's start, read from the hub's copy once).
+                // The view takes in every event before this item (those before the
+                // watch's start, read from the hub's copy a chunk at a time).
                 let upto = seq_of(&item);
-                if view.next_seq() < upto {
-                    hub.each_between(view.next_seq(), upto, |event| view.pass(event));
+                while view.next_seq() < upto {
+                    let from = view.next_seq();
+                    let chunk = hub.events_between(from, upto.min(from + CATCH_UP_CHUNK));
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    for event in &chunk {
+                        view.pass(event);
+                    }
                 }
                 if let Some(seen) = view.see(item)
                     && out.send(wrap(seen)).await.is_err()
