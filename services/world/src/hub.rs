@@ -13,7 +13,10 @@ use std::time::Duration;
 use dramatis_proto::v1::{Event, TokenChunk, WatchResponse, watch_response};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+use crate::error::WorldError;
 use crate::log::relay::TokenRelay;
+use crate::transcript::{Items, Transcript, WATCH_BUFFER};
+use futures::StreamExt as _;
 
 /// Events a watcher's replay reads from the copy at a time.
 const REPLAY_CHUNK: usize = 64;
@@ -172,18 +175,6 @@ impl TranscriptHub {
             .unwrap_or_default()
     }
 
-    /// A copy of the events from `from_seq` up to (not including) `until`.
-    #[must_use]
-    pub fn events_between(&self, from_seq: u64, until: u64) -> Vec<Event> {
-        let events = read(&self.inner.events);
-        let index = |seq: u64| usize::try_from(seq.max(1) - 1).unwrap_or(usize::MAX);
-        let end = index(until).min(events.len());
-        events
-            .get(index(from_seq)..end)
-            .map(<[Event]>::to_vec)
-            .unwrap_or_default()
-    }
-
     /// The events of scene `scene_id` (a copy), found from the end of the log back to
     /// the scene's start: the cost is the scene's, not the story's.
     #[must_use]
@@ -227,6 +218,20 @@ impl TranscriptHub {
             }
         });
         cut_off
+    }
+}
+
+impl Transcript for TranscriptHub {
+    /// The hub's watch as a stream, ending with RESOURCE_EXHAUSTED if the watcher was
+    /// cut off for not reading.
+    fn subscribe(&self, from_seq: u64, follow: bool) -> Items {
+        let (tx, rx) = mpsc::channel(WATCH_BUFFER);
+        let cut_off = self.watch(from_seq, follow, tx);
+        let verdict = futures::stream::once(cut_off)
+            .filter_map(|why| std::future::ready(why.ok().map(|why| Err(WorldError::Full(why)))));
+        let items = tokio_stream::wrappers::ReceiverStream::new(rx)
+            .filter_map(|response| std::future::ready(response.item.map(Ok)));
+        Box::pin(items.chain(verdict))
     }
 }
 
@@ -395,22 +400,6 @@ mod tests {
         assert_eq!(seqs("s2"), [4, 5, 7]);
         assert_eq!(seqs("s1"), [1, 2, 3]);
         assert!(seqs("s9").is_empty());
-    }
-
-    #[test]
-    fn events_between_copies_the_events_of_a_range_only() {
-        let hub = TranscriptHub::new((1..=5).map(event).collect());
-        let between = |from: u64, until: u64| -> Vec<u64> {
-            hub.events_between(from, until)
-                .iter()
-                .map(|e| e.seq)
-                .collect()
-        };
-        assert_eq!(between(2, 4), [2, 3]);
-        assert_eq!(between(0, 3), [1, 2], "seq 0 reads from the first");
-        assert_eq!(between(4, 100), [4, 5], "up to the last there is");
-        assert!(between(6, 9).is_empty());
-        assert!(between(3, 2).is_empty());
     }
 
     #[tokio::test]

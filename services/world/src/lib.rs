@@ -19,6 +19,7 @@ pub(crate) mod metrics;
 pub(crate) mod policy;
 pub(crate) mod registry;
 mod server;
+pub(crate) mod transcript;
 mod unrestored;
 pub(crate) mod viewer;
 pub(crate) mod world;

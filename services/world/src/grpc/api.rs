@@ -15,7 +15,7 @@ use crate::registry::{Place, ScenarioSource};
 use crate::world::{PlayInput, Until};
 
 use super::handle::{WorldGrpc, required, routed, to_completion};
-use super::streams::{PlayStream, WatchStream, counted_watch, paced_watch, run_seat};
+use super::streams::{PlayStream, WatchStream, counted_watch, run_seat};
 
 #[tonic::async_trait]
 impl WorldApi for WorldGrpc {
@@ -256,25 +256,8 @@ impl WorldApi for WorldGrpc {
             Some(world.character_id(&request.pov).map_err(Status::from)?)
         };
         let slots = self.watcher_slots(&world)?;
-        let (tx, rx) = tokio::sync::mpsc::channel(crate::world::WATCH_BUFFER);
-        let Some(pov) = pov else {
-            let cut_off = world.hub().watch(request.from_seq, !request.no_follow, tx);
-            return Ok(Response::new(counted_watch(
-                paced_watch(rx, cut_off),
-                slots,
-            )));
-        };
-        // One character's point of view: the hub's stream, filtered as its agent is.
-        // (The follower ends by itself when the watcher goes away; it is not joined.)
-        let (follower, cut_off) =
-            world.follow_as(&pov, request.from_seq, !request.no_follow, tx, |item| {
-                pb::WatchResponse { item: Some(item) }
-            });
-        drop(follower);
-        Ok(Response::new(counted_watch(
-            paced_watch(rx, cut_off),
-            slots,
-        )))
+        let items = world.watch(pov.as_deref(), request.from_seq, !request.no_follow);
+        Ok(Response::new(counted_watch(items, slots)))
     }
 
     async fn ask(

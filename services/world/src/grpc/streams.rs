@@ -1,5 +1,5 @@
-//! The long-lived calls' streams: watchers (counted, under the limits, paced, or served
-//! from the shared log for a world owned elsewhere) and seats.
+//! The long-lived calls' streams: watchers (counted, under the limits, from the world's
+//! hub or, for a world owned elsewhere, the shared log) and seats.
 
 use std::pin::Pin;
 
@@ -8,8 +8,13 @@ use futures::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Response, Status};
 
+use std::sync::Arc;
+
+use crate::cluster::mirror::SharedTranscript;
 use crate::error::WorldError;
+use crate::transcript;
 use crate::world::{OpenSeat, PlayInput};
+use dramatis_story::view::View;
 
 use super::handle::{WorldGrpc, required};
 
@@ -33,19 +38,10 @@ impl WorldGrpc {
             })?)
         };
         let slot = self.service_watcher_slot()?;
-        let (tx, rx) = tokio::sync::mpsc::channel(crate::world::WATCH_BUFFER);
-        crate::cluster::mirror::watch(
-            std::sync::Arc::clone(self.worlds.log()),
-            scenario,
-            crate::cluster::mirror::MirrorWatch {
-                world_id: request.world_id,
-                from_seq: request.from_seq,
-                follow: !request.no_follow,
-                pov,
-            },
-            tx,
-        );
-        Ok(Response::new(counted_watch(ReceiverStream::new(rx), slot)))
+        let view = pov.map(|pov| View::new(Arc::clone(&scenario), &request.world_id, Some(pov)));
+        let log = SharedTranscript::new(Arc::clone(self.worlds.log()), scenario, &request.world_id);
+        let items = transcript::watch(&log, view, request.from_seq, !request.no_follow);
+        Ok(Response::new(counted_watch(items, slot)))
     }
 
     /// A place for one more watcher of `world`, under the service's and the world's
@@ -128,30 +124,14 @@ impl Drop for Seated {
     }
 }
 
-/// `stream`, counted in `dramatis_watchers` while it is open, holding `slots` (its
-/// places under the watcher limits) as long.
-pub(super) fn counted_watch(
-    stream: impl Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static,
-    slots: impl Send + 'static,
-) -> WatchStream {
+/// A transcript's `items` as the gRPC stream of a watcher, counted in
+/// `dramatis_watchers` while it is open and holding `slots` (its places under the
+/// watcher limits) as long.
+pub(super) fn counted_watch(items: transcript::Items, slots: impl Send + 'static) -> WatchStream {
     let watching = crate::metrics::watcher();
-    Box::pin(futures::StreamExt::map(stream, move |item| {
+    Box::pin(futures::StreamExt::map(items, move |item| {
         let _counted = (&watching, &slots);
-        item
+        item.map(|item| pb::WatchResponse { item: Some(item) })
+            .map_err(Status::from)
     }))
-}
-
-/// The items a hub sends a watcher, then RESOURCE_EXHAUSTED if it was cut off for not
-/// reading.
-pub(super) fn paced_watch(
-    items: tokio::sync::mpsc::Receiver<pb::WatchResponse>,
-    cut_off: crate::hub::CutOff,
-) -> impl Stream<Item = Result<pb::WatchResponse, Status>> + Send + 'static {
-    let verdict = futures::StreamExt::filter_map(futures::stream::once(cut_off), |why| {
-        std::future::ready(why.ok().map(|why| Err(Status::resource_exhausted(why))))
-    });
-    futures::StreamExt::chain(
-        futures::StreamExt::map(ReceiverStream::new(items), Ok),
-        verdict,
-    )
 }

@@ -33,7 +33,6 @@ use dramatis_story::state::WorldState;
 use lifecycle::Phase;
 use narration::NarratorNotes;
 pub use seats::{OpenSeat, PlayInput};
-pub use watch::WATCH_BUFFER;
 
 /// How far one `advance` call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -191,7 +191,7 @@ impl OpenSeat {
         } else {
             claim.from_seq
         };
-        let (follower, _cut_off) = world.follow_as(&id, from, true, out.clone(), |item| {
+        let follower = world.follow_as(&id, from, out.clone(), |item| {
             play_item(match item {
                 pb::watch_response::Item::Event(e) => pb::play_response::Item::Event(e),
                 pb::watch_response::Item::Token(t) => pb::play_response::Item::Token(t),
