@@ -9,8 +9,8 @@ use crate::options::ServerArg;
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    DeleteArgs, EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, KbfArgs, LlmServeArgs,
-    PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    DeleteArgs, EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, InterveneArgs,
+    KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -38,6 +38,7 @@ impl Cli {
                 | Command::Worlds(_)
                 | Command::Delete(_)
                 | Command::Advance(_)
+                | Command::Intervene(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
                 | Command::Import(_)
@@ -107,6 +108,13 @@ pub enum Command {
     /// Prints one line per scene as it ends: its place, lines per speaker, LLM calls,
     /// tokens, time and how it ended. `dramatis watch` shows the words themselves.
     Advance(AdvanceArgs),
+    /// Put the director's event into a world on a running world service.
+    ///
+    /// A narration at a place (everyone there perceives it), a whisper to one character
+    /// (only it perceives it), or a fact revealed to some characters wherever they are.
+    /// It is logged like any event and marked as the director's; each character's copy
+    /// names people as that character knows them. Needs the operator role.
+    Intervene(InterveneArgs),
     /// List the shipped scenarios, or validate scenario files.
     Scenarios(ScenariosArgs),
     /// Turn a book into a scenario folder (ReverieMem's Source-to-Memory).

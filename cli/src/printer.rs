@@ -98,6 +98,18 @@ impl Printer {
                 )
             }
             EventKind::SceneEnd => self.paint(dim, &format!("— {} —", event.text)),
+            EventKind::Narration if event.director => {
+                let to = if event.perceiver_names.is_empty() {
+                    event.perceivers.join(", ")
+                } else {
+                    event.perceiver_names.join(", ")
+                };
+                format!(
+                    "{} {}",
+                    self.paint(dim, &format!("[director → {to}]")),
+                    self.paint(Style::new().italic(), &event.text)
+                )
+            }
             EventKind::Narration => self.paint(Style::new().italic(), &event.text),
             EventKind::Movement if event.travel_rounds > 0 => self.paint(
                 dim,

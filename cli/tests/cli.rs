@@ -781,6 +781,99 @@ async fn advance_runs_a_served_world_and_prints_a_line_per_scene() {
     let _ = server.kill().await;
 }
 
+/// The director from the terminal: a whisper and a narration are logged, each tells who
+/// perceived it, and a point of view shows a whisper to its character alone, marked.
+#[tokio::test]
+async fn the_director_intervenes_from_the_terminal() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
+    let (ok, _, err) = create_desk(&url).await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = dramatis(&["advance", "desk", "--turns", "2", "--server", &url]).await;
+    assert!(ok, "{err}");
+
+    let canary = "DIRECTOR-CANARY-6604";
+    let whisper = format!("You feel watched. {canary}");
+    let (ok, out, err) = dramatis(&[
+        "intervene",
+        "desk",
+        "--whisper",
+        "John Watson",
+        &whisper,
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let whispered: u64 = out
+        .strip_prefix("event ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no event number in {out}"));
+    assert!(out.trim_end().ends_with("perceived by watson"), "{out}");
+    let (ok, out, err) = dramatis(&[
+        "intervene",
+        "desk",
+        "--narrate",
+        "A glass shatters.",
+        "--at",
+        "the Criterion Bar",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim_end(),
+        format!("event {} · perceived by stamford, watson", whispered + 1)
+    );
+
+    let pov = |who: &'static str| {
+        let url = url.clone();
+        async move {
+            let (ok, out, err) = dramatis(&[
+                "watch",
+                "desk",
+                "--pov",
+                who,
+                "--no-follow",
+                "--no-color",
+                "--server",
+                &url,
+            ])
+            .await;
+            assert!(ok, "{err}");
+            out
+        }
+    };
+    let watson = pov("watson").await;
+    let line = watson
+        .lines()
+        .find(|l| l.contains(canary))
+        .unwrap_or_else(|| panic!("Watson's story lacks the whisper: {watson}"));
+    assert!(line.starts_with("[director → "), "{line}");
+    assert!(
+        !pov("stamford").await.contains(canary),
+        "Stamford never hears it"
+    );
+
+    let (ok, _, err) = dramatis(&["intervene", "desk", "--reveal", "x", "--server", &url]).await;
+    assert!(!ok && err.contains("--to"), "{err}");
+    let (ok, _, err) = dramatis(&[
+        "intervene",
+        "desk",
+        "--whisper",
+        "moriarty",
+        "hello",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(!ok && err.contains("has no character"), "{err}");
+    // The server may have stopped already; the test is over either way.
+    let _ = server.kill().await;
+}
+
 /// The ablation table over two module sets, two layer rows and a short long run: with
 /// no module the planted facts are not recalled at all; with every module they all are,
 /// and BOOKMARKS reports its hits and the tokens syncing saved.

@@ -32,6 +32,10 @@ pub struct Draft {
     pub fallback: bool,
     /// A scene's start: the place's description.
     pub place_description: String,
+    /// Put in by the story's director.
+    pub director: bool,
+    /// Perceived by those `told` only, wherever they are (a whisper, a revelation).
+    pub private: bool,
 }
 
 /// Where the event stands in the log, and who perceived it: what the world adds to a
@@ -74,6 +78,7 @@ impl Draft {
             travel_rounds: self.travel_rounds,
             fallback: self.fallback,
             place_description: self.place_description,
+            director: self.director,
         }
     }
 }

@@ -221,7 +221,11 @@ impl Perspective<'_> {
             view.text = "The scene ends.".into();
         }
         let visible = self.visible(event);
-        if matches!(
+        if event.director {
+            // The director may name anyone: each is named as `me` knew them then.
+            let everyone = self.scenario.characters.iter().map(|c| c.id.as_str());
+            view.text = self.render(&view.text, everyone, seq);
+        } else if matches!(
             kind,
             EventKind::Action | EventKind::Movement | EventKind::Narration
         ) {

@@ -5,6 +5,7 @@
 
 use dramatis_proto::v1::watch_response;
 
+use crate::drafts::Draft;
 use crate::names::Perspective;
 
 use crate::state::WorldState;
@@ -14,6 +15,19 @@ use crate::state::WorldState;
 pub struct PerceptionRouter;
 
 impl PerceptionRouter {
+    /// Who perceives `draft` in `state` (and, for a movement, who of them saw it leave):
+    /// those told of a private event only; for any other, as [`Self::perceivers`] says.
+    #[must_use]
+    pub fn of_draft(state: &WorldState, draft: &Draft) -> (Vec<String>, Vec<String>) {
+        if draft.private {
+            let mut told = draft.told.clone();
+            told.sort();
+            told.dedup();
+            return (told, Vec::new());
+        }
+        Self::perceivers(state, &draft.location, draft.origin.as_deref(), &draft.told)
+    }
+
     /// Perceivers of an event happening at `location`: everyone present there, plus
     /// `told` (characters who perceive it though they are not there yet: an arriving
     /// traveller). For movement, `origin` adds those who saw the actor leave, who are

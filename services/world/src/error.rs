@@ -36,6 +36,9 @@ pub enum WorldError {
     Fenced { world: String, detail: String },
     #[error("world {0:?} was deleted")]
     Deleted(String),
+    /// The story is over: nothing more can happen in it.
+    #[error("world {} has finished its story", quote(.0))]
+    Finished(String),
     /// The world is in the log but could not be rebuilt after a restart.
     #[error(
         "world {} could not be rebuilt after a restart: {reason}. Fix the cause and call \
@@ -84,7 +87,9 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Fenced { .. } => ErrorKind::Aborted,
-            Self::Deleted(_) | Self::Unrestored { .. } => ErrorKind::FailedPrecondition,
+            Self::Deleted(_) | Self::Finished(_) | Self::Unrestored { .. } => {
+                ErrorKind::FailedPrecondition
+            }
             Self::Moved(_) => ErrorKind::Unavailable,
             Self::Full(_) => ErrorKind::ResourceExhausted,
             Self::Interrupted { source, .. } => source.kind(),

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 use crate::cluster::peers::{forwarded, was_forwarded};
 use crate::limits::quote;
 use crate::registry::{Place, ScenarioSource};
-use crate::world::{PlayInput, Until};
+use crate::world::{Intervention, PlayInput, Until};
 
 use super::handle::{WorldGrpc, required, routed, to_completion};
 use super::streams::{PlayStream, WatchStream, counted_watch, run_seat};
@@ -230,6 +230,32 @@ impl WorldApi for WorldGrpc {
                     let events = world.advance(until).await.map_err(Status::from)?;
                     Ok(Response::new(pb::AdvanceResponse {
                         events,
+                        world: Some(world.info()),
+                    }))
+                })
+                .await
+            }
+        )
+    }
+
+    async fn intervene(
+        &self,
+        request: Request<pb::InterveneRequest>,
+    ) -> Result<Response<pb::InterveneResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        required(&request.world_id, "world_id")?;
+        let intervention = Intervention::try_from(&request).map_err(Status::from)?;
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            intervene,
+            |world| {
+                to_completion(self.worlds.tasks(), async move {
+                    let event = world.intervene(intervention).await.map_err(Status::from)?;
+                    Ok(Response::new(pb::InterveneResponse {
+                        event: Some(event),
                         world: Some(world.info()),
                     }))
                 })

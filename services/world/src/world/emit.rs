@@ -28,12 +28,7 @@ impl World {
     ) -> Result<Event, WorldError> {
         // Movement is seen by those at the destination and, since the actor is still at
         // the origin, by everyone who saw the actor leave (the actor included).
-        let (perceivers, origin_perceivers) = PerceptionRouter::perceivers(
-            state,
-            &draft.location,
-            draft.origin.as_deref(),
-            &draft.told,
-        );
+        let (perceivers, origin_perceivers) = PerceptionRouter::of_draft(state, &draft);
         self.catch_up().await?;
         let mut draft = draft;
         if let Some(narrated) = self.narrator.notes().usage.take() {

@@ -4,6 +4,7 @@
 //! characters who perceived it (`emit`).
 
 mod agents;
+mod direct;
 mod emit;
 mod lifecycle;
 mod narration;
@@ -25,6 +26,7 @@ use crate::error::WorldError;
 use crate::hub::TranscriptHub;
 use crate::limits::Limits;
 use crate::log::SharedLog;
+pub use direct::Intervention;
 use dramatis_scenario::Scenario;
 use dramatis_story::drafts::{self, Draft};
 use dramatis_story::narration_guard;

@@ -1,0 +1,80 @@
+//! `dramatis intervene`: the director puts one event into a world (a narration at a
+//! place, a whisper to one character, or a fact revealed to some) and hears who
+//! perceived it.
+
+use anyhow::anyhow;
+use clap::Args;
+use dramatis_proto::v1::{InterveneRequest, Narrate, Reveal, Whisper, intervene_request};
+
+use crate::options::ServerArg;
+use dramatis_runtime::client::{describe, world_client};
+
+#[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("what").required(true).args(["narrate", "whisper", "reveal"])
+))]
+pub struct InterveneArgs {
+    /// World id.
+    pub world: String,
+    /// Narrate TEXT at the place --at names: everyone there perceives it.
+    #[arg(long, value_name = "TEXT", requires = "at")]
+    pub narrate: Option<String>,
+    /// Where a narration happens: a location's id or name.
+    #[arg(long, value_name = "PLACE")]
+    pub at: Option<String>,
+    /// Whisper TEXT to CHARACTER (id, name or alias): only that character perceives it,
+    /// as its own thought or a message it receives.
+    #[arg(long, num_args = 2, value_names = ["CHARACTER", "TEXT"])]
+    pub whisper: Option<Vec<String>>,
+    /// Reveal TEXT to the characters --to names, and to no one else (a letter two of
+    /// them read).
+    #[arg(long, value_name = "TEXT", requires = "to")]
+    pub reveal: Option<String>,
+    /// Who a revelation reaches: ids, names or aliases, separated by commas.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub to: Vec<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+impl InterveneArgs {
+    fn intervention(&self) -> intervene_request::Intervention {
+        use intervene_request::Intervention;
+        if let Some(text) = &self.narrate {
+            return Intervention::Narrate(Narrate {
+                location: self.at.clone().unwrap_or_default(),
+                text: text.clone(),
+            });
+        }
+        if let Some([character, text]) = self.whisper.as_deref() {
+            return Intervention::Whisper(Whisper {
+                character: character.clone(),
+                text: text.clone(),
+            });
+        }
+        Intervention::Reveal(Reveal {
+            characters: self.to.clone(),
+            text: self.reveal.clone().unwrap_or_default(),
+        })
+    }
+}
+
+pub async fn intervene(args: InterveneArgs) -> anyhow::Result<()> {
+    let mut client = world_client(&args.server.client_options()).await?;
+    let answer = client
+        .intervene(InterveneRequest {
+            world_id: args.world.clone(),
+            intervention: Some(args.intervention()),
+        })
+        .await
+        .map_err(|s| anyhow!("the director's event was refused: {}", describe(&s)))?
+        .into_inner();
+    let event = answer.event.unwrap_or_default();
+    let who = if event.perceivers.is_empty() {
+        "no one".to_owned()
+    } else {
+        event.perceivers.join(", ")
+    };
+    println!("event {} · perceived by {who}", event.seq);
+    Ok(())
+}
