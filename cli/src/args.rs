@@ -9,8 +9,9 @@ use crate::options::ServerArg;
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    DeleteArgs, EmbedBenchArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs, InterveneArgs,
-    KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RunArgs, ScenariosArgs, ServeArgs, WatchArgs,
+    DeleteArgs, EmbedBenchArgs, ForkArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs,
+    InterveneArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs, RunArgs,
+    ScenariosArgs, ServeArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -39,6 +40,8 @@ impl Cli {
                 | Command::Delete(_)
                 | Command::Advance(_)
                 | Command::Intervene(_)
+                | Command::Fork(_)
+                | Command::Regenerate(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
                 | Command::Import(_)
@@ -108,6 +111,17 @@ pub enum Command {
     /// Prints one line per scene as it ends: its place, lines per speaker, LLM calls,
     /// tokens, time and how it ended. `dramatis watch` shows the words themselves.
     Advance(AdvanceArgs),
+    /// Branch a world: a new world whose story is the first events of another.
+    ///
+    /// Its characters remember exactly what they perceived up to that event and
+    /// nothing after it; then the two worlds go on apart. Prints the new world's id.
+    /// Needs the operator role.
+    Fork(ForkArgs),
+    /// Ask a world's last line again, in a new world: a fork just before that line
+    /// whose next turn is played at once. The world itself is left as it was.
+    ///
+    /// Prints the new world's id, and its new line on stderr. Needs the operator role.
+    Regenerate(RegenerateArgs),
     /// Put the director's event into a world on a running world service.
     ///
     /// A narration at a place (everyone there perceives it), a whisper to one character

@@ -68,6 +68,8 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Delete(args) => commands::worlds::delete(args).await,
         Command::Advance(args) => commands::advance::advance(args).await,
         Command::Intervene(args) => commands::intervene::intervene(args).await,
+        Command::Fork(args) => commands::worlds::fork(args).await,
+        Command::Regenerate(args) => commands::worlds::regenerate(args).await,
         Command::Scenarios(args) => commands::scenarios::scenarios(&args),
         Command::Import(ImportCommand::Bookworld(args)) => commands::import::bookworld(&args),
         Command::Ingest(args) => commands::ingest::ingest(&args).await,

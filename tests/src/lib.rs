@@ -2,7 +2,10 @@
 //! agent per character, each with its own scripted model so tests can read exactly
 //! what each character's agent sent to its language model.
 
+mod calls;
 pub mod nats;
+
+pub use calls::{advance, assert_refused};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -108,6 +111,9 @@ pub struct Cluster {
     world_task: Option<tokio::task::JoinHandle<Result<(), dramatis_world::ServeError>>>,
     /// Set by [`Cluster::start_secured`].
     pub secured: Option<Secured>,
+    /// The world service's log when it is shared (set by [`Cluster::start_on_log`]);
+    /// else a redb file in `data`.
+    shared_log: Option<dramatis_world::log::SharedLog>,
 }
 
 /// The embedder test agents use: the real ONNX model when set-up has fetched it, else
@@ -268,6 +274,7 @@ impl Cluster {
             limits: dramatis_world::Limits::default(),
             world_task: None,
             secured,
+            shared_log: None,
         };
         cluster.start_world().await;
         cluster
@@ -297,7 +304,7 @@ impl Cluster {
             // The tests create worlds from files anywhere in the repository.
             scenario_roots: vec![repo_root()],
             log_path: self.data.path().join("events.redb"),
-            shared_log: None,
+            shared_log: self.shared_log.clone(),
             cluster: None,
             agents: Arc::new(directory),
             narrator: Some(Arc::new(self.narrator.clone())),
@@ -457,42 +464,4 @@ impl Drop for Cluster {
         self.world_shutdown.trigger();
         self.shutdown.trigger();
     }
-}
-
-/// Asserts `result` is refused with `code`, a message containing `needle`, and no
-/// more than 200 bytes of message (a reason and at most a short quote of the input).
-pub fn assert_refused<T: std::fmt::Debug>(
-    result: Result<T, tonic::Status>,
-    code: tonic::Code,
-    needle: &str,
-) {
-    let status = result.expect_err("request must be refused");
-    assert_eq!(status.code(), code, "{status:?}");
-    assert!(
-        status.message().contains(needle),
-        "{:?} lacks {needle:?}",
-        status.message()
-    );
-    assert!(
-        status.message().len() <= 200,
-        "the refusal echoes too much: {} bytes",
-        status.message().len()
-    );
-}
-
-/// Advances world `id` through `world` until `until`; returns the events it produced.
-pub async fn advance(
-    world: &mut WorldClient<tonic::transport::Channel>,
-    id: &str,
-    until: dramatis_proto::v1::advance_request::Until,
-) -> Vec<dramatis_proto::v1::Event> {
-    world
-        .advance(dramatis_proto::v1::AdvanceRequest {
-            world_id: id.into(),
-            until: Some(until),
-        })
-        .await
-        .expect("advance")
-        .into_inner()
-        .events
 }

@@ -3,6 +3,7 @@
 //! with a note, except under CI, which installs it (`scripts/setup.sh --nats`).
 
 pub use dramatis_eval::bench::nats::nats_server;
+use dramatis_llm::ScriptRule;
 use dramatis_world::log::JetStreamLog;
 
 /// A running cluster; dropped, it kills its nodes.
@@ -66,5 +67,19 @@ impl NatsCluster {
     #[must_use]
     pub fn logs(&self) -> String {
         self.0.logs()
+    }
+}
+
+impl crate::Cluster {
+    /// Like [`Cluster::start`], the world service logging to `log` (a JetStream log).
+    pub async fn start_on_log(
+        characters: &[&str],
+        rules: &[ScriptRule],
+        log: dramatis_world::log::SharedLog,
+    ) -> Self {
+        let mut cluster = Self::start(characters, rules).await;
+        cluster.shared_log = Some(log);
+        cluster.restart_world().await;
+        cluster
     }
 }

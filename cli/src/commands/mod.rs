@@ -44,4 +44,4 @@ pub use run::RunArgs;
 pub use scenarios::ScenariosArgs;
 pub use serve::{AgentArgs, ServeArgs};
 pub use watch::WatchArgs;
-pub use worlds::{CreateArgs, DeleteArgs};
+pub use worlds::{CreateArgs, DeleteArgs, ForkArgs, RegenerateArgs};

@@ -5,7 +5,8 @@ use clap::Args;
 
 use anyhow::{Context as _, anyhow};
 use dramatis_proto::v1::{
-    DeleteWorldRequest, ListWorldsRequest, WorldInfo, WorldStatus, create_world_request,
+    DeleteWorldRequest, ForkRequest, ListWorldsRequest, RegenerateRequest, WorldInfo, WorldStatus,
+    create_world_request,
 };
 
 use super::run::scenario_source;
@@ -96,6 +97,75 @@ pub async fn delete(args: DeleteArgs) -> anyhow::Result<()> {
         .await
         .map_err(|s| anyhow!("cannot delete {:?}: {}", args.world, describe(&s)))?;
     eprintln!("deleted {:?}", args.world);
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// Id of the world to fork.
+    pub world: String,
+    /// How many of its events the fork keeps (`dramatis watch` numbers them; 0 starts
+    /// the story again).
+    #[arg(long, value_name = "SEQ")]
+    pub at: u64,
+    /// Id for the new world (default: generated).
+    #[arg(long)]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+pub async fn fork(args: ForkArgs) -> anyhow::Result<()> {
+    let mut client = world_client(&args.server.client_options()).await?;
+    let info = client
+        .fork(ForkRequest {
+            world_id: args.world.clone(),
+            at_seq: args.at,
+            new_world_id: args.id.unwrap_or_default(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot fork {:?}: {}", args.world, describe(&s)))?
+        .into_inner();
+    println!("{}", info.world_id);
+    eprintln!(
+        "forked {:?} at event {} ({}); both go on apart. Next: `dramatis advance {}`",
+        args.world,
+        args.at,
+        progress(&info),
+        info.world_id,
+    );
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct RegenerateArgs {
+    /// Id of the world whose last line is asked again.
+    pub world: String,
+    /// Id for the new world (default: generated).
+    #[arg(long)]
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub server: ServerArg,
+}
+
+pub async fn regenerate(args: RegenerateArgs) -> anyhow::Result<()> {
+    let mut client = world_client(&args.server.client_options()).await?;
+    let answer = client
+        .regenerate(RegenerateRequest {
+            world_id: args.world.clone(),
+            new_world_id: args.id.unwrap_or_default(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot regenerate {:?}: {}", args.world, describe(&s)))?
+        .into_inner();
+    let info = answer.world.unwrap_or_default();
+    println!("{}", info.world_id);
+    if let Some(line) = answer.events.iter().rev().find(|e| e.turn > 0) {
+        eprintln!(
+            "asked again in {} (event {}), {:?} left as it was:\n  {}: {}",
+            info.world_id, line.seq, args.world, line.speaker_name, line.text
+        );
+    }
     Ok(())
 }
 

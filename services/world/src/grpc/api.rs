@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 use crate::cluster::peers::{forwarded, was_forwarded};
 use crate::limits::quote;
 use crate::registry::{Place, ScenarioSource};
-use crate::world::{Intervention, PlayInput, Until};
+use crate::world::{PlayInput, Until};
 
 use super::handle::{WorldGrpc, required, routed, to_completion};
 use super::streams::{PlayStream, WatchStream, counted_watch, run_seat};
@@ -242,26 +242,21 @@ impl WorldApi for WorldGrpc {
         &self,
         request: Request<pb::InterveneRequest>,
     ) -> Result<Response<pb::InterveneResponse>, Status> {
-        let (metadata, _, request) = request.into_parts();
-        required(&request.world_id, "world_id")?;
-        let intervention = Intervention::try_from(&request).map_err(Status::from)?;
-        routed!(
-            self,
-            metadata,
-            &request.world_id,
-            request,
-            intervene,
-            |world| {
-                to_completion(self.worlds.tasks(), async move {
-                    let event = world.intervene(intervention).await.map_err(Status::from)?;
-                    Ok(Response::new(pb::InterveneResponse {
-                        event: Some(event),
-                        world: Some(world.info()),
-                    }))
-                })
-                .await
-            }
-        )
+        self.direct(request).await
+    }
+
+    async fn fork(
+        &self,
+        request: Request<pb::ForkRequest>,
+    ) -> Result<Response<pb::WorldInfo>, Status> {
+        self.branch(request).await
+    }
+
+    async fn regenerate(
+        &self,
+        request: Request<pb::RegenerateRequest>,
+    ) -> Result<Response<pb::AdvanceResponse>, Status> {
+        self.ask_again(request).await
     }
 
     type WatchStream = WatchStream;

@@ -5,6 +5,7 @@
 
 mod api;
 mod handle;
+mod steer;
 mod streams;
 
 pub use handle::WorldGrpc;

@@ -71,13 +71,55 @@ impl Worlds {
         }
         let source_path =
             std::fs::canonicalize(&scenario.source).unwrap_or_else(|_| scenario.source.clone());
+        let record = WorldRecord {
+            world_id: id.clone(),
+            scenario_path: source_path.to_string_lossy().into_owned(),
+            created_ms: dramatis_runtime::now_ms(),
+            sandbox_toml: match &source {
+                ScenarioSource::Sandbox(spec) => {
+                    Some(dramatis_scenario::sandbox::spec_to_toml(spec))
+                }
+                _ => None,
+            },
+        };
+        self.launch(Arc::new(scenario), Vec::new(), record).await
+    }
+
+    /// Starts the world `record` names over `history` (its first events, logged here
+    /// first), puts it in the table and writes its record, its characters' shards
+    /// brought up to date with `history` first. On a failure, frees what it took: its
+    /// lease, its characters, its kept sandbox file and its logged events.
+    pub(super) async fn launch(
+        &self,
+        scenario: Arc<Scenario>,
+        history: Vec<pb::Event>,
+        record: WorldRecord,
+    ) -> Result<Arc<World>, WorldError> {
+        let id = record.world_id.clone();
         self.take_new_lease(&id).await?;
-        let world = match self.start(id.clone(), Arc::new(scenario), Vec::new()).await {
-            Ok(world) => Arc::new(world),
+        let logged = !history.is_empty();
+        let started = async {
+            if logged {
+                self.inner.log.append(&id, 0, history.clone()).await?;
+            }
+            let world = Arc::new(self.start(id.clone(), scenario, history).await?);
+            if let Err(error) = world.catch_up().await {
+                world.stop().await;
+                world.shut().await;
+                return Err(error);
+            }
+            Ok(world)
+        }
+        .await;
+        let world = match started {
+            Ok(world) => world,
             Err(error) => {
                 self.inner.agents.release(&id).await;
                 self.give_up_lease(&id).await;
                 self.forget_sandbox(&id);
+                if logged && let Err(undo) = self.inner.log.delete_world(&id).await {
+                    tracing::warn!(world_id = %id, %undo, "cannot remove a failed world's events");
+                }
                 return Err(error);
             }
         };
@@ -88,20 +130,7 @@ impl Worlds {
             }
         }
         self.count_worlds();
-        self.inner
-            .log
-            .put_world(WorldRecord {
-                world_id: id.clone(),
-                scenario_path: source_path.to_string_lossy().into_owned(),
-                created_ms: dramatis_runtime::now_ms(),
-                sandbox_toml: match &source {
-                    ScenarioSource::Sandbox(spec) => {
-                        Some(dramatis_scenario::sandbox::spec_to_toml(spec))
-                    }
-                    _ => None,
-                },
-            })
-            .await?;
+        self.inner.log.put_world(record).await?;
         tracing::info!(world_id = %id, scenario = %world.scenario().name, "world created");
         Ok(world)
     }
@@ -138,7 +167,7 @@ impl Worlds {
     }
 
     /// Holds `id` and a place under `--max-worlds` until the guard is dropped.
-    fn hold(&self, id: &str) -> Result<Creating<'_>, WorldError> {
+    pub(super) fn hold(&self, id: &str) -> Result<Creating<'_>, WorldError> {
         let limits = &self.inner.limits;
         let mut creating = dramatis_runtime::lock(&self.inner.creating);
         if self.inner.worlds.contains_key(id) || creating.contains(id) {
@@ -166,9 +195,18 @@ impl Worlds {
         id: &str,
         spec: &pb::SandboxSpec,
     ) -> Result<std::path::PathBuf, WorldError> {
+        self.keep_sandbox_toml(id, &dramatis_scenario::sandbox::spec_to_toml(spec))
+    }
+
+    /// Keeps a sandbox's scenario TOML as the file of world `id`; the file's path.
+    pub(super) fn keep_sandbox_toml(
+        &self,
+        id: &str,
+        toml: &str,
+    ) -> Result<std::path::PathBuf, WorldError> {
         let file = self.inner.sandboxes.join(format!("{id}.toml"));
         std::fs::create_dir_all(&self.inner.sandboxes)
-            .and_then(|()| std::fs::write(&file, dramatis_scenario::sandbox::spec_to_toml(spec)))
+            .and_then(|()| std::fs::write(&file, toml))
             .map_err(|e| WorldError::Log(format!("cannot keep sandbox {}: {e}", file.display())))?;
         Ok(file)
     }
@@ -196,7 +234,7 @@ impl Worlds {
 }
 
 /// A client's `world_id` checked (length, letters), or a fresh UUID when none is given.
-fn checked_id(world_id: Option<String>, limits: &Limits) -> Result<String, WorldError> {
+pub(super) fn checked_id(world_id: Option<String>, limits: &Limits) -> Result<String, WorldError> {
     let Some(id) = world_id.filter(|w| !w.trim().is_empty()) else {
         return Ok(uuid::Uuid::new_v4().to_string());
     };

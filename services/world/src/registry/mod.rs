@@ -2,6 +2,7 @@
 //! path), look up, list, delete, and rebuild from the event log after a restart.
 
 mod create;
+mod fork;
 mod paths;
 mod place;
 mod restore;
