@@ -39,3 +39,43 @@ pub async fn advance(
         .into_inner()
         .events
 }
+
+/// The events of world `id` logged so far, as `pov` saw them (empty: all of them).
+pub async fn replay_as(
+    client: &mut WorldClient<tonic::transport::Channel>,
+    id: &str,
+    pov: &str,
+) -> Vec<dramatis_proto::v1::Event> {
+    use dramatis_proto::v1::{WatchRequest, watch_response};
+    let mut stream = client
+        .watch(WatchRequest {
+            world_id: id.into(),
+            from_seq: 1,
+            no_follow: true,
+            pov: pov.into(),
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut events = Vec::new();
+    while let Some(item) = stream.message().await.expect("watch stream") {
+        if let Some(watch_response::Item::Event(e)) = item.item {
+            events.push(e);
+        }
+    }
+    events
+}
+
+/// World `id` as `GetWorld` describes it.
+pub async fn world_info(
+    client: &mut WorldClient<tonic::transport::Channel>,
+    id: &str,
+) -> dramatis_proto::v1::WorldInfo {
+    client
+        .get_world(dramatis_proto::v1::GetWorldRequest {
+            world_id: id.into(),
+        })
+        .await
+        .expect("get world")
+        .into_inner()
+}

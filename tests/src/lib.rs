@@ -5,7 +5,7 @@
 mod calls;
 pub mod nats;
 
-pub use calls::{advance, assert_refused};
+pub use calls::{advance, assert_refused, replay_as, world_info};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

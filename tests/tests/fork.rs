@@ -5,11 +5,10 @@
 
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::{
-    Event, ForkRequest, GetWorldRequest, MemoryItem, RegenerateRequest, WatchRequest, WorldStatus,
-    advance_request, watch_response,
+    Event, ForkRequest, MemoryItem, RegenerateRequest, WorldStatus, advance_request,
 };
 use dramatis_tests::nats::NatsCluster;
-use dramatis_tests::{Cluster, advance, assert_refused};
+use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 /// Holmes says it in the second scene, after the fork point.
@@ -28,38 +27,11 @@ fn rules() -> Vec<ScriptRule> {
 }
 
 async fn last_seq(cluster: &Cluster, id: &str) -> u64 {
-    let info = cluster
-        .world()
-        .await
-        .get_world(GetWorldRequest {
-            world_id: id.into(),
-        })
-        .await
-        .expect("get")
-        .into_inner();
-    info.next_seq - 1
+    world_info(&mut cluster.world().await, id).await.next_seq - 1
 }
 
 async fn transcript(cluster: &Cluster, id: &str) -> Vec<Event> {
-    let mut stream = cluster
-        .world()
-        .await
-        .watch(WatchRequest {
-            world_id: id.into(),
-            from_seq: 1,
-            no_follow: true,
-            pov: String::new(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(item) = stream.message().await.expect("stream") {
-        if let Some(watch_response::Item::Event(event)) = item.item {
-            events.push(event);
-        }
-    }
-    events
+    replay_as(&mut cluster.world().await, id, "").await
 }
 
 async fn memories(cluster: &Cluster, id: &str, character: &str) -> Vec<MemoryItem> {
@@ -142,16 +114,7 @@ async fn fork_matches_a_fresh_world(cluster: &Cluster, fresh: &Cluster) {
     assert_eq!(seqs, (1..=ended.len() as u64).collect::<Vec<_>>());
     let status = |id: &'static str| {
         let mut world = world.clone();
-        async move {
-            world
-                .get_world(GetWorldRequest {
-                    world_id: id.into(),
-                })
-                .await
-                .expect("get")
-                .into_inner()
-                .status()
-        }
+        async move { world_info(&mut world, id).await.status() }
     };
     assert_eq!(status("branch").await, WorldStatus::Finished);
     assert_eq!(status("parent").await, WorldStatus::Finished);

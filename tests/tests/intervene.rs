@@ -3,10 +3,10 @@
 //! whisper reaches anyone else's shard or prompts.
 
 use dramatis_proto::v1::{
-    Event, GetWorldRequest, InterveneRequest, Narrate, Reveal, WatchRequest, Whisper,
-    advance_request, intervene_request::Intervention, watch_response,
+    Event, InterveneRequest, Narrate, Reveal, Whisper, advance_request,
+    intervene_request::Intervention,
 };
-use dramatis_tests::{Cluster, advance, assert_refused};
+use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 const WHISPER_CANARY: &str = "WHISPER-CANARY-3317";
@@ -111,7 +111,7 @@ async fn a_whisper_reaches_one_character_and_leaves_every_other_byte_identical()
 
     // A point of view shows the whisper to Watson alone.
     for (character, sees) in [("watson", true), ("holmes", false), ("stamford", false)] {
-        let shown = point_of_view(&whispered, "w", character).await;
+        let shown = replay_as(&mut whispered.world().await, "w", character).await;
         assert_eq!(
             shown.iter().any(|e| e.text.contains(WHISPER_CANARY)),
             sees,
@@ -120,41 +120,13 @@ async fn a_whisper_reaches_one_character_and_leaves_every_other_byte_identical()
     }
 }
 
-async fn point_of_view(cluster: &Cluster, id: &str, pov: &str) -> Vec<Event> {
-    let mut stream = cluster
-        .world()
-        .await
-        .watch(WatchRequest {
-            world_id: id.into(),
-            from_seq: 1,
-            no_follow: true,
-            pov: pov.into(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(item) = stream.message().await.expect("stream") {
-        if let Some(watch_response::Item::Event(event)) = item.item {
-            events.push(event);
-        }
-    }
-    events
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_narration_reaches_those_present_and_a_revelation_those_named() {
     let cluster = Cluster::start(&CAST, &[]).await;
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "w").await;
     advance(&mut world, &id, advance_request::Until::Turns(1)).await;
-    let info = world
-        .get_world(GetWorldRequest {
-            world_id: id.clone(),
-        })
-        .await
-        .expect("get")
-        .into_inner();
+    let info = world_info(&mut world, &id).await;
     let mut present: Vec<String> = info
         .characters
         .iter()
@@ -255,13 +227,7 @@ async fn interventions_that_cannot_be_carried_out_are_refused_and_log_nothing() 
         code,
         "has no location",
     );
-    let info = world
-        .get_world(GetWorldRequest {
-            world_id: id.clone(),
-        })
-        .await
-        .expect("get")
-        .into_inner();
+    let info = world_info(&mut world, &id).await;
     assert_eq!(info.next_seq, 1, "nothing was logged");
 
     advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;

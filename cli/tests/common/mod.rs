@@ -135,32 +135,7 @@ pub async fn replay(
     replay_as(client, id, "").await
 }
 
-/// The log of world `id` as `pov` perceived it (all of it when empty), replayed
-/// through `client`.
-pub async fn replay_as(
-    client: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
-    id: &str,
-    pov: &str,
-) -> Vec<dramatis_proto::v1::Event> {
-    use dramatis_proto::v1::{WatchRequest, watch_response};
-    let mut stream = client
-        .watch(WatchRequest {
-            world_id: id.into(),
-            from_seq: 1,
-            no_follow: true,
-            pov: pov.into(),
-        })
-        .await
-        .expect("watch")
-        .into_inner();
-    let mut events = Vec::new();
-    while let Some(item) = stream.message().await.expect("watch stream") {
-        if let Some(watch_response::Item::Event(e)) = item.item {
-            events.push(e);
-        }
-    }
-    events
-}
+pub use dramatis_tests::replay_as;
 
 /// `seq`s of the events each character's saved shard in `world_shards` (a world's
 /// shard folder) holds, by character.
