@@ -220,7 +220,30 @@ function closeStreams() {
   leaveSeat();
 }
 
-async function openWorld(worldId) {
+// ---------------------------------------------------------------- links --------
+
+/**
+ * The world and point of view an address asks for: `#world=ID&pov=CHARACTER` (a
+ * fragment, which browsers never send to the server), or the older `?world=ID`.
+ */
+function linked() {
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const query = new URL(location.href).searchParams;
+  return { world: fragment.get("world") || query.get("world") || "", pov: fragment.get("pov") || "" };
+}
+
+/** Writes the open world and point of view into the address, so it can be shared. */
+function writeLink() {
+  const url = new URL(location.href);
+  url.searchParams.delete("world");
+  const fragment = new URLSearchParams();
+  if (view.worldId) fragment.set("world", view.worldId);
+  if (view.worldId && view.pov) fragment.set("pov", view.pov.id);
+  url.hash = fragment.toString();
+  history.replaceState(null, "", url);
+}
+
+async function openWorld(worldId, pov = "") {
   closeStreams();
   const opening = ++view.opened;
   view.worldId = worldId;
@@ -230,10 +253,7 @@ async function openWorld(worldId) {
   playLines.clear();
   $("pov-tabs").replaceChildren();
   $("ask-answer").textContent = "";
-  const url = new URL(location.href);
-  if (worldId) url.searchParams.set("world", worldId);
-  else url.searchParams.delete("world");
-  history.replaceState(null, "", url);
+  writeLink();
   if (!worldId) {
     renderInfo();
     return;
@@ -250,7 +270,8 @@ async function openWorld(worldId) {
   });
   view.transcript = stream;
   stream.done.catch(fail);
-  const first = view.info.characters[0];
+  const asked = view.info.characters.find((c) => c.id === pov || c.name === pov);
+  const first = asked || view.info.characters[0];
   if (first) showPov(first.id);
 }
 
@@ -406,6 +427,7 @@ function showPov(character) {
   stream.done.catch(fail);
   view.pov = { id: character, stream };
   $("pov").dataset.character = character;
+  writeLink();
   if (view.info) renderCharacterPickers(view.info);
 }
 
@@ -590,9 +612,9 @@ async function main() {
   say("connecting…");
   view.client = await connect("", takeToken());
   await loadScenarios();
-  const wanted = new URL(location.href).searchParams.get("world") || "";
+  const { world: wanted, pov } = linked();
   await loadWorlds(wanted);
-  if (wanted && $("world-select").value === wanted) await openWorld(wanted);
+  if (wanted && $("world-select").value === wanted) await openWorld(wanted, pov);
   say("ready");
   document.body.dataset.ready = "true";
 }

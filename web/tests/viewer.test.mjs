@@ -209,8 +209,19 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
     await page.screenshot({ path: process.env.DRAMATIS_SCREENSHOT });
   }
 
-  // Another world (the open sandbox) replaces the panels; going back restores them.
+  // The address names the world and point of view open, and opens them elsewhere.
   const firstWorld = await page.inputValue("#world-select");
+  assert.ok(page.url().endsWith(`#world=${firstWorld}&pov=watson`), `the address is ${page.url()}`);
+  const linkedPage = await browser.newPage();
+  await linkedPage.goto(`${server.url}/viewer/#world=${firstWorld}&pov=lestrade`);
+  await linkedPage.waitForSelector("body[data-ready=true]");
+  assert.equal(await linkedPage.inputValue("#world-select"), firstWorld, "the linked world is open");
+  await linkedPage.waitForSelector(`#pov[data-character=lestrade] li[data-seq='${lastLestrade}']`);
+  const linkedView = await seqs(linkedPage, "#pov li[data-seq]");
+  assert.deepEqual(linkedView, lestradeView, "the linked point of view is Lestrade's");
+  await linkedPage.close();
+
+  // Another world (the open sandbox) replaces the panels; going back restores them.
   const firstLines = (await seqs(page, "#transcript li[data-seq]")).length;
   await page.selectOption("#scenario-select", "lamplighters-ledger");
   await page.click("#create-world");

@@ -48,7 +48,7 @@ pub async fn create(args: CreateArgs) -> anyhow::Result<()> {
     println!("{}", info.world_id);
     eprintln!(
         "created {:?} ({}). Next: `dramatis play {id} <character>`, `dramatis watch {id}`, \
-         or open {}/viewer/?world={id}",
+         or open {}/viewer/#world={id}",
         info.title,
         progress(&info),
         args.server.server.trim_end_matches('/'),
