@@ -63,8 +63,10 @@ function takeToken() {
  * with the same sequence number; tokens grow that streaming line.
  */
 class LineList {
-  constructor(list) {
+  /** With `forkable`, each event carries a button that forks the story there. */
+  constructor(list, forkable = false) {
     this.list = list;
+    this.forkable = forkable;
     this.streaming = new Map();
     this.sceneLocation = "";
   }
@@ -93,6 +95,13 @@ class LineList {
   event(event) {
     if (event.kind === "EVENT_KIND_SCENE_START") this.sceneLocation = event.location;
     const line = renderEvent(event, this.sceneLocation);
+    if (this.forkable) {
+      const fork = element("button", "fork", "fork");
+      fork.type = "button";
+      fork.dataset.seq = String(event.seq);
+      fork.title = `Fork the story here: a new world of the first ${event.seq} events`;
+      line.append(fork);
+    }
     const pending = this.streaming.get(event.seq);
     if (pending) {
       pending.replaceWith(line);
@@ -167,6 +176,11 @@ function renderEvent(event, sceneLocation) {
       }
       line.append(element("span", "text", event.text));
   }
+  if (event.director) {
+    line.classList.add("director");
+    const to = (event.perceiver_names?.length ? event.perceiver_names : event.perceivers || []).join(", ");
+    line.prepend(element("span", "director-mark", `director → ${to || "no one"}: `));
+  }
   if (event.thought) line.append(element("span", "thought", `(thinks: ${event.thought})`));
   return line;
 }
@@ -177,7 +191,7 @@ function withSpeaker(line, who, text) {
   line.append(element("span", "speaker", who), element("span", "text", rest));
 }
 
-const transcript = new LineList($("transcript"));
+const transcript = new LineList($("transcript"), true);
 const povLines = new LineList($("pov"));
 const playLines = new LineList($("play-log"));
 
@@ -319,6 +333,39 @@ function renderInfo() {
     `${usage.prompt_tokens || 0} prompt tokens`;
   renderMap(info);
   renderCharacterPickers(info);
+  renderDirector(info);
+}
+
+// ------------------------------------------------------------------- director --
+
+/** The director's choices: narrate at a place, or whisper to a character. */
+function renderDirector(info) {
+  const select = $("direct-to");
+  const kept = select.value;
+  const options = [
+    ...info.locations.map((l) => [`at:${l.id}`, `narrate at ${l.name}`]),
+    ...info.characters.map((c) => [`to:${c.id}`, `whisper to ${c.name}`]),
+  ];
+  select.replaceChildren(...options.map(([value, label]) => Object.assign(document.createElement("option"), { value, textContent: label })));
+  if (options.some(([value]) => value === kept)) select.value = kept;
+}
+
+async function direct() {
+  const [how, who] = $("direct-to").value.split(/:(.*)/s);
+  const text = $("direct-text").value;
+  const request = { world_id: view.worldId };
+  if (how === "at") request.narrate = { location: who, text };
+  else request.whisper = { character: who, text };
+  const reply = await view.client.unary("Intervene", request);
+  $("direct-text").value = "";
+  say(`event ${reply.event.seq} · perceived by ${(reply.event.perceivers || []).join(", ") || "no one"}`);
+}
+
+/** Opens `world`, a new branch of the open one, with what made it in the status line. */
+async function openBranch(world, what) {
+  await loadWorlds(world.world_id);
+  await openWorld(world.world_id);
+  say(`${what}: world ${world.world_id}`);
 }
 
 // ------------------------------------------------------------------------ map --
@@ -604,6 +651,25 @@ function wire() {
   $("act-form").addEventListener("submit", (e) => {
     e.preventDefault();
     sendAction().catch(fail);
+  });
+  $("direct-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (view.worldId) direct().catch(fail);
+  });
+  $("regenerate").addEventListener("click", () => {
+    if (!view.worldId) return;
+    view.client
+      .unary("Regenerate", { world_id: view.worldId })
+      .then((reply) => openBranch(reply.world, "the last line asked again"))
+      .catch(fail);
+  });
+  $("transcript").addEventListener("click", (e) => {
+    const seq = e.target.closest("button.fork")?.dataset.seq;
+    if (!seq || !view.worldId) return;
+    view.client
+      .unary("Fork", { world_id: view.worldId, at_seq: Number(seq) })
+      .then((info) => openBranch(info, `forked at event ${seq}`))
+      .catch(fail);
   });
 }
 

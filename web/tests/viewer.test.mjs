@@ -24,6 +24,7 @@ const root = resolve(web, "..");
 const binary = process.env.DRAMATIS_BIN || join(process.env.CARGO_TARGET_DIR || join(root, "target"), "release", "dramatis");
 const browserPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const PLAYED_LINE = "I am just back from Afghanistan, and I need lodgings I can afford.";
+const WHISPER = "You are sure you have seen that man before. VIEWER-WHISPER-5150";
 
 /** Starts `dramatis serve` (with `extra` arguments) on a free port; resolves to { url, stop }. */
 function startServer(dataDir, extra = []) {
@@ -166,6 +167,14 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   await page.locator("#play-log li[data-speaker=watson]", { hasText: PLAYED_LINE }).waitFor();
   await page.click("#leave");
 
+  // The director whispers to Watson from its panel: one event, marked, Watson's alone.
+  await page.selectOption("#direct-to", "to:watson");
+  await page.fill("#direct-text", WHISPER);
+  await page.click("#direct-form button[type=submit]");
+  const whisper = page.locator("#transcript li.director", { hasText: WHISPER });
+  await whisper.waitFor();
+  assert.match(await whisper.textContent(), /^director → watson: /);
+
   // Run the rest; lines appear as they are spoken.
   await page.waitForSelector("#run-all:not([disabled])", { timeout: 60_000 });
   await page.click("#run-all");
@@ -190,12 +199,14 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   const lestradeView = await seqs(page, "#pov li[data-seq]");
   for (const seq of elsewhere) assert.ok(!lestradeView.includes(seq), `Lestrade's view holds line ${seq}`);
   assert.ok(!(await page.textContent("#pov")).includes(PLAYED_LINE));
+  assert.ok(!(await page.textContent("#pov")).includes(WHISPER), "Lestrade's view holds the whisper");
 
   // Watson's point of view holds them, his played line included.
   await page.click("#pov-tabs button[data-character=watson]");
   await page.waitForSelector(`#pov[data-character=watson] li[data-seq='${playedSeq}']`);
   const watsonView = await seqs(page, "#pov li[data-seq]");
   assert.ok(elsewhere.every((seq) => watsonView.includes(seq)), "Watson's view lacks lines he heard");
+  await page.locator("#pov li.director", { hasText: WHISPER }).waitFor();
   assert.ok(watsonView.length < (await seqs(page, "#transcript li[data-seq]")).length);
 
   // Thoughts are private: the transcript shows everyone's, Watson's view only his own.
@@ -219,6 +230,21 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   await linkedPage.waitForSelector(`#pov[data-character=lestrade] li[data-seq='${lastLestrade}']`);
   const linkedView = await seqs(linkedPage, "#pov li[data-seq]");
   assert.deepEqual(linkedView, lestradeView, "the linked point of view is Lestrade's");
+
+  // A fork from an event's button opens a new world holding the events up to it.
+  const forkAt = Number(await linkedPage.getAttribute("#transcript li.scene-start[data-scene='2']", "data-seq"));
+  await linkedPage.click("#transcript li.scene-start[data-scene='2'] button.fork");
+  // The status says so once the new world is open (its transcript cleared and followed).
+  await linkedPage.waitForFunction(() => /^forked at event/.test(document.querySelector("#status").textContent));
+  assert.notEqual(await linkedPage.inputValue("#world-select"), firstWorld);
+  await linkedPage.waitForSelector(`#transcript li[data-seq='${forkAt}']`);
+  assert.deepEqual(await seqs(linkedPage, "#transcript li[data-seq]"), Array.from({ length: forkAt }, (_, i) => i + 1));
+  assert.match(await linkedPage.textContent("#status"), new RegExp(`^forked at event ${forkAt}: world `));
+  // Its last line asked again: another new world, from the panel.
+  const forked = await linkedPage.inputValue("#world-select");
+  await linkedPage.click("#regenerate");
+  await linkedPage.waitForFunction(() => /^the last line asked again: world /.test(document.querySelector("#status").textContent));
+  assert.notEqual(await linkedPage.inputValue("#world-select"), forked, "the branch is open");
   await linkedPage.close();
 
   // Another world (the open sandbox) replaces the panels; going back restores them.
