@@ -328,6 +328,15 @@ impl Scenario {
         self.location(id).map_or(id, |l| l.name.as_str())
     }
 
+    /// Finds a location by id or name (ASCII case-insensitive, surrounding spaces ignored).
+    #[must_use]
+    pub fn find_location(&self, needle: &str) -> Option<&Location> {
+        let needle = needle.trim();
+        self.locations
+            .iter()
+            .find(|l| l.id.eq_ignore_ascii_case(needle) || l.name.eq_ignore_ascii_case(needle))
+    }
+
     /// Finds a character by id, name or alias (case-insensitive).
     #[must_use]
     pub fn find_character(&self, needle: &str) -> Option<&Character> {

@@ -268,16 +268,12 @@ pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Dr
         ActionKind::Action => draft.kind = EventKind::Action,
         ActionKind::Movement => {
             let wanted = action.destination.trim();
-            let reachable = scenario
-                .locations
-                .iter()
-                .find(|l| l.id.eq_ignore_ascii_case(wanted) || l.name.eq_ignore_ascii_case(wanted))
-                .and_then(|place| {
-                    scenario
-                        .neighbours(&here)
-                        .into_iter()
-                        .find(|(id, _)| *id == place.id)
-                });
+            let reachable = scenario.find_location(wanted).and_then(|place| {
+                scenario
+                    .neighbours(&here)
+                    .into_iter()
+                    .find(|(id, _)| *id == place.id)
+            });
             if let Some((place, distance)) = reachable {
                 draft.kind = EventKind::Movement;
                 draft.target.clear();

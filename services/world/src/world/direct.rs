@@ -128,11 +128,8 @@ impl World {
 
     /// The id of the location `needle` names (its id or name, any case).
     fn location_id(&self, needle: &str) -> Result<String, WorldError> {
-        let wanted = needle.trim().to_lowercase();
         self.scenario
-            .locations
-            .iter()
-            .find(|l| l.id.to_lowercase() == wanted || l.name.to_lowercase() == wanted)
+            .find_location(needle)
             .map(|l| l.id.clone())
             .ok_or_else(|| {
                 WorldError::InvalidArgument(format!(
