@@ -30,6 +30,7 @@ fn create(world_id: &str) -> CreateWorldRequest {
             "study-in-scarlet".into(),
         )),
         world_id: world_id.into(),
+        ..Default::default()
     }
 }
 
@@ -38,6 +39,7 @@ fn create_sandbox(world_id: &str) -> CreateWorldRequest {
     CreateWorldRequest {
         source: Some(create_world_request::Source::Sandbox(ledger(2))),
         world_id: world_id.into(),
+        ..Default::default()
     }
 }
 

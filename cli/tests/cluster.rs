@@ -234,6 +234,7 @@ async fn create(client: &mut WorldClient<Channel>, id: &str, rounds: u32) {
         .create_world(CreateWorldRequest {
             source: Some(create_world_request::Source::Sandbox(ledger(rounds))),
             world_id: id.into(),
+            ..Default::default()
         })
         .await
         .unwrap_or_else(|s| panic!("create {id}: {s}"));

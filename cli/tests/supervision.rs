@@ -46,6 +46,7 @@ fn create_request() -> CreateWorldRequest {
             "study-in-scarlet".into(),
         )),
         world_id: WORLD.into(),
+        ..Default::default()
     }
 }
 

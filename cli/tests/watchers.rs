@@ -67,6 +67,7 @@ async fn watchers_that_do_not_read_are_bounded_and_cut_off() {
         .create_world(CreateWorldRequest {
             source: Some(create_world_request::Source::Sandbox(spec)),
             world_id: WORLD.into(),
+            ..Default::default()
         })
         .await
         .expect("create");

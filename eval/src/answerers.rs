@@ -155,7 +155,9 @@ fn check_replay(walk: &Walk, probe: &Probe) -> anyhow::Result<()> {
         let short = |t: &str| t.chars().take(60).collect::<String>();
         bail!(
             "item {}: the replay logged {:?} as line {seq}, the probes expect {:?}; the \
-             probes were made from a run on {} and must be replayed on it",
+             probes were made from a run on {} and must be replayed on it (a story a \
+             model played is replayed from its log: `eval probes --from-log WORLD`, then \
+             `eval kbf --from-log WORLD`)",
             probe.id,
             logged.map(short).unwrap_or_default(),
             short(text),

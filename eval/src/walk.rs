@@ -10,8 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{anyhow, bail};
-use dramatis_proto::v1::{Event, EventKind, WorldStatus, advance_request};
+use anyhow::{Context as _, anyhow, bail};
+use dramatis_proto::v1::{
+    CreateWorldRequest, Event, EventKind, GetWorldRequest, WatchRequest, WorldStatus,
+    advance_request, create_world_request, watch_response,
+};
 use dramatis_runtime::client::{WorldRpc, advance, describe};
 use dramatis_scenario::Scenario;
 
@@ -31,11 +34,119 @@ pub struct Run {
     pub finished: bool,
 }
 
+impl Run {
+    /// Takes in `event`, logged when `played` turns had been played.
+    fn take(&mut self, played: u32, event: Event) {
+        // A scene's end is logged as the next turn begins: the scene ended at the
+        // position of its last turn.
+        if event.kind == EventKind::SceneEnd as i32 {
+            self.scene_ends.push(self.last_turn);
+        } else if event.turn > 0 {
+            self.last_turn = played;
+        }
+        self.log.push((played, event));
+    }
+
+    /// The run a whole logged transcript records, each event at the position a walk
+    /// one turn at a time would have logged it: with the next line (or, after the
+    /// last line, at the end).
+    #[must_use]
+    pub fn of_log(events: &[Event], finished: bool) -> Self {
+        let mut lines_so_far = Vec::with_capacity(events.len());
+        let mut lines = 0;
+        for event in events {
+            lines += u32::from(event.turn > 0);
+            lines_so_far.push(lines);
+        }
+        let mut positions = vec![lines; events.len()];
+        let mut next_line = lines;
+        for (i, event) in events.iter().enumerate().rev() {
+            if event.turn > 0 {
+                next_line = lines_so_far[i];
+            }
+            positions[i] = next_line;
+        }
+        let mut run = Self::default();
+        for (event, played) in events.iter().zip(positions) {
+            run.take(played, event.clone());
+        }
+        run.turns = lines;
+        run.finished = finished;
+        run
+    }
+}
+
+/// A story a world service logged, read back whole as an omniscient watcher reads it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub world: String,
+    /// The name of the scenario it played.
+    pub scenario: String,
+    pub events: Vec<Event>,
+    pub finished: bool,
+}
+
+impl Logged {
+    /// World `world`'s transcript and status on the service `client` talks to.
+    pub async fn read(client: &mut WorldRpc, world: &str) -> anyhow::Result<Self> {
+        let info = client
+            .get_world(GetWorldRequest {
+                world_id: world.to_owned(),
+            })
+            .await
+            .map_err(|s| anyhow!("cannot read world {world}: {}", describe(&s)))?
+            .into_inner();
+        let mut stream = client
+            .watch(WatchRequest {
+                world_id: world.to_owned(),
+                from_seq: 1,
+                no_follow: true,
+                pov: String::new(),
+            })
+            .await
+            .map_err(|s| anyhow!("cannot read world {world}'s log: {}", describe(&s)))?
+            .into_inner();
+        let mut events = Vec::new();
+        while let Some(item) = stream
+            .message()
+            .await
+            .map_err(|s| anyhow!("reading world {world}'s log broke: {}", describe(&s)))?
+        {
+            if let Some(watch_response::Item::Event(event)) = item.item {
+                events.push(event);
+            }
+        }
+        Ok(Self {
+            world: world.to_owned(),
+            scenario: info.scenario,
+            events,
+            finished: info.status == WorldStatus::Finished as i32,
+        })
+    }
+
+    /// `played_with` of items made from this log.
+    #[must_use]
+    pub fn played_with(&self) -> String {
+        format!("log:{}", self.world)
+    }
+
+    /// Its run, each event at its position.
+    #[must_use]
+    pub fn run(&self) -> Run {
+        Run::of_log(&self.events, self.finished)
+    }
+}
+
 /// A world being walked.
 pub struct Walk {
     pub client: WorldRpc,
     pub world: String,
     pub run: Run,
+    /// A replay's log: each event the walk logs must be the one logged with its number,
+    /// and a log of an unfinished story is walked no further than its last line.
+    source: Option<Logged>,
+    /// The replay of an unfinished story's log stops at its last line.
+    end: Option<u32>,
 }
 
 impl Walk {
@@ -46,6 +157,39 @@ impl Walk {
             client,
             world,
             run: Run::default(),
+            source: None,
+            end: None,
+        })
+    }
+
+    /// Creates a world from `scenario_path` whose turns are played from `logged`'s
+    /// lines (`CreateWorldRequest.replay`) instead of by a model.
+    pub async fn replay(
+        mut client: WorldRpc,
+        scenario_path: &Path,
+        logged: Logged,
+    ) -> anyhow::Result<Self> {
+        let path =
+            std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
+        let world = client
+            .create_world(CreateWorldRequest {
+                source: Some(create_world_request::Source::ScenarioPath(
+                    path.to_string_lossy().into_owned(),
+                )),
+                replay: logged.events.clone(),
+                ..CreateWorldRequest::default()
+            })
+            .await
+            .map_err(|s| anyhow!("cannot replay world {}: {}", logged.world, describe(&s)))?
+            .into_inner()
+            .world_id;
+        let end = (!logged.finished).then(|| logged.run().turns);
+        Ok(Self {
+            client,
+            world,
+            run: Run::default(),
+            source: Some(logged),
+            end,
         })
     }
 
@@ -53,6 +197,10 @@ impl Walk {
     /// turn per call so every event gets its exact position. Stops early, without error,
     /// when the story ends first; [`Run::turns`] says where it stopped.
     pub async fn advance_to(&mut self, at: Option<u32>) -> anyhow::Result<()> {
+        let at = match (at, self.end) {
+            (Some(at), Some(end)) => Some(at.min(end)),
+            (at, end) => at.or(end),
+        };
         while !self.run.finished && at.is_none_or(|at| self.run.turns < at) {
             let response = advance(
                 &mut self.client,
@@ -70,14 +218,10 @@ impl Walk {
                 bail!("the story made no progress at position {}", self.run.turns);
             }
             for event in response.events {
-                // A scene's end is logged as the next turn begins: the scene ended at
-                // the position of its last turn.
-                if event.kind == EventKind::SceneEnd as i32 {
-                    self.run.scene_ends.push(self.run.last_turn);
-                } else if event.turn > 0 {
-                    self.run.last_turn = played;
+                if let Some(logged) = &self.source {
+                    follows(logged, &event)?;
                 }
-                self.run.log.push((played, event));
+                self.run.take(played, event);
             }
             self.run.turns = played;
             self.run.finished = finished;
@@ -89,6 +233,53 @@ impl Walk {
     pub async fn play_to_end(&mut self) -> anyhow::Result<()> {
         self.advance_to(None).await
     }
+}
+
+/// Fails unless `event` of a replay is the event its log holds under the same number:
+/// the same kind, actor, words, target, place and perceivers.
+fn follows(logged: &Logged, event: &Event) -> anyhow::Result<()> {
+    let was = usize::try_from(event.seq)
+        .ok()
+        .and_then(|seq| logged.events.get(seq.checked_sub(1)?))
+        .with_context(|| {
+            format!(
+                "the replay logged event {}, past the end of world {}'s log",
+                event.seq, logged.world
+            )
+        })?;
+    let sorted = |who: &[String]| {
+        let mut who = who.to_vec();
+        who.sort_unstable();
+        who
+    };
+    let fields = |e: &Event| {
+        (
+            e.kind,
+            e.speaker.clone(),
+            e.text.clone(),
+            e.target.clone(),
+            e.location.clone(),
+            sorted(&e.perceivers),
+        )
+    };
+    if fields(was) != fields(event) {
+        bail!(
+            "the replay left world {}'s log at event {}: it logged {:?} by {:?}, the log \
+             holds {:?} by {:?}",
+            logged.world,
+            event.seq,
+            short(&event.text),
+            event.speaker,
+            short(&was.text),
+            was.speaker
+        );
+    }
+    Ok(())
+}
+
+/// The first 60 characters of `text`, for messages.
+fn short(text: &str) -> String {
+    text.chars().take(60).collect()
 }
 
 /// Something a character may know: a starting fact, a starting memory or self-knowledge,

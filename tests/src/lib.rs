@@ -434,6 +434,7 @@ impl Cluster {
                     dramatis_proto::v1::create_world_request::Source::ScenarioName(scenario.into()),
                 ),
                 world_id: id.into(),
+                ..Default::default()
             })
             .await
             .expect("world created")

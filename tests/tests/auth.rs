@@ -370,6 +370,7 @@ async fn create_as_operator(cluster: &Cluster) -> WorldClient<Channel> {
                     "study-in-scarlet".into(),
                 )),
                 world_id: "secured".into(),
+                ..Default::default()
             },
             Some(OPERATOR),
         ))

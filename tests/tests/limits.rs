@@ -25,6 +25,7 @@ fn scarlet(id: &str) -> CreateWorldRequest {
             "study-in-scarlet".into(),
         )),
         world_id: id.into(),
+        ..Default::default()
     }
 }
 
@@ -94,6 +95,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
                 .create_world(CreateWorldRequest {
                     source: Some(create_world_request::Source::Sandbox(crowded)),
                     world_id: "crowded".into(),
+                    ..Default::default()
                 })
                 .await,
             Code::ResourceExhausted,
@@ -106,6 +108,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
             .create_world(CreateWorldRequest {
                 source: Some(create_world_request::Source::Sandbox(spec)),
                 world_id: "huge".into(),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,

@@ -168,6 +168,7 @@ async fn create_inline(
         .create_world(CreateWorldRequest {
             source: Some(create_world_request::Source::Sandbox(spec)),
             world_id: id.into(),
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner().world_id)

@@ -48,6 +48,7 @@ async fn world_requests_are_validated_precisely() {
             .create_world(CreateWorldRequest {
                 source: None,
                 world_id: String::new(),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -58,6 +59,7 @@ async fn world_requests_are_validated_precisely() {
             .create_world(CreateWorldRequest {
                 source: by_name("hamlet"),
                 world_id: String::new(),
+                ..Default::default()
             })
             .await,
         Code::NotFound,
@@ -72,6 +74,7 @@ async fn world_requests_are_validated_precisely() {
                     broken.to_string_lossy().into(),
                 )),
                 world_id: String::new(),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -82,6 +85,7 @@ async fn world_requests_are_validated_precisely() {
             .create_world(CreateWorldRequest {
                 source: by_name("study-in-scarlet"),
                 world_id: "no spaces".into(),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -91,6 +95,7 @@ async fn world_requests_are_validated_precisely() {
         .create_world(CreateWorldRequest {
             source: by_name("study-in-scarlet"),
             world_id: "w1".into(),
+            ..Default::default()
         })
         .await
         .expect("create")
@@ -102,6 +107,7 @@ async fn world_requests_are_validated_precisely() {
             .create_world(CreateWorldRequest {
                 source: by_name("study-in-scarlet"),
                 world_id: "w1".into(),
+                ..Default::default()
             })
             .await,
         Code::AlreadyExists,

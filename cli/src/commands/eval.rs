@@ -8,13 +8,13 @@ use clap::Args;
 use dramatis_eval::ablation::resolve_scenario;
 use dramatis_eval::kbf::Split;
 use dramatis_eval::probes::{At, generate};
-use dramatis_eval::walk::Walk;
+use dramatis_eval::walk::{Logged, Run, Walk};
 use dramatis_llm::ModelRole;
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, world_client};
 use dramatis_scenario::Scenario;
 
-use crate::options::ModelArgs;
+use crate::options::{ModelArgs, ServerArg};
 use crate::stack::{LocalStack, folder_of};
 
 #[derive(Debug, Args)]
@@ -39,6 +39,14 @@ pub struct ProbesArgs {
     /// question, is asked for once more and otherwise the item keeps its cloze form.
     #[arg(long)]
     pub paraphrase: bool,
+    /// Make the items from the log of world WORLD on a running world service (see
+    /// `--server`), a story played there on any model, instead of playing a run. Ask
+    /// them with `eval kbf --from-log WORLD`, which replays that log line by line.
+    #[arg(long, value_name = "WORLD")]
+    pub from_log: Option<String>,
+    /// The service holding the `--from-log` world.
+    #[command(flatten)]
+    pub server: ServerArg,
     /// The model the run is played with (default: the scripted model, which replays
     /// identically, so `eval kbf` can stop the story at every item's position).
     #[command(flatten)]
@@ -62,39 +70,18 @@ fn played_with(model: &ModelArgs) -> String {
 pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
     let scenario_path = resolve_scenario(&args.scenario)?;
     let scenario = Scenario::load(&scenario_path)?;
-    let mut model = args.model.clone();
-    if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
-        model.scripted = Some("builtin".into());
-    }
-    let with = played_with(&model);
-    let stack = LocalStack::start(
-        model,
-        None,
-        crate::spawn::Layout::PerWorld,
-        None,
-        folder_of(&scenario_path),
-        Shutdown::new(),
-    )
-    .await?;
-    let mut walk = Walk::start(
-        world_client(&ClientOptions::local(&stack.server_url)).await?,
-        &scenario_path,
-    )
-    .await?;
-    let bar = indicatif::ProgressBar::new_spinner();
-    while !walk.run.finished {
-        let next = walk.run.turns + 1;
-        walk.advance_to(Some(next)).await?;
-        bar.set_message(format!("played {} turns", walk.run.turns));
-        bar.tick();
-    }
-    bar.finish_and_clear();
-    stack.stop(Some(&walk.world)).await;
+    let (run, with) = match &args.from_log {
+        Some(world) => {
+            let logged = read_log(&args.server, world, &scenario).await?;
+            (logged.run(), logged.played_with())
+        }
+        None => play(args, &scenario_path).await?,
+    };
     let at = match args.at {
         AtArg::Scene => At::Scene,
         AtArg::Line => At::Line,
     };
-    let mut items = generate(&scenario, &walk.run, at, &with);
+    let mut items = generate(&scenario, &run, at, &with);
     let rewritten = if args.paraphrase {
         let models = crate::models::role_models(&args.model)?;
         let model = models.get(ModelRole::Answer);
@@ -143,7 +130,7 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
     eprintln!(
         "{} items from {} turns on {with}: facts {} KRf + {} KR, lines {} KRf + {} KR{}",
         items.len(),
-        walk.run.turns,
+        run.turns,
         count(Split::Krf, false),
         count(Split::Kr, false),
         count(Split::Krf, true),
@@ -154,4 +141,56 @@ pub async fn probes(args: &ProbesArgs) -> anyhow::Result<()> {
             .unwrap_or_default()
     );
     Ok(())
+}
+
+/// Plays the scenario once on `args`' model (the scripted one by default): the run and
+/// its `played_with`.
+async fn play(args: &ProbesArgs, scenario_path: &std::path::Path) -> anyhow::Result<(Run, String)> {
+    let mut model = args.model.clone();
+    if model.endpoint.llm_endpoint.is_none() && model.scripted.is_none() && !args.builtin_model {
+        model.scripted = Some("builtin".into());
+    }
+    let with = played_with(&model);
+    let stack = LocalStack::start(
+        model,
+        None,
+        crate::spawn::Layout::PerWorld,
+        None,
+        folder_of(scenario_path),
+        Shutdown::new(),
+    )
+    .await?;
+    let mut walk = Walk::start(
+        world_client(&ClientOptions::local(&stack.server_url)).await?,
+        scenario_path,
+    )
+    .await?;
+    let bar = indicatif::ProgressBar::new_spinner();
+    while !walk.run.finished {
+        let next = walk.run.turns + 1;
+        walk.advance_to(Some(next)).await?;
+        bar.set_message(format!("played {} turns", walk.run.turns));
+        bar.tick();
+    }
+    bar.finish_and_clear();
+    stack.stop(Some(&walk.world)).await;
+    Ok((walk.run, with))
+}
+
+/// World `world`'s log on the service `server` names, checked to be a run of `scenario`.
+pub async fn read_log(
+    server: &ServerArg,
+    world: &str,
+    scenario: &Scenario,
+) -> anyhow::Result<Logged> {
+    let mut client = world_client(&server.client_options()).await?;
+    let logged = Logged::read(&mut client, world).await?;
+    if logged.scenario != scenario.name {
+        anyhow::bail!(
+            "world {world} played scenario {:?}, not {:?}: give the scenario it played",
+            logged.scenario,
+            scenario.name
+        );
+    }
+    Ok(logged)
 }

@@ -11,7 +11,7 @@ use dramatis_eval::answerers::{
     AgentAnswerer, Asked, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, ask_at_positions,
 };
 use dramatis_eval::kbf::{self, Probe, Score, Split, load_probes};
-use dramatis_eval::walk::Walk;
+use dramatis_eval::walk::{Logged, Walk};
 use dramatis_llm::ModelRole;
 use dramatis_proto::v1::Usage;
 use dramatis_runtime::Shutdown;
@@ -43,6 +43,16 @@ pub struct KbfArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Replay the log of world WORLD on a running world service (see `--server`), a
+    /// story played there on any model, instead of playing the story again: each turn
+    /// is the logged line, so items made from that log (`eval probes --from-log WORLD`)
+    /// are asked at their positions. The replay stops with an error where it would
+    /// leave the log. Memory steps run on the model given, or the scripted one.
+    #[arg(long, value_name = "WORLD", conflicts_with = "rounds")]
+    pub from_log: Option<String>,
+    /// The service holding the `--from-log` world.
+    #[command(flatten)]
+    pub server: crate::options::ServerArg,
     /// The language model that answers for `agent`, `direct-llm` and `naive-rag-llm`
     /// (the built-in one when none is given); answers are greedy (temperature 0). The
     /// story's turns replay on the model the probes were made with.
@@ -86,6 +96,10 @@ fn turns_fixture(probes: &[Probe]) -> anyhow::Result<Option<String>> {
     with.dedup();
     match with.as_slice() {
         [] => Ok(Some("builtin".to_owned())),
+        [one] if one.starts_with("log:") => bail!(
+            "the probes were made from the log of world {}: ask them with --from-log {0}",
+            &one["log:".len()..]
+        ),
         [one] => Ok(one.strip_prefix("scripted:").map(str::to_owned)),
         many => bail!("the probes come from runs on different models: {many:?}"),
     }
@@ -99,13 +113,24 @@ struct Setup {
     _logs: tempfile::TempDir,
 }
 
+/// The scripted fixture the story's turns and memory steps run on (`None`: the model
+/// given, or the built-in one). A replayed log needs a model for memory steps only: the
+/// one given, else the scripted one.
+fn turns_model(args: &KbfArgs, probes: &[Probe]) -> anyhow::Result<Option<String>> {
+    if args.from_log.is_none() {
+        return turns_fixture(probes);
+    }
+    let given = args.model.endpoint.llm_endpoint.is_some() || args.model.scripted.is_some();
+    Ok((!given).then(|| "builtin".to_owned()))
+}
+
 async fn setup(
     args: &KbfArgs,
     probes: &[Probe],
     scenario_path: &std::path::Path,
 ) -> anyhow::Result<Setup> {
     let logs = tempfile::Builder::new().prefix("dramatis-kbf-").tempdir()?;
-    let fixture = turns_fixture(probes)?;
+    let fixture = turns_model(args, probes)?;
     let mut answer = args.model.clone();
     answer.answer_temperature = 0.0;
     let needs_model = args.answerer.uses_model() || fixture.is_none();
@@ -201,12 +226,16 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let embedder = OnnxEmbedder::load(&crate::models::embedder_config(
         args.model.embedder_dir.as_deref(),
     ))?;
+    let logged = match &args.from_log {
+        Some(world) => Some(from_log(args, world, &scenario, &probes).await?),
+        None => None,
+    };
     let setup = setup(args, &probes, &scenario_path).await?;
-    let mut walk = Walk::start(
-        world_client(&ClientOptions::local(&setup.stack.server_url)).await?,
-        &scenario_path,
-    )
-    .await?;
+    let client = world_client(&ClientOptions::local(&setup.stack.server_url)).await?;
+    let mut walk = match logged {
+        Some(logged) => Walk::replay(client, &scenario_path, logged).await?,
+        None => Walk::start(client, &scenario_path).await?,
+    };
     let answer_model = || -> anyhow::Result<_> {
         Ok(std::sync::Arc::clone(
             crate::models::role_models(&setup.answer_model)?.get(ModelRole::Character),
@@ -261,6 +290,28 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
     let asked = asked?;
     report(args, &scenario, &asked, recalled.as_deref(), usage);
     Ok(())
+}
+
+/// World `world`'s log, which the probes must have been made from (or from no run).
+async fn from_log(
+    args: &KbfArgs,
+    world: &str,
+    scenario: &Scenario,
+    probes: &[Probe],
+) -> anyhow::Result<Logged> {
+    let logged = crate::commands::eval::read_log(&args.server, world, scenario).await?;
+    let with = logged.played_with();
+    if let Some(other) = probes
+        .iter()
+        .filter_map(|p| p.played_with.as_deref())
+        .find(|p| *p != with)
+    {
+        bail!(
+            "the probes were made from a run on {other}, not from world {world}'s log; \
+             make them with `eval probes --from-log {world}`"
+        );
+    }
+    Ok(logged)
 }
 
 fn pool_of(answerer: Answerer) -> Pool {

@@ -71,6 +71,21 @@ pub async fn serve_scripted_with(
     data_dir: &str,
     extra: &[&str],
 ) -> (tokio::process::Child, String) {
+    serve_on(&["--scripted", "builtin"], data_dir, extra).await
+}
+
+/// A `dramatis serve` on the built-in model (llama.cpp, started by the service).
+pub async fn serve_builtin(data_dir: &str) -> (tokio::process::Child, String) {
+    serve_on(&[], data_dir, &[]).await
+}
+
+/// A `dramatis serve` with `model` (its model flags) and `extra` arguments; returns it
+/// and its URL. Its log is appended to `serve.log` in the data directory.
+pub async fn serve_on(
+    model: &[&str],
+    data_dir: &str,
+    extra: &[&str],
+) -> (tokio::process::Child, String) {
     std::fs::create_dir_all(data_dir).expect("data dir");
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -78,7 +93,8 @@ pub async fn serve_scripted_with(
         .open(std::path::Path::new(data_dir).join("serve.log"))
         .expect("serve log");
     let mut server = tokio::process::Command::new(EXE)
-        .args(["serve", "--listen", "127.0.0.1:0", "--scripted", "builtin"])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(model)
         .args(["--data-dir", data_dir, "--no-viewer"])
         .args(extra)
         .current_dir(repo())
@@ -197,6 +213,7 @@ pub fn scarlet(id: &str) -> dramatis_proto::v1::CreateWorldRequest {
             ),
         ),
         world_id: id.into(),
+        ..Default::default()
     }
 }
 

@@ -151,6 +151,7 @@ pub async fn create_world(
         .create_world(CreateWorldRequest {
             source: Some(source),
             world_id: world_id.to_owned(),
+            ..Default::default()
         })
         .await
         .map(tonic::Response::into_inner)

@@ -51,6 +51,9 @@ pub enum WorldError {
     Moved(String),
     #[error("{0} is already played by someone")]
     SeatTaken(String),
+    /// A replayed world's story left its log, or played it out.
+    #[error("replay: {0}")]
+    Replay(String),
     /// A limit of the service is reached.
     #[error("{0}")]
     Full(String),
@@ -87,7 +90,7 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Fenced { .. } => ErrorKind::Aborted,
-            Self::Deleted(_) | Self::Finished(_) | Self::Unrestored { .. } => {
+            Self::Deleted(_) | Self::Finished(_) | Self::Unrestored { .. } | Self::Replay(_) => {
                 ErrorKind::FailedPrecondition
             }
             Self::Moved(_) => ErrorKind::Unavailable,

@@ -22,7 +22,7 @@ fn worlds(root: &Path, data: &Path) -> Worlds {
 
 async fn create(worlds: &Worlds, path: &Path) -> WorldError {
     match worlds
-        .create(ScenarioSource::Path(path.to_path_buf()), None)
+        .create(ScenarioSource::Path(path.to_path_buf()), None, Vec::new())
         .await
     {
         Ok(_) => panic!("{} was accepted", path.display()),

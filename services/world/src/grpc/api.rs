@@ -75,7 +75,7 @@ impl WorldApi for WorldGrpc {
         let worlds = self.worlds.clone();
         to_completion(self.worlds.tasks(), async move {
             let world = worlds
-                .create(source, world_id)
+                .create(source, world_id, request.replay)
                 .await
                 .map_err(Status::from)?;
             Ok(Response::new(world.info()))

@@ -15,7 +15,7 @@ use crate::cluster::Holder;
 use crate::error::WorldError;
 use crate::limits::Limits;
 use crate::log::WorldRecord;
-use crate::world::{Shared, World};
+use crate::world::{Replay, Shared, World};
 
 impl Worlds {
     pub(super) async fn start(
@@ -42,13 +42,16 @@ impl Worlds {
         World::start(id, scenario, endpoints, history, shared).await
     }
 
-    /// Creates and starts a world.
+    /// Creates and starts a world; with `replay` (a logged run of the same script), one
+    /// whose turns are played from that log (see [`Replay`]).
     pub async fn create(
         &self,
         source: ScenarioSource,
         world_id: Option<String>,
+        replay: Vec<pb::Event>,
     ) -> Result<Arc<World>, WorldError> {
         let mut scenario = self.read_scenario(&source).await?;
+        let replay = Replay::new(&scenario, replay)?;
         let limits = &self.inner.limits;
         if let Some(open) = &scenario.open {
             Limits::check_count(
@@ -82,7 +85,8 @@ impl Worlds {
                 _ => None,
             },
         };
-        self.launch(Arc::new(scenario), Vec::new(), record).await
+        self.launch(Arc::new(scenario), Vec::new(), record, replay)
+            .await
     }
 
     /// Starts the world `record` names over `history` (its first events, logged here
@@ -94,6 +98,7 @@ impl Worlds {
         scenario: Arc<Scenario>,
         history: Vec<pb::Event>,
         record: WorldRecord,
+        replay: Option<Replay>,
     ) -> Result<Arc<World>, WorldError> {
         let id = record.world_id.clone();
         self.take_new_lease(&id).await?;
@@ -102,7 +107,11 @@ impl Worlds {
             if logged {
                 self.inner.log.append(&id, 0, history.clone()).await?;
             }
-            let world = Arc::new(self.start(id.clone(), scenario, history).await?);
+            let world = Arc::new(
+                self.start(id.clone(), scenario, history)
+                    .await?
+                    .replaying(replay),
+            );
             if let Err(error) = world.catch_up().await {
                 world.stop().await;
                 world.shut().await;

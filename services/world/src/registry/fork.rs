@@ -65,7 +65,9 @@ impl Worlds {
             created_ms: dramatis_runtime::now_ms(),
             sandbox_toml: parent_record.sandbox_toml,
         };
-        let world = self.launch(Arc::new(scenario), history, record).await?;
+        let world = self
+            .launch(Arc::new(scenario), history, record, None)
+            .await?;
         tracing::info!(world_id = %world.id(), parent = %parent.id(), at_seq, "world forked");
         Ok(world)
     }

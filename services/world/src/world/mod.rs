@@ -8,6 +8,7 @@ mod direct;
 mod emit;
 mod lifecycle;
 mod narration;
+mod replay;
 mod seats;
 mod turn;
 mod watch;
@@ -34,6 +35,7 @@ use dramatis_story::scheduler::{Step, next_step};
 use dramatis_story::state::WorldState;
 use lifecycle::Phase;
 use narration::NarratorNotes;
+pub(crate) use replay::Replay;
 pub use seats::{OpenSeat, PlayInput};
 
 /// How far one `advance` call runs.
@@ -77,6 +79,8 @@ pub struct World {
     narrator: narration::Narrator,
     /// Characters a person plays: where to ask for their actions.
     seats: seats::Seats,
+    /// A logged run whose lines play the turns instead of the agents.
+    replay: Option<Replay>,
 }
 
 impl std::fmt::Debug for World {
@@ -180,7 +184,14 @@ impl World {
             behind: AtomicBool::new(short),
             narrator: narration::Narrator::new(narrator, notes),
             seats,
+            replay: None,
         })
+    }
+
+    /// The same world, its turns played from `replay` (see [`Replay`]).
+    #[must_use]
+    pub(crate) fn replaying(self, replay: Option<Replay>) -> Self {
+        Self { replay, ..self }
     }
 
     #[must_use]

@@ -28,6 +28,9 @@ impl World {
         actor: &str,
     ) -> Result<Draft, WorldError> {
         self.deliver_pending(actor).await?;
+        if let Some(replay) = &self.replay {
+            return replay.next(self.perspective(state, actor), state, actor);
+        }
         if let Some(action) = self.ask_player(state, actor).await {
             return Ok(resolve(self.perspective(state, actor), state, &action));
         }
