@@ -212,6 +212,7 @@ async function loadScenarios() {
 
 async function loadWorlds(select) {
   const { worlds } = await view.client.unary("ListWorlds", {});
+  view.worlds = worlds;
   const picker = $("world-select");
   picker.replaceChildren(
     element("option", "", worlds.length ? "— choose —" : "— none yet —"),
@@ -334,6 +335,34 @@ function renderInfo() {
   renderMap(info);
   renderCharacterPickers(info);
   renderDirector(info);
+  renderBranches(info);
+}
+
+/**
+ * Where the open world branched from, and the branches made from it: each a button that
+ * opens that world.
+ */
+function renderBranches(info) {
+  const open = (world, label) => {
+    const button = element("button", "branch", label);
+    button.type = "button";
+    button.dataset.world = world;
+    return button;
+  };
+  const parts = [];
+  if (info.forked_from) {
+    parts.push("branch of ", open(info.forked_from, info.forked_from), ` after event ${info.fork_seq}`);
+  }
+  const children = (view.worlds || []).filter((w) => w.forked_from === info.world_id);
+  if (children.length) {
+    if (parts.length) parts.push(" · ");
+    parts.push("branches: ");
+    children.forEach((w, i) => {
+      if (i) parts.push(", ");
+      parts.push(open(w.world_id, `${w.world_id} (after event ${w.fork_seq})`));
+    });
+  }
+  $("branches").replaceChildren(...parts);
 }
 
 // ------------------------------------------------------------------- director --
@@ -661,6 +690,13 @@ function wire() {
     view.client
       .unary("Regenerate", { world_id: view.worldId })
       .then((reply) => openBranch(reply.world, "the last line asked again"))
+      .catch(fail);
+  });
+  $("branches").addEventListener("click", (e) => {
+    const world = e.target.closest("button.branch")?.dataset.world;
+    if (!world) return;
+    loadWorlds(world)
+      .then(() => openWorld(world))
       .catch(fail);
   });
   $("transcript").addEventListener("click", (e) => {

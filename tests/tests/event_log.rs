@@ -15,7 +15,7 @@ use std::time::Duration;
 use dramatis_proto::v1::Event;
 use dramatis_tests::nats::NatsCluster;
 use dramatis_world::WorldError;
-use dramatis_world::log::{EventLog, RedbLog, WorldRecord};
+use dramatis_world::log::{EventLog, ForkPoint, RedbLog, WorldRecord};
 use futures::StreamExt as _;
 
 fn event(world: &str, seq: u64, text: &str) -> Event {
@@ -143,6 +143,10 @@ async fn contract(log: Arc<dyn EventLog>, other: Arc<dyn EventLog>) {
         scenario_path: format!("/scenarios/{id}.toml"),
         created_ms: 7,
         sandbox_toml: (id == "b").then(|| "name = \"b\"\n".to_owned()),
+        forked_from: (id == "b").then(|| ForkPoint {
+            world_id: "a".into(),
+            at_seq: 3,
+        }),
     };
     log.put_world(record("a")).await.expect("record a");
     log.put_world(record("b")).await.expect("record b");
@@ -491,6 +495,7 @@ async fn a_world_record_is_found_at_once_through_another_handle() {
             scenario_path: format!("/scenarios/{id}.toml"),
             created_ms: i,
             sandbox_toml: None,
+            forked_from: None,
         };
         writer.put_world(record.clone()).await.expect("record");
         let reader = &readers[usize::try_from(i).expect("small") % 3];

@@ -5,7 +5,8 @@
 
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::{
-    Event, ForkRequest, MemoryItem, RegenerateRequest, WorldStatus, advance_request,
+    Event, ForkRequest, ListWorldsRequest, MemoryItem, RegenerateRequest, WorldStatus,
+    advance_request,
 };
 use dramatis_tests::nats::NatsCluster;
 use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
@@ -70,6 +71,22 @@ async fn fork_matches_a_fresh_world(cluster: &Cluster, fresh: &Cluster) {
         .expect("fork")
         .into_inner();
     assert_eq!(info.world_id, "branch");
+    assert_eq!(
+        (info.forked_from.as_str(), info.fork_seq),
+        ("parent", k),
+        "a branch says where it left its world"
+    );
+    let listed = world
+        .list_worlds(ListWorldsRequest {})
+        .await
+        .expect("list")
+        .into_inner()
+        .worlds;
+    let branches: Vec<(&str, &str, u64)> = listed
+        .iter()
+        .map(|w| (w.world_id.as_str(), w.forked_from.as_str(), w.fork_seq))
+        .collect();
+    assert_eq!(branches, [("branch", "parent", k), ("parent", "", 0)]);
     assert_eq!(
         info.next_seq,
         k + 1,
@@ -168,7 +185,7 @@ async fn a_fork_on_jetstream_holds_what_a_fresh_world_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regenerate_asks_the_last_line_again_in_a_fork_and_rewrites_nothing() {
-    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut cluster = Cluster::start(&CAST, &rules()).await;
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "story").await;
     let ask = |world_id: &str, new_world_id: &str| RegenerateRequest {
@@ -222,5 +239,13 @@ async fn regenerate_asks_the_last_line_again_in_a_fork_and_rewrites_nothing() {
             .await
             .contains(&last.text),
         "the line asked again is not remembered in the fork"
+    );
+
+    // A restart rebuilds the branch as a branch.
+    cluster.restart_world().await;
+    let info = world_info(&mut cluster.world().await, "again").await;
+    assert_eq!(
+        (info.forked_from.as_str(), info.fork_seq),
+        (id.as_str(), last.seq - 1)
     );
 }

@@ -240,11 +240,22 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   await linkedPage.waitForSelector(`#transcript li[data-seq='${forkAt}']`);
   assert.deepEqual(await seqs(linkedPage, "#transcript li[data-seq]"), Array.from({ length: forkAt }, (_, i) => i + 1));
   assert.match(await linkedPage.textContent("#status"), new RegExp(`^forked at event ${forkAt}: world `));
+  assert.equal(await linkedPage.textContent("#branches"), `branch of ${firstWorld} after event ${forkAt}`);
   // Its last line asked again: another new world, from the panel.
   const forked = await linkedPage.inputValue("#world-select");
   await linkedPage.click("#regenerate");
   await linkedPage.waitForFunction(() => /^the last line asked again: world /.test(document.querySelector("#status").textContent));
-  assert.notEqual(await linkedPage.inputValue("#world-select"), forked, "the branch is open");
+  const again = await linkedPage.inputValue("#world-select");
+  assert.notEqual(again, forked, "the branch is open");
+  assert.match(await linkedPage.textContent("#branches"), new RegExp(`^branch of ${forked} after event \\d+$`));
+  // The world it came from lists its branches; each opens from there.
+  await linkedPage.click(`#branches button.branch[data-world='${forked}']`);
+  await linkedPage.waitForFunction((f) => document.querySelector("#world-select").value === f, forked);
+  await linkedPage.waitForSelector(`#branches button.branch[data-world='${again}']`);
+  assert.match(
+    await linkedPage.textContent("#branches"),
+    new RegExp(`^branch of ${firstWorld} after event ${forkAt} · branches: ${again} \\(after event \\d+\\)$`),
+  );
   await linkedPage.close();
 
   // Another world (the open sandbox) replaces the panels; going back restores them.

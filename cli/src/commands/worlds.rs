@@ -69,8 +69,16 @@ pub async fn worlds(server: ServerArg) -> anyhow::Result<()> {
         eprintln!("no worlds yet: create one with `dramatis create <scenario>`");
     }
     for info in &listed {
+        let branch = if info.forked_from.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\tbranch of {} after event {}",
+                info.forked_from, info.fork_seq
+            )
+        };
         println!(
-            "{}\t{}\t{}\t{} turns",
+            "{}\t{}\t{}\t{} turns{branch}",
             info.world_id,
             info.title,
             progress(info),

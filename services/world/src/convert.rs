@@ -64,6 +64,8 @@ pub fn world_info(
         scene_location: state.scene_location.clone(),
         open: scenario.open.is_some(),
         failure: String::new(),
+        forked_from: String::new(),
+        fork_seq: 0,
     }
 }
 

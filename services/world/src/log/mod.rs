@@ -39,6 +39,24 @@ pub struct WorldRecord {
     /// travels with the record to whichever replica rebuilds the world.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_toml: Option<String>,
+    /// For a branch: the world it was forked from and the events it began with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkPoint>,
+}
+
+/// Where a branch left the world it was forked from: after `at_seq` of its events.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkPoint {
+    pub world_id: String,
+    pub at_seq: u64,
+}
+
+impl ForkPoint {
+    /// Shows it in `info`.
+    pub fn show(&self, info: &mut dramatis_proto::v1::WorldInfo) {
+        info.forked_from.clone_from(&self.world_id);
+        info.fork_seq = self.at_seq;
+    }
 }
 
 /// A world's events as they are logged, from a starting sequence, without end.

@@ -84,6 +84,7 @@ impl Worlds {
                 }
                 _ => None,
             },
+            forked_from: None,
         };
         self.launch(Arc::new(scenario), Vec::new(), record, replay)
             .await
@@ -110,7 +111,8 @@ impl Worlds {
             let world = Arc::new(
                 self.start(id.clone(), scenario, history)
                     .await?
-                    .replaying(replay),
+                    .replaying(replay)
+                    .forked_from(record.forked_from.clone()),
             );
             if let Err(error) = world.catch_up().await {
                 world.stop().await;

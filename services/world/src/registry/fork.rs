@@ -11,7 +11,7 @@ use dramatis_proto::v1 as pb;
 use super::Worlds;
 use super::create::checked_id;
 use crate::error::WorldError;
-use crate::log::WorldRecord;
+use crate::log::{ForkPoint, WorldRecord};
 use crate::world::{Until, World};
 
 impl Worlds {
@@ -64,6 +64,10 @@ impl Worlds {
             scenario_path,
             created_ms: dramatis_runtime::now_ms(),
             sandbox_toml: parent_record.sandbox_toml,
+            forked_from: Some(ForkPoint {
+                world_id: parent.id().to_owned(),
+                at_seq,
+            }),
         };
         let world = self
             .launch(Arc::new(scenario), history, record, None)

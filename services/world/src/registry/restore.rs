@@ -60,13 +60,17 @@ impl Worlds {
             state.apply(&scenario, event);
         }
         let next_seq = history.last().map_or(1, |e| e.seq + 1);
-        crate::convert::world_info(
+        let mut info = crate::convert::world_info(
             &record.world_id,
             &scenario,
             &state,
             pb::WorldStatus::Failed,
             next_seq,
-        )
+        );
+        if let Some(point) = &record.forked_from {
+            point.show(&mut info);
+        }
+        info
     }
 
     /// A world a restart could not rebuild, tried again unless it was tried within
@@ -198,7 +202,8 @@ impl Worlds {
         let history = self.inner.log.read(&record.world_id, 1).await?;
         let world = self
             .start(record.world_id.clone(), scenario, history)
-            .await?;
+            .await?
+            .forked_from(record.forked_from.clone());
         // A shard that ends early (rebuilt after its store was found corrupt) gets its
         // story now, not at the next line; if that fails, the next line retries first.
         if let Err(error) = world.catch_up().await {

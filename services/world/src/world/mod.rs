@@ -26,7 +26,7 @@ use crate::convert::{attach_request, world_info};
 use crate::error::WorldError;
 use crate::hub::TranscriptHub;
 use crate::limits::Limits;
-use crate::log::SharedLog;
+use crate::log::{ForkPoint, SharedLog};
 pub use direct::Intervention;
 use dramatis_scenario::Scenario;
 use dramatis_story::drafts::{self, Draft};
@@ -81,6 +81,8 @@ pub struct World {
     seats: seats::Seats,
     /// A logged run whose lines play the turns instead of the agents.
     replay: Option<Replay>,
+    /// For a branch: the world it was forked from, and where.
+    forked_from: Option<ForkPoint>,
 }
 
 impl std::fmt::Debug for World {
@@ -185,6 +187,7 @@ impl World {
             narrator: narration::Narrator::new(narrator, notes),
             seats,
             replay: None,
+            forked_from: None,
         })
     }
 
@@ -192,6 +195,15 @@ impl World {
     #[must_use]
     pub(crate) fn replaying(self, replay: Option<Replay>) -> Self {
         Self { replay, ..self }
+    }
+
+    /// The same world, a branch of the world `point` names.
+    #[must_use]
+    pub(crate) fn forked_from(self, point: Option<ForkPoint>) -> Self {
+        Self {
+            forked_from: point,
+            ..self
+        }
     }
 
     #[must_use]
@@ -226,13 +238,17 @@ impl World {
         } else {
             WorldStatus::Ready
         };
-        world_info(
+        let mut info = world_info(
             &self.id,
             &self.scenario,
             &state,
             status,
             self.hub.next_seq(),
-        )
+        );
+        if let Some(point) = &self.forked_from {
+            point.show(&mut info);
+        }
+        info
     }
 
     /// Runs the story until `until`; returns the events it produced.
