@@ -3,7 +3,7 @@
 //! whisper reaches anyone else's shard or prompts.
 
 use dramatis_proto::v1::{
-    Event, InterveneRequest, Narrate, Reveal, Whisper, advance_request,
+    BringIn, Event, EventKind, InterveneRequest, Narrate, Reveal, Whisper, advance_request,
     intervene_request::Intervention,
 };
 use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
@@ -227,6 +227,17 @@ async fn interventions_that_cannot_be_carried_out_are_refused_and_log_nothing() 
         code,
         "has no location",
     );
+    // A script's characters come in through its scenes.
+    assert_refused(
+        world
+            .intervene(request(Some(Intervention::BringIn(BringIn {
+                character: "watson".into(),
+                ..BringIn::default()
+            }))))
+            .await,
+        code,
+        "plays a script",
+    );
     let info = world_info(&mut world, &id).await;
     assert_eq!(info.next_seq, 1, "nothing was logged");
 
@@ -238,4 +249,101 @@ async fn interventions_that_cannot_be_carried_out_are_refused_and_log_nothing() 
         tonic::Code::FailedPrecondition,
         "finished its story",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offstage_character_enters_when_the_director_brings_it_in() {
+    use dramatis_proto::v1::{CreateWorldRequest, create_world_request::Source};
+    let cast = ["ada", "coyle", "tom", "varga"];
+    let cluster = Cluster::start(&cast, &[]).await;
+    let mut world = cluster.world().await;
+    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("scenario");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("open");
+    spec.characters
+        .iter_mut()
+        .find(|c| c.id == "tom")
+        .expect("tom")
+        .offstage = true;
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(Source::Sandbox(spec)),
+            world_id: "stage".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("created");
+    let place_of = |info: &dramatis_proto::v1::WorldInfo, who: &str| {
+        info.characters
+            .iter()
+            .find(|c| c.id == who)
+            .map(|c| c.location.clone())
+            .expect("in the cast")
+    };
+    assert_eq!(place_of(&world_info(&mut world, "stage").await, "tom"), "");
+
+    // Offstage, Tom perceives nothing and never acts.
+    advance(&mut world, "stage", advance_request::Until::SceneEnd(true)).await;
+    let before = replay_as(&mut world, "stage", "").await;
+    assert!(!before.is_empty());
+    assert!(
+        before
+            .iter()
+            .all(|e| e.speaker != "tom" && !e.perceivers.iter().any(|p| p == "tom"))
+    );
+    assert!(replay_as(&mut world, "stage", "tom").await.is_empty());
+
+    let info = world_info(&mut world, "stage").await;
+    let there: Vec<String> = info
+        .characters
+        .iter()
+        .filter(|c| c.location == "gasworks-lane")
+        .map(|c| c.id.clone())
+        .collect();
+    let entrance = "A thin boy slips in out of the fog.";
+    let bring_in = |location: &str| {
+        Intervention::BringIn(BringIn {
+            character: "tom".into(),
+            location: location.into(),
+            text: entrance.into(),
+        })
+    };
+    let event = intervene(&cluster, "stage", bring_in("Gasworks Lane")).await;
+    assert!(event.director);
+    assert_eq!(
+        (
+            event.kind(),
+            event.speaker.as_str(),
+            event.location.as_str()
+        ),
+        (EventKind::Movement, "tom", "gasworks-lane")
+    );
+    assert_eq!(event.text, entrance);
+    let mut seen_by = event.perceivers.clone();
+    seen_by.sort();
+    let mut expected = there.clone();
+    expected.push("tom".into());
+    expected.sort();
+    assert_eq!(seen_by, expected, "those at Gasworks Lane and Tom");
+    assert_eq!(
+        place_of(&world_info(&mut world, "stage").await, "tom"),
+        "gasworks-lane"
+    );
+    assert_refused(
+        world
+            .intervene(InterveneRequest {
+                world_id: "stage".into(),
+                intervention: Some(bring_in("")),
+            })
+            .await,
+        tonic::Code::FailedPrecondition,
+        "in the story already",
+    );
+
+    // From then on he is in the story: he perceives and acts.
+    let rest = advance(&mut world, "stage", advance_request::Until::ScriptEnd(true)).await;
+    assert!(rest.iter().any(|e| e.speaker == "tom" && e.turn > 0));
+    let his = replay_as(&mut world, "stage", "tom").await;
+    assert_eq!(his.first().map(|e| e.seq), Some(event.seq));
+    assert!(his.len() > 2);
 }

@@ -1,17 +1,17 @@
 //! `dramatis intervene`: the director puts one event into a world (a narration at a
-//! place, a whisper to one character, or a fact revealed to some) and hears who
-//! perceived it.
+//! place, a whisper to one character, a fact revealed to some, or an offstage character
+//! brought in) and hears who perceived it.
 
 use anyhow::anyhow;
 use clap::Args;
-use dramatis_proto::v1::{InterveneRequest, Narrate, Reveal, Whisper, intervene_request};
+use dramatis_proto::v1::{BringIn, InterveneRequest, Narrate, Reveal, Whisper, intervene_request};
 
 use crate::options::ServerArg;
 use dramatis_runtime::client::{describe, world_client};
 
 #[derive(Debug, Args)]
 #[command(group(
-    clap::ArgGroup::new("what").required(true).args(["narrate", "whisper", "reveal"])
+    clap::ArgGroup::new("what").required(true).args(["narrate", "whisper", "reveal", "bring_in"])
 ))]
 pub struct InterveneArgs {
     /// World id.
@@ -19,7 +19,8 @@ pub struct InterveneArgs {
     /// Narrate TEXT at the place --at names: everyone there perceives it.
     #[arg(long, value_name = "TEXT", requires = "at")]
     pub narrate: Option<String>,
-    /// Where a narration happens: a location's id or name.
+    /// Where a narration happens, or where a character brought in enters: a location's
+    /// id or name.
     #[arg(long, value_name = "PLACE")]
     pub at: Option<String>,
     /// Whisper TEXT to CHARACTER (id, name or alias): only that character perceives it,
@@ -33,6 +34,14 @@ pub struct InterveneArgs {
     /// Who a revelation reaches: ids, names or aliases, separated by commas.
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub to: Vec<String>,
+    /// Bring an offstage character of an open story in (id, name or alias), at --at or
+    /// where its scenario says; those there see it arrive, described by --as.
+    #[arg(long, value_name = "CHARACTER")]
+    pub bring_in: Option<String>,
+    /// How a character brought in enters, as those there see it (default: "… arrives
+    /// at …").
+    #[arg(long = "as", value_name = "TEXT", requires = "bring_in")]
+    pub entrance: Option<String>,
     #[command(flatten)]
     pub server: ServerArg,
 }
@@ -44,6 +53,13 @@ impl InterveneArgs {
             return Intervention::Narrate(Narrate {
                 location: self.at.clone().unwrap_or_default(),
                 text: text.clone(),
+            });
+        }
+        if let Some(character) = &self.bring_in {
+            return Intervention::BringIn(BringIn {
+                character: character.clone(),
+                location: self.at.clone().unwrap_or_default(),
+                text: self.entrance.clone().unwrap_or_default(),
             });
         }
         if let Some([character, text]) = self.whisper.as_deref() {

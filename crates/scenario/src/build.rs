@@ -106,6 +106,7 @@ fn character(ch: RawCharacter) -> Character {
             .known_as
             .map(|k| k.into_inner().trim().to_owned())
             .unwrap_or_default(),
+        offstage: ch.offstage.is_some_and(S::into_inner),
     }
 }
 

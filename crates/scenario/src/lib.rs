@@ -121,6 +121,10 @@ pub struct Character {
     /// What others see of it before they know its name ("a tall young man with a
     /// test-tube"); empty: [`STRANGER`].
     pub known_as: String,
+    /// In an open story: in no place, perceiving nothing and never acting, until the
+    /// director brings it in (`World.Intervene` bring_in); `location` is then where it
+    /// enters unless the director says otherwise.
+    pub offstage: bool,
 }
 
 /// How a character appears to those who do not know it, when its scenario says nothing.

@@ -107,6 +107,9 @@ pub(crate) struct RawCharacter {
     /// What the others see of this character until they learn its name.
     #[serde(default)]
     pub known_as: Option<S<String>>,
+    /// In an open story: in no place until the director brings it in.
+    #[serde(default)]
+    pub offstage: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

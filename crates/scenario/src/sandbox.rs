@@ -123,6 +123,9 @@ fn character_table(c: &SandboxCharacter) -> Value {
     if !c.memory_modules.is_empty() {
         character.push(("memory_modules", texts(&c.memory_modules)));
     }
+    if c.offstage {
+        character.push(("offstage", Value::Boolean(true)));
+    }
     table(character)
 }
 
@@ -180,6 +183,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 location: c.location.clone(),
                 goal: c.goal.clone(),
                 memory_modules: c.memory_modules.clone().unwrap_or_default(),
+                offstage: c.offstage,
             })
             .collect(),
         facts: scenario

@@ -192,6 +192,18 @@ impl Checker {
                     format!("characters[{i}].patterns[{j}].description"),
                 );
             }
+            if let Some(offstage) = &ch.offstage
+                && *offstage.get_ref()
+                && raw.open.is_none()
+            {
+                self.report(
+                    offstage,
+                    format!("characters[{i}].offstage"),
+                    "offstage is for open stories: a script brings its characters in \
+                     through its scenes' cast"
+                        .to_owned(),
+                );
+            }
             if !location_ids.contains(ch.location.get_ref()) {
                 self.report(
                     &ch.location,

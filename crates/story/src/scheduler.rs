@@ -191,6 +191,7 @@ mod tests {
             memory_modules: None,
             knows: std::collections::BTreeSet::new(),
             known_as: String::new(),
+            offstage: false,
         };
         Scenario {
             name: "t".into(),

@@ -48,6 +48,7 @@ impl WorldState {
             locations: scenario
                 .characters
                 .iter()
+                .filter(|c| !c.offstage)
                 .map(|c| (c.id.clone(), c.location.clone()))
                 .collect(),
             travelling: BTreeMap::new(),

@@ -51,9 +51,10 @@ pub enum WorldError {
     Moved(String),
     #[error("{0} is already played by someone")]
     SeatTaken(String),
-    /// A replayed world's story left its log, or played it out.
-    #[error("replay: {0}")]
-    Replay(String),
+    /// The world is not in the state the call needs (a replay that left its log or
+    /// played it out, a character brought in that is in the story already).
+    #[error("{0}")]
+    NotNow(String),
     /// A limit of the service is reached.
     #[error("{0}")]
     Full(String),
@@ -90,7 +91,7 @@ impl DomainError for WorldError {
             },
             Self::Log(_) => ErrorKind::Internal,
             Self::Fenced { .. } => ErrorKind::Aborted,
-            Self::Deleted(_) | Self::Finished(_) | Self::Unrestored { .. } | Self::Replay(_) => {
+            Self::Deleted(_) | Self::Finished(_) | Self::Unrestored { .. } | Self::NotNow(_) => {
                 ErrorKind::FailedPrecondition
             }
             Self::Moved(_) => ErrorKind::Unavailable,

@@ -7,7 +7,8 @@ use dramatis_proto::v1::{self as pb, Event, EventKind};
 
 use super::World;
 use crate::error::WorldError;
-use dramatis_story::drafts::Draft;
+use dramatis_story::drafts::{self, Draft};
+use dramatis_story::state::WorldState;
 
 /// Longest text a director may put into a story, in characters.
 pub const MAX_DIRECTION_CHARS: usize = 4_000;
@@ -22,6 +23,13 @@ pub enum Intervention {
     /// A fact made known to these characters only, wherever they are.
     Reveal {
         characters: Vec<String>,
+        text: String,
+    },
+    /// An offstage character (id, name or alias) enters at a location (id or name;
+    /// empty: its own), seen by those there; an empty text says it arrives.
+    BringIn {
+        character: String,
+        location: String,
         text: String,
     },
 }
@@ -56,8 +64,16 @@ impl TryFrom<&pb::InterveneRequest> for Intervention {
                 characters: r.characters.clone(),
                 text: r.text.clone(),
             }),
+            Some(Asked::BringIn(b)) if b.character.trim().is_empty() => {
+                Err(missing("bring_in.character"))
+            }
+            Some(Asked::BringIn(b)) => Ok(Self::BringIn {
+                character: b.character.clone(),
+                location: b.location.clone(),
+                text: b.text.clone(),
+            }),
             None => Err(WorldError::InvalidArgument(
-                "intervention is required: narrate, whisper or reveal".into(),
+                "intervention is required: narrate, whisper, reveal or bring_in".into(),
             )),
         }
     }
@@ -66,9 +82,10 @@ impl TryFrom<&pb::InterveneRequest> for Intervention {
 impl Intervention {
     fn text(&self) -> &str {
         match self {
-            Self::Narrate { text, .. } | Self::Whisper { text, .. } | Self::Reveal { text, .. } => {
-                text
-            }
+            Self::Narrate { text, .. }
+            | Self::Whisper { text, .. }
+            | Self::Reveal { text, .. }
+            | Self::BringIn { text, .. } => text,
         }
     }
 }
@@ -77,7 +94,9 @@ impl World {
     /// Logs and delivers the director's `intervention`; the event as logged.
     pub async fn intervene(&self, intervention: Intervention) -> Result<Event, WorldError> {
         let text = intervention.text().trim();
-        if text.is_empty() {
+        // A character brought in may enter without words: it is seen to arrive.
+        let wordless = matches!(intervention, Intervention::BringIn { .. });
+        if text.is_empty() && !wordless {
             return Err(WorldError::InvalidArgument(
                 "an intervention needs a text".into(),
             ));
@@ -122,8 +141,61 @@ impl World {
                     .collect::<Result<_, _>>()?;
                 draft.private = true;
             }
+            Intervention::BringIn {
+                character,
+                location,
+                ..
+            } => draft = self.entrance(&state, character, location, text)?,
         }
         self.emit(&mut state, draft).await
+    }
+
+    /// The director's event of an offstage character entering at `location` (its own
+    /// when empty): a movement that those there perceive, with `text` (or "… arrives
+    /// at …") as they see it. Only an open story has characters offstage.
+    fn entrance(
+        &self,
+        state: &WorldState,
+        character: &str,
+        location: &str,
+        text: &str,
+    ) -> Result<Draft, WorldError> {
+        let id = self.character_id(character)?;
+        let Some(cast) = self
+            .scenario
+            .character(&id)
+            .filter(|_| self.scenario.open.is_some())
+        else {
+            return Err(WorldError::InvalidArgument(format!(
+                "world {} plays a script, whose scenes bring its characters in; only an \
+                 open story's offstage characters are brought in",
+                dramatis_runtime::quote(&self.id)
+            )));
+        };
+        if let Some(place) = state.locations.get(&id) {
+            return Err(WorldError::NotNow(format!(
+                "{} is in the story already, at {}",
+                dramatis_runtime::quote(&cast.name),
+                self.scenario.place_name(place)
+            )));
+        }
+        if state.travelling.contains_key(&id) || !cast.offstage {
+            return Err(WorldError::NotNow(format!(
+                "{} is in the story already, on the road",
+                dramatis_runtime::quote(&cast.name)
+            )));
+        }
+        let place = if location.trim().is_empty() {
+            cast.location.clone()
+        } else {
+            self.location_id(location)?
+        };
+        let mut draft = drafts::arrival(&self.scenario, &id, &place);
+        draft.director = true;
+        if !text.is_empty() {
+            text.clone_into(&mut draft.text);
+        }
+        Ok(draft)
     }
 
     /// The id of the location `needle` names (its id or name, any case).

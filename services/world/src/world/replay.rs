@@ -87,15 +87,15 @@ impl Replay {
     ) -> Result<Draft, WorldError> {
         let mut lines = dramatis_runtime::lock(&self.lines);
         let Some(line) = lines.front() else {
-            return Err(WorldError::Replay(format!(
-                "the log's {} lines are played; the story goes no further",
+            return Err(WorldError::NotNow(format!(
+                "replay: the log's {} lines are played; the story goes no further",
                 self.total
             )));
         };
         let turn = state.scene_turn + 1;
         if line.speaker != actor || line.turn != turn {
-            return Err(WorldError::Replay(format!(
-                "the story left the log: it gives turn {turn} of its scene to {}, the log's \
+            return Err(WorldError::NotNow(format!(
+                "replay: the story left the log: it gives turn {turn} of its scene to {}, the log's \
                  next line (event {}) is turn {} by {}",
                 dramatis_runtime::quote(actor),
                 line.seq,
@@ -105,8 +105,8 @@ impl Replay {
         }
         let draft = replayed(view, state, line);
         if draft.kind != line.kind() {
-            return Err(WorldError::Replay(format!(
-                "event {} is a {:?} the story cannot play here (it would be a {:?})",
+            return Err(WorldError::NotNow(format!(
+                "replay: event {} is a {:?} the story cannot play here (it would be a {:?})",
                 line.seq,
                 line.kind(),
                 draft.kind
