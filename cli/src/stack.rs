@@ -140,6 +140,25 @@ impl LocalStack {
     }
 }
 
+impl LocalStack {
+    /// A stack an evaluation walks one scenario on: a temporary data directory, one
+    /// agent process per world, the scenario's folder readable.
+    pub async fn for_scenario(
+        model: ModelArgs,
+        scenario_path: &std::path::Path,
+    ) -> anyhow::Result<Self> {
+        Self::start(
+            model,
+            None,
+            crate::spawn::Layout::PerWorld,
+            None,
+            folder_of(scenario_path),
+            Shutdown::new(),
+        )
+        .await
+    }
+}
+
 /// The folder of a scenario file, as a scenario root (none if it does not resolve).
 #[must_use]
 pub fn folder_of(file: &std::path::Path) -> Vec<PathBuf> {

@@ -10,12 +10,11 @@ use dramatis_eval::kbf::Split;
 use dramatis_eval::probes::{At, generate};
 use dramatis_eval::walk::{Logged, Run, Walk};
 use dramatis_llm::ModelRole;
-use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, world_client};
 use dramatis_scenario::Scenario;
 
 use crate::options::{ModelArgs, ServerArg};
-use crate::stack::{LocalStack, folder_of};
+use crate::stack::LocalStack;
 
 #[derive(Debug, Args)]
 pub struct ProbesArgs {
@@ -151,15 +150,7 @@ async fn play(args: &ProbesArgs, scenario_path: &std::path::Path) -> anyhow::Res
         model.scripted = Some("builtin".into());
     }
     let with = played_with(&model);
-    let stack = LocalStack::start(
-        model,
-        None,
-        crate::spawn::Layout::PerWorld,
-        None,
-        folder_of(scenario_path),
-        Shutdown::new(),
-    )
-    .await?;
+    let stack = LocalStack::for_scenario(model, scenario_path).await?;
     let mut walk = Walk::start(
         world_client(&ClientOptions::local(&stack.server_url)).await?,
         scenario_path,

@@ -14,14 +14,13 @@ use dramatis_eval::kbf::{self, Probe, Score, Split, load_probes};
 use dramatis_eval::walk::{Logged, Walk};
 use dramatis_llm::ModelRole;
 use dramatis_proto::v1::Usage;
-use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, world_client};
 use dramatis_scenario::Scenario;
 use serde_json::json;
 
 use crate::options::ModelArgs;
 use crate::spawn::{Spawned, start_builtin_llm};
-use crate::stack::{LocalStack, folder_of};
+use crate::stack::LocalStack;
 
 #[derive(Debug, Args)]
 pub struct KbfArgs {
@@ -157,15 +156,7 @@ async fn setup(
             turns.answer_scripted = answer.scripted.clone();
         }
     }
-    let stack = LocalStack::start(
-        turns,
-        None,
-        crate::spawn::Layout::PerWorld,
-        None,
-        folder_of(scenario_path),
-        Shutdown::new(),
-    )
-    .await?;
+    let stack = LocalStack::for_scenario(turns, scenario_path).await?;
     Ok(Setup {
         stack,
         answer_model: answer,
