@@ -26,7 +26,14 @@ pub async fn create_world_from_file(
     client: &mut WorldRpc,
     scenario_path: &Path,
 ) -> anyhow::Result<String> {
+    Ok(create_world(client, file_source(scenario_path), "")
+        .await?
+        .world_id)
+}
+
+/// A scenario file as a world's source: its absolute path, which the service reads.
+#[must_use]
+pub fn file_source(scenario_path: &Path) -> create_world_request::Source {
     let path = std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
-    let source = create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned());
-    Ok(create_world(client, source, "").await?.world_id)
+    create_world_request::Source::ScenarioPath(path.to_string_lossy().into_owned())
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::{Context as _, anyhow, bail};
 use dramatis_proto::v1::{
     CreateWorldRequest, Event, EventKind, GetWorldRequest, WatchRequest, WorldStatus,
-    advance_request, create_world_request, watch_response,
+    advance_request, watch_response,
 };
 use dramatis_runtime::client::{WorldRpc, advance, describe};
 use dramatis_scenario::Scenario;
@@ -169,13 +169,9 @@ impl Walk {
         scenario_path: &Path,
         logged: Logged,
     ) -> anyhow::Result<Self> {
-        let path =
-            std::fs::canonicalize(scenario_path).unwrap_or_else(|_| scenario_path.to_path_buf());
         let world = client
             .create_world(CreateWorldRequest {
-                source: Some(create_world_request::Source::ScenarioPath(
-                    path.to_string_lossy().into_owned(),
-                )),
+                source: Some(crate::file_source(scenario_path)),
                 replay: logged.events.clone(),
                 ..CreateWorldRequest::default()
             })

@@ -4,8 +4,10 @@
 
 mod calls;
 pub mod nats;
+mod rules;
 
 pub use calls::{advance, assert_refused, replay_as, world_info};
+pub use rules::holmes_in_the_lab_says;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -9,22 +9,18 @@ use dramatis_proto::v1::{
     advance_request,
 };
 use dramatis_tests::nats::NatsCluster;
-use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
+use dramatis_tests::{
+    Cluster, advance, assert_refused, holmes_in_the_lab_says, replay_as, world_info,
+};
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 /// Holmes says it in the second scene, after the fork point.
 const LATER_CANARY: &str = "FORK-CANARY-4471";
 
 fn rules() -> Vec<ScriptRule> {
-    vec![ScriptRule {
-        when: vec![
-            "Character: Sherlock Holmes".into(),
-            "perfected your test".into(),
-        ],
-        reply: format!(
-            r#"{{"kind":"speech","target":"watson","text":"You have been in Afghanistan, I perceive. {LATER_CANARY}","thought":"","destination":""}}"#
-        ),
-    }]
+    vec![holmes_in_the_lab_says(&format!(
+        "You have been in Afghanistan, I perceive. {LATER_CANARY}"
+    ))]
 }
 
 async fn last_seq(cluster: &Cluster, id: &str) -> u64 {

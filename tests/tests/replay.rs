@@ -10,22 +10,16 @@ use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::{CreateWorldRequest, Event, advance_request, create_world_request};
 use dramatis_runtime::client::{ClientOptions, WorldRpc, world_client};
 use dramatis_scenario::Scenario;
-use dramatis_tests::{Cluster, advance, assert_refused, scenarios_dir};
+use dramatis_tests::{Cluster, advance, assert_refused, holmes_in_the_lab_says, scenarios_dir};
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
 /// Holmes says it in the second scene in the run that is logged.
 const CANARY: &str = "REPLAY-CANARY-2231";
 
 fn rules() -> Vec<ScriptRule> {
-    vec![ScriptRule {
-        when: vec![
-            "Character: Sherlock Holmes".into(),
-            "perfected your test".into(),
-        ],
-        reply: format!(
-            r#"{{"kind":"speech","target":"watson","text":"I have found a reagent. {CANARY}","thought":"","destination":""}}"#
-        ),
-    }]
+    vec![holmes_in_the_lab_says(&format!(
+        "I have found a reagent. {CANARY}"
+    ))]
 }
 
 fn scenario_path() -> std::path::PathBuf {
