@@ -20,6 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out_dir.join("dramatis_v1_descriptor.bin"))
         .emit_rerun_if_changed(false)
         .codec_path("crate::codec::StrictCodec")
+        // A character new to a story travels in its world's record (JSON).
+        .type_attribute(
+            "dramatis.v1.SandboxCharacter",
+            "#[derive(serde::Serialize, serde::Deserialize)] #[serde(default)]",
+        )
         .compile_with_config(config, &PROTOS, &["."])?;
     Ok(())
 }

@@ -919,3 +919,82 @@ async fn replicas_that_serve_tls_forward_to_each_other_over_tls() {
         .into_inner();
     assert_eq!(info.next_seq, last + 1);
 }
+
+/// A newcomer the director brings in on the owner is masked in a point of view that
+/// another replica serves from the shared log, and has followed since before she
+/// joined: that replica reads the cast again from the world's record before the
+/// first event that names her.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newcomer_is_masked_in_a_point_of_view_served_by_another_replica() {
+    use dramatis_proto::v1::{BringIn, InterveneRequest, SandboxCharacter, intervene_request};
+    let Some(stack) = stack().await else {
+        return;
+    };
+    let mut owner = stack.replicas[0].client().await;
+    let mut other = stack.replicas[1].client().await;
+    create(&mut owner, "guests", 3).await;
+    advance(&mut owner, "guests", advance_request::Until::SceneEnd(true))
+        .await
+        .expect("a first scene");
+    let info = owner
+        .get_world(GetWorldRequest {
+            world_id: "guests".into(),
+        })
+        .await
+        .expect("world")
+        .into_inner();
+    let pov = info
+        .characters
+        .iter()
+        .find(|c| c.location == "gasworks-lane")
+        .map(|c| c.id.clone())
+        .expect("someone at Gasworks Lane");
+    let mut seen = other
+        .watch(WatchRequest {
+            world_id: "guests".into(),
+            from_seq: info.next_seq,
+            no_follow: false,
+            pov: pov.clone(),
+        })
+        .await
+        .expect("watch on the other replica")
+        .into_inner();
+    let entrance = owner
+        .intervene(InterveneRequest {
+            world_id: "guests".into(),
+            intervention: Some(intervene_request::Intervention::BringIn(BringIn {
+                location: "gasworks-lane".into(),
+                newcomer: Some(SandboxCharacter {
+                    id: "agnes".into(),
+                    name: "Agnes Pell".into(),
+                    profile: "A night-soil carter who hears everything said on the lanes.".into(),
+                    known_as: "a carter with a lantern on her cart".into(),
+                    ..SandboxCharacter::default()
+                }),
+                ..BringIn::default()
+            })),
+        })
+        .await
+        .expect("brought in")
+        .into_inner()
+        .event
+        .expect("the event");
+    assert_eq!(entrance.text, "Agnes Pell arrives at Gasworks Lane.");
+    let shown = loop {
+        let item = tokio::time::timeout(Duration::from_secs(60), seen.message())
+            .await
+            .expect("in time")
+            .expect("item")
+            .expect("the watch goes on");
+        if let Some(watch_response::Item::Event(event)) = item.item
+            && event.seq == entrance.seq
+        {
+            break event;
+        }
+    };
+    assert_eq!(
+        shown.text, "A carter with a lantern on her cart arrives at Gasworks Lane.",
+        "{pov}'s view on the other replica"
+    );
+    assert_ne!(shown.speaker, "agnes", "her id is a name too");
+}

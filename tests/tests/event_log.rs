@@ -15,7 +15,7 @@ use std::time::Duration;
 use dramatis_proto::v1::Event;
 use dramatis_tests::nats::NatsCluster;
 use dramatis_world::WorldError;
-use dramatis_world::log::{EventLog, ForkPoint, RedbLog, WorldRecord};
+use dramatis_world::log::{EventLog, ForkPoint, Newcomer, RedbLog, WorldRecord};
 use futures::StreamExt as _;
 
 fn event(world: &str, seq: u64, text: &str) -> Event {
@@ -147,6 +147,21 @@ async fn contract(log: Arc<dyn EventLog>, other: Arc<dyn EventLog>) {
             world_id: "a".into(),
             at_seq: 3,
         }),
+        newcomers: if id == "b" {
+            vec![Newcomer {
+                after_seq: 5,
+                character: dramatis_proto::v1::SandboxCharacter {
+                    id: "agnes".into(),
+                    name: "Agnes Pell".into(),
+                    profile: "A carter.".into(),
+                    known_as: "a carter with a lantern".into(),
+                    knows: vec!["tom".into()],
+                    ..Default::default()
+                },
+            }]
+        } else {
+            Vec::new()
+        },
     };
     log.put_world(record("a")).await.expect("record a");
     log.put_world(record("b")).await.expect("record b");
@@ -496,6 +511,7 @@ async fn a_world_record_is_found_at_once_through_another_handle() {
             created_ms: i,
             sandbox_toml: None,
             forked_from: None,
+            newcomers: Vec::new(),
         };
         writer.put_world(record.clone()).await.expect("record");
         let reader = &readers[usize::try_from(i).expect("small") % 3];

@@ -306,6 +306,7 @@ async fn an_offstage_character_enters_when_the_director_brings_it_in() {
             character: "tom".into(),
             location: location.into(),
             text: entrance.into(),
+            newcomer: None,
         })
     };
     let event = intervene(&cluster, "stage", bring_in("Gasworks Lane")).await;
@@ -346,4 +347,262 @@ async fn an_offstage_character_enters_when_the_director_brings_it_in() {
     let his = replay_as(&mut world, "stage", "tom").await;
     assert_eq!(his.first().map(|e| e.seq), Some(event.seq));
     assert!(his.len() > 2);
+}
+
+const PROFILE_CANARY: &str = "PROFILE-CANARY-6083";
+
+/// Agnes Pell, new to the Lamplighter's Ledger, as the director gives her.
+fn agnes() -> dramatis_proto::v1::SandboxCharacter {
+    dramatis_proto::v1::SandboxCharacter {
+        id: "agnes".into(),
+        name: "Agnes Pell".into(),
+        aliases: vec!["Aggie".into()],
+        profile: format!(
+            "A night-soil carter who hears everything said on the lanes. {PROFILE_CANARY}"
+        ),
+        known_as: "a carter with a lantern on her cart".into(),
+        ..Default::default()
+    }
+}
+
+/// The director brings in a character new to the story: refused with the field for a
+/// wrong profile, then in the cast (its agent holding its profile and nothing else),
+/// seen by those there as they see it (a live point of view watched since before it
+/// joined included), acting, still there after the world service restarts, and in a
+/// fork after its entrance but not in one from before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_character_new_to_the_story_joins_its_cast_known_only_as_seen() {
+    use dramatis_proto::v1::{WatchRequest, watch_response};
+    let others = ["ada", "coyle", "tom", "varga"];
+    let mut cluster = Cluster::start(&["ada", "coyle", "tom", "varga", "agnes"], &[]).await;
+    let mut world = cluster.world().await;
+    let id = cluster.create("lamplighters-ledger", "lanes").await;
+    advance(&mut world, &id, advance_request::Until::SceneEnd(true)).await;
+    let joined_after = world_info(&mut world, &id).await.next_seq - 1;
+
+    refuses_wrong_newcomers(&mut world, &id).await;
+    let info = world_info(&mut world, &id).await;
+    assert_eq!(info.next_seq - 1, joined_after, "nothing was logged");
+    assert!(info.characters.iter().all(|c| c.id != "agnes"));
+
+    // Ada, at Gasworks Lane, watched live since before Agnes joined.
+    let mut ada_live = world
+        .watch(WatchRequest {
+            world_id: id.clone(),
+            from_seq: joined_after + 1,
+            no_follow: false,
+            pov: "ada".into(),
+        })
+        .await
+        .expect("watch as Ada")
+        .into_inner();
+    let there: Vec<String> = info
+        .characters
+        .iter()
+        .filter(|c| c.location == "gasworks-lane")
+        .map(|c| c.id.clone())
+        .collect();
+    assert!(there.iter().any(|c| c == "ada"), "{there:?}");
+
+    let event = world
+        .intervene(InterveneRequest {
+            world_id: id.clone(),
+            intervention: Some(Intervention::BringIn(BringIn {
+                location: "Gasworks Lane".into(),
+                newcomer: Some(agnes()),
+                ..BringIn::default()
+            })),
+        })
+        .await
+        .expect("brought in")
+        .into_inner()
+        .event
+        .expect("the logged event");
+    assert_eq!(
+        (
+            event.kind(),
+            event.speaker.as_str(),
+            event.location.as_str(),
+            event.director
+        ),
+        (EventKind::Movement, "agnes", "gasworks-lane", true)
+    );
+    assert_eq!(event.text, "Agnes Pell arrives at Gasworks Lane.");
+    let mut seen_by = event.perceivers.clone();
+    seen_by.sort();
+    let mut expected = there;
+    expected.push("agnes".into());
+    expected.sort();
+    assert_eq!(seen_by, expected, "those at Gasworks Lane and Agnes");
+    let agnes_info = world_info(&mut world, &id)
+        .await
+        .characters
+        .into_iter()
+        .find(|c| c.id == "agnes")
+        .expect("in the cast");
+    assert_eq!(agnes_info.location, "gasworks-lane");
+
+    let seen = loop {
+        let item = ada_live.message().await.expect("watch").expect("an item");
+        if let Some(watch_response::Item::Event(e)) = item.item
+            && e.seq == event.seq
+        {
+            break e;
+        }
+    };
+    assert_eq!(
+        seen.text,
+        "A carter with a lantern on her cart arrives at Gasworks Lane."
+    );
+    assert_ne!(seen.speaker, "agnes", "her id is a name too");
+
+    // She acts, and nothing of her profile or name reaches anyone else.
+    let rest = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+    assert!(rest.iter().any(|e| e.speaker == "agnes" && e.turn > 0));
+    her_profile_and_name_are_hers_alone(&cluster, &id, &others).await;
+    let ada_view = replay_as(&mut world, &id, "ada").await;
+    assert!(ada_view.iter().all(|e| !e.text.contains("Agnes")));
+
+    forks_and_restarts_keep_her_after_her_entrance_only(&mut cluster, &id, joined_after, event.seq)
+        .await;
+}
+
+/// Bringing in a newcomer with a wrong profile is refused, naming the field.
+async fn refuses_wrong_newcomers(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+) {
+    let bring_in =
+        |newcomer: dramatis_proto::v1::SandboxCharacter, character: &str| InterveneRequest {
+            world_id: id.to_owned(),
+            intervention: Some(Intervention::BringIn(BringIn {
+                character: character.into(),
+                location: "Gasworks Lane".into(),
+                text: String::new(),
+                newcomer: Some(newcomer),
+            })),
+        };
+    let code = tonic::Code::InvalidArgument;
+    let wrong = [
+        (
+            dramatis_proto::v1::SandboxCharacter {
+                id: "tom".into(),
+                ..agnes()
+            },
+            "",
+            "bring_in.newcomer.id: duplicate character id",
+        ),
+        (
+            dramatis_proto::v1::SandboxCharacter {
+                profile: " ".into(),
+                ..agnes()
+            },
+            "",
+            "bring_in.newcomer.profile: must not be empty",
+        ),
+        (
+            dramatis_proto::v1::SandboxCharacter {
+                known_as: "Aggie with her cart".into(),
+                ..agnes()
+            },
+            "",
+            "bring_in.newcomer.known_as: names the character",
+        ),
+        (
+            dramatis_proto::v1::SandboxCharacter {
+                location: "the-moon".into(),
+                ..agnes()
+            },
+            "",
+            "bring_in.newcomer.location",
+        ),
+        (agnes(), "tom", "is not the newcomer's id"),
+    ];
+    for (newcomer, character, why) in wrong {
+        assert_refused(
+            world.intervene(bring_in(newcomer, character)).await,
+            code,
+            why,
+        );
+    }
+}
+
+/// After its entrance (event `entered`) a newcomer who joined after event
+/// `joined_after` is in the world a restarted service rebuilds and in a fork after
+/// its entrance, and in no part of a fork from before it joined.
+async fn forks_and_restarts_keep_her_after_her_entrance_only(
+    cluster: &mut Cluster,
+    id: &str,
+    joined_after: u64,
+    entered: u64,
+) {
+    use dramatis_proto::v1::ForkRequest;
+    // A restarted service rebuilds her from the record.
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let after = world_info(&mut world, id).await;
+    assert!(after.characters.iter().any(|c| c.id == "agnes"));
+
+    // A fork from before she joined holds nothing of her; one after her entrance does.
+    let fork = |at_seq: u64, new_world_id: &str| ForkRequest {
+        world_id: id.to_owned(),
+        at_seq,
+        new_world_id: new_world_id.into(),
+    };
+    let before = world
+        .fork(fork(joined_after, "before"))
+        .await
+        .expect("fork before")
+        .into_inner();
+    assert!(before.characters.iter().all(|c| c.id != "agnes"));
+    let later = world
+        .fork(fork(entered, "later"))
+        .await
+        .expect("fork after")
+        .into_inner();
+    assert!(later.characters.iter().any(|c| c.id == "agnes"));
+    cluster.restart_world().await;
+    let mut world = cluster.world().await;
+    let before = world_info(&mut world, "before").await;
+    assert!(before.characters.iter().all(|c| c.id != "agnes"));
+    let ended = advance(
+        &mut world,
+        "before",
+        advance_request::Until::ScriptEnd(true),
+    )
+    .await;
+    assert!(ended.iter().all(|e| e.speaker != "agnes"));
+}
+
+/// Agnes's agent holds her profile (and no fact or memory); no other character's shard
+/// or prompts hold it, her name, her alias or her id.
+async fn her_profile_and_name_are_hers_alone(cluster: &Cluster, id: &str, others: &[&str]) {
+    let her = cluster.snapshot(id, "agnes").await;
+    let profile = her.profile.expect("her profile");
+    assert_eq!(
+        (profile.name.as_str(), profile.aliases.as_slice()),
+        ("Agnes Pell", &["Aggie".to_owned()][..])
+    );
+    assert!(profile.profile.contains(PROFILE_CANARY));
+    assert!(profile.knowledge.is_empty() && profile.memories.is_empty());
+    let prompts: Vec<String> = cluster
+        .audit(id, "agnes")
+        .await
+        .into_iter()
+        .flat_map(|audit| audit.prompts)
+        .map(|record| record.prompt)
+        .collect();
+    assert!(prompts.iter().any(|p| p.contains(PROFILE_CANARY)));
+    for character in others {
+        let character = *character;
+        let shard = format!("{:?}", cluster.snapshot(id, character).await.memory);
+        let prompts = format!("{:?}", cluster.audit(id, character).await);
+        for secret in [PROFILE_CANARY, "Agnes", "Aggie", "\"agnes\""] {
+            assert!(!shard.contains(secret), "{secret} in {character}'s shard");
+            assert!(
+                !prompts.contains(secret),
+                "{secret} in {character}'s prompts"
+            );
+        }
+    }
 }

@@ -1,10 +1,12 @@
 //! `dramatis intervene`: the director puts one event into a world (a narration at a
 //! place, a whisper to one character, a fact revealed to some, or an offstage character
-//! brought in) and hears who perceived it.
+//! brought in, from the cast or new to the story) and hears who perceived it.
 
 use anyhow::anyhow;
 use clap::Args;
-use dramatis_proto::v1::{BringIn, InterveneRequest, Narrate, Reveal, Whisper, intervene_request};
+use dramatis_proto::v1::{
+    BringIn, InterveneRequest, Narrate, Reveal, SandboxCharacter, Whisper, intervene_request,
+};
 
 use crate::options::ServerArg;
 use dramatis_runtime::client::{describe, world_client};
@@ -35,13 +37,38 @@ pub struct InterveneArgs {
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub to: Vec<String>,
     /// Bring an offstage character of an open story in (id, name or alias), at --at or
-    /// where its scenario says; those there see it arrive, described by --as.
+    /// where its scenario says; those there see it arrive, described by --as. With
+    /// --profile, CHARACTER is the id of a character new to the story, who joins its
+    /// cast with the profile given and enters at --at.
     #[arg(long, value_name = "CHARACTER")]
     pub bring_in: Option<String>,
     /// How a character brought in enters, as those there see it (default: "… arrives
     /// at …").
     #[arg(long = "as", value_name = "TEXT", requires = "bring_in")]
     pub entrance: Option<String>,
+    /// The profile of a character new to the story (who it is, what it wants to hide
+    /// or find): its shard starts with this and nothing else.
+    #[arg(long, value_name = "TEXT", requires_all = ["bring_in", "name", "at"])]
+    pub profile: Option<String>,
+    /// A newcomer's full name.
+    #[arg(long, value_name = "NAME", requires = "profile")]
+    pub name: Option<String>,
+    /// Another name a newcomer answers to (repeat for more).
+    #[arg(long = "alias", value_name = "NAME", requires = "profile")]
+    pub aliases: Vec<String>,
+    /// What others see of a newcomer before they know its name (default: "a
+    /// stranger"); it must not hold the name.
+    #[arg(long, value_name = "TEXT", requires = "profile")]
+    pub known_as: Option<String>,
+    /// How a newcomer speaks.
+    #[arg(long, value_name = "TEXT", requires = "profile")]
+    pub style: Option<String>,
+    /// What a newcomer wants.
+    #[arg(long, value_name = "TEXT", requires = "profile")]
+    pub goal: Option<String>,
+    /// The characters a newcomer knows by name: ids, separated by commas.
+    #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "profile")]
+    pub knows: Vec<String>,
     #[command(flatten)]
     pub server: ServerArg,
 }
@@ -56,10 +83,24 @@ impl InterveneArgs {
             });
         }
         if let Some(character) = &self.bring_in {
+            let location = self.at.clone().unwrap_or_default();
+            let newcomer = self.profile.as_ref().map(|profile| SandboxCharacter {
+                id: character.clone(),
+                name: self.name.clone().unwrap_or_default(),
+                aliases: self.aliases.clone(),
+                profile: profile.clone(),
+                style: self.style.clone().unwrap_or_default(),
+                location: location.clone(),
+                goal: self.goal.clone().unwrap_or_default(),
+                known_as: self.known_as.clone().unwrap_or_default(),
+                knows: self.knows.clone(),
+                ..SandboxCharacter::default()
+            });
             return Intervention::BringIn(BringIn {
                 character: character.clone(),
-                location: self.at.clone().unwrap_or_default(),
+                location,
                 text: self.entrance.clone().unwrap_or_default(),
+                newcomer,
             });
         }
         if let Some([character, text]) = self.whisper.as_deref() {

@@ -7,6 +7,7 @@
 mod build;
 mod catalog;
 pub mod fuzz_checks;
+mod newcomer;
 mod raw;
 pub mod sandbox;
 mod validate;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use dramatis_proto::v1::MemoryModules;
 
 pub use catalog::{ScenarioCatalog, ScenarioSummary};
+pub use newcomer::NEWCOMER_FIELD;
 
 /// The scenario file a command-line argument names on this machine: a file, or a folder
 /// holding `scenario.toml` (a scenario folder, or one `dramatis ingest` wrote). `None`

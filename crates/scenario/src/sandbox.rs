@@ -126,6 +126,12 @@ fn character_table(c: &SandboxCharacter) -> Value {
     if c.offstage {
         character.push(("offstage", Value::Boolean(true)));
     }
+    if !c.known_as.is_empty() {
+        character.push(("known_as", text(&c.known_as)));
+    }
+    if !c.knows.is_empty() {
+        character.push(("knows", texts(&c.knows)));
+    }
     table(character)
 }
 
@@ -184,6 +190,8 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 goal: c.goal.clone(),
                 memory_modules: c.memory_modules.clone().unwrap_or_default(),
                 offstage: c.offstage,
+                known_as: c.known_as.clone(),
+                knows: c.knows.iter().cloned().collect(),
             })
             .collect(),
         facts: scenario

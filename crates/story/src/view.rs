@@ -5,7 +5,7 @@
 //! story is over. The owner of a world and a replica reading the shared log filter
 //! with the same view, so a watch shows the same items wherever it is served.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use dramatis_proto::v1::{Event, watch_response::Item};
 use dramatis_scenario::Scenario;
@@ -14,10 +14,36 @@ use crate::names::Perspective;
 use crate::perception::PerceptionRouter;
 use crate::state::WorldState;
 
+/// A story's scenario as it is now, shared by a world and its watchers' views. It
+/// changes only when the director brings a character new to the story in, and it
+/// changes before the first event that names the newcomer, so every view built on it
+/// knows the newcomer (and masks its name) from its entrance on.
+#[derive(Debug, Clone)]
+pub struct SharedScenario(Arc<RwLock<Arc<Scenario>>>);
+
+impl SharedScenario {
+    /// The scenario now.
+    #[must_use]
+    pub fn now(&self) -> Arc<Scenario> {
+        Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Puts `scenario` in its place, for every holder.
+    pub fn replace(&self, scenario: Arc<Scenario>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = scenario;
+    }
+}
+
+impl From<Arc<Scenario>> for SharedScenario {
+    fn from(scenario: Arc<Scenario>) -> Self {
+        Self(Arc::new(RwLock::new(scenario)))
+    }
+}
+
 /// One watcher's view of a world.
 #[derive(Debug, Clone)]
 pub struct View {
-    scenario: Arc<Scenario>,
+    scenario: SharedScenario,
     world_id: String,
     /// The character whose point of view it is; everything when `None`.
     pov: Option<String>,
@@ -38,8 +64,9 @@ pub fn seq_of(item: &Item) -> u64 {
 impl View {
     /// A view of `world_id` from its start.
     #[must_use]
-    pub fn new(scenario: Arc<Scenario>, world_id: &str, pov: Option<String>) -> Self {
-        let state = WorldState::initial(&scenario);
+    pub fn new(scenario: impl Into<SharedScenario>, world_id: &str, pov: Option<String>) -> Self {
+        let scenario = scenario.into();
+        let state = WorldState::initial(&scenario.now());
         Self {
             scenario,
             world_id: world_id.to_owned(),
@@ -60,7 +87,7 @@ impl View {
     /// state already holds, or one past a gap, changes nothing.
     pub fn pass(&mut self, event: &Event) {
         if event.seq == self.next {
-            self.state.apply(&self.scenario, event);
+            self.state.apply(&self.scenario.now(), event);
             self.next += 1;
         }
     }
@@ -77,7 +104,7 @@ impl View {
         PerceptionRouter::item_for(
             item,
             &Perspective {
-                scenario: &self.scenario,
+                scenario: &self.scenario.now(),
                 world_id: &self.world_id,
                 known: &self.state.acquaintances,
                 me,
@@ -88,7 +115,7 @@ impl View {
     /// Whether the story is over as far as this view has read.
     #[must_use]
     pub fn finished(&self) -> bool {
-        self.state.finished(&self.scenario)
+        self.state.finished(&self.scenario.now())
     }
 }
 

@@ -6,8 +6,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use dramatis_proto::v1::TokenChunk;
 use dramatis_proto::v1::watch_response::Item;
+use dramatis_proto::v1::{self as pb, TokenChunk};
 use futures::StreamExt as _;
 use tokio::sync::mpsc;
 
@@ -16,21 +16,22 @@ use crate::log::SharedLog;
 use crate::log::relay::TokenFeed;
 use crate::transcript::{Items, Transcript, WATCH_BUFFER};
 use dramatis_scenario::Scenario;
-use dramatis_story::view::View;
+use dramatis_story::view::{SharedScenario, View};
 
 /// The transcript of a world this replica does not own, read from the shared log: the
 /// log's ordered follow, with the words of the line being spoken from the log's relay.
 #[derive(Debug, Clone)]
 pub struct SharedTranscript {
     log: SharedLog,
-    /// Its scenario, so the follow knows when the story is over.
-    scenario: Arc<Scenario>,
+    /// Its scenario, so the follow knows when the story is over; shared with the view
+    /// of a point-of-view watch, and read again when a newcomer joins the cast.
+    scenario: SharedScenario,
     world_id: String,
 }
 
 impl SharedTranscript {
     #[must_use]
-    pub fn new(log: SharedLog, scenario: Arc<Scenario>, world_id: &str) -> Self {
+    pub fn new(log: SharedLog, scenario: SharedScenario, world_id: &str) -> Self {
         Self {
             log,
             scenario,
@@ -68,7 +69,7 @@ impl SharedTranscript {
         }
         // A follower reads from the first event: it ends with the story only if every
         // scene's end is in the state it keeps.
-        let mut state = View::new(Arc::clone(&self.scenario), &self.world_id, None);
+        let mut state = View::new(self.scenario.clone(), &self.world_id, None);
         // Subscribed first, so no chunk published once the events are caught up is missed.
         let mut tokens: TokenFeed = match self.log.relay() {
             Some(relay) => relay.follow(&self.world_id).await?,
@@ -103,6 +104,7 @@ impl SharedTranscript {
             let Some(event) = event else { return Ok(()) };
             let event = event?;
             last = event.seq;
+            self.meet_newcomers(&event).await?;
             state.pass(&event);
             if event.seq >= from && out.send(Ok(Item::Event(event))).await.is_err() {
                 return Ok(());
@@ -119,6 +121,28 @@ impl SharedTranscript {
                 }
             }
         }
+    }
+}
+
+impl SharedTranscript {
+    /// A character new to the story joined the cast after this watch read the world's
+    /// record: before the first event that names it is taken in or shown, the cast is
+    /// read again from the record, so every view knows the newcomer (and masks its
+    /// name) from its entrance on.
+    async fn meet_newcomers(&self, event: &pb::Event) -> Result<(), WorldError> {
+        let scenario = self.scenario.now();
+        let unknown = std::iter::once(&event.speaker)
+            .chain(&event.perceivers)
+            .any(|c| !c.is_empty() && scenario.character(c).is_none());
+        if !unknown {
+            return Ok(());
+        }
+        let Some(record) = self.log.world(&self.world_id).await? else {
+            return Ok(());
+        };
+        let joined = record.with_newcomers(Scenario::clone(&scenario))?;
+        self.scenario.replace(Arc::new(joined));
+        Ok(())
     }
 }
 

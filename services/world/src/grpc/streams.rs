@@ -14,7 +14,7 @@ use crate::cluster::mirror::SharedTranscript;
 use crate::error::WorldError;
 use crate::transcript;
 use crate::world::{OpenSeat, PlayInput};
-use dramatis_story::view::View;
+use dramatis_story::view::{SharedScenario, View};
 
 use super::handle::{WorldGrpc, required};
 
@@ -38,7 +38,8 @@ impl WorldGrpc {
             })?)
         };
         let slot = self.service_watcher_slot()?;
-        let view = pov.map(|pov| View::new(Arc::clone(&scenario), &request.world_id, Some(pov)));
+        let scenario = SharedScenario::from(scenario);
+        let view = pov.map(|pov| View::new(scenario.clone(), &request.world_id, Some(pov)));
         let log = SharedTranscript::new(Arc::clone(self.worlds.log()), scenario, &request.world_id);
         let items = transcript::watch(&log, view, request.from_seq, !request.no_follow);
         Ok(Response::new(counted_watch(items, slot)))

@@ -24,13 +24,14 @@ use futures::Stream;
 use serde::{Deserialize, Serialize};
 
 use crate::error::WorldError;
+use dramatis_scenario::Scenario;
 pub use jetstream::{JetStreamLog, JetStreamOptions};
 pub use redb::RedbLog;
 use relay::TokenRelay;
 
 /// What a world was created from, so it can be rebuilt after a restart (or by another
 /// replica).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorldRecord {
     pub world_id: String,
     pub scenario_path: String,
@@ -42,6 +43,50 @@ pub struct WorldRecord {
     /// For a branch: the world it was forked from and the events it began with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<ForkPoint>,
+    /// Characters new to the story that the director brought in, in the order they
+    /// joined its cast.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub newcomers: Vec<Newcomer>,
+}
+
+/// A character new to a story, with the profile the director gave it, that joined the
+/// cast after event `after_seq` (its entrance is a later event).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Newcomer {
+    pub after_seq: u64,
+    pub character: dramatis_proto::v1::SandboxCharacter,
+}
+
+impl WorldRecord {
+    /// `scenario` (what the world was created from) with the newcomers that joined its
+    /// cast and are not in it yet.
+    pub fn with_newcomers(&self, scenario: Scenario) -> Result<Scenario, WorldError> {
+        let mut scenario = scenario;
+        for newcomer in &self.newcomers {
+            if scenario.character(&newcomer.character.id).is_none() {
+                scenario = scenario.admit(&newcomer.character).map_err(|why| {
+                    WorldError::Log(format!(
+                        "the newcomer {} of world {} no longer fits its story: {why}",
+                        dramatis_runtime::quote(&newcomer.character.id),
+                        dramatis_runtime::quote(&self.world_id)
+                    ))
+                })?;
+            }
+        }
+        Ok(scenario)
+    }
+
+    /// The newcomers of this record that joined before event `at_seq` was logged
+    /// (kept by a fork after `at_seq`), and the ids of those that joined later.
+    #[must_use]
+    pub fn newcomers_before(&self, at_seq: u64) -> (Vec<Newcomer>, Vec<String>) {
+        let (kept, later): (Vec<&Newcomer>, Vec<&Newcomer>) =
+            self.newcomers.iter().partition(|n| n.after_seq < at_seq);
+        (
+            kept.into_iter().cloned().collect(),
+            later.into_iter().map(|n| n.character.id.clone()).collect(),
+        )
+    }
 }
 
 /// Where a branch left the world it was forked from: after `at_seq` of its events.

@@ -85,6 +85,7 @@ impl Worlds {
                 _ => None,
             },
             forked_from: None,
+            newcomers: Vec::new(),
         };
         self.launch(Arc::new(scenario), Vec::new(), record, replay)
             .await

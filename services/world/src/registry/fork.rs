@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use dramatis_proto::v1 as pb;
+use dramatis_scenario::Scenario;
 
 use super::Worlds;
 use super::create::checked_id;
@@ -52,7 +53,11 @@ impl Worlds {
                 ..event
             })
             .collect();
-        let mut scenario = parent.scenario().clone();
+        // A newcomer that joined the parent's cast after the fork point is in no part
+        // of the fork: not its cast, not its record.
+        let (newcomers, later) = parent_record.newcomers_before(at_seq);
+        let mut scenario = Scenario::clone(&parent.scenario());
+        scenario.characters.retain(|c| !later.contains(&c.id));
         let mut scenario_path = parent_record.scenario_path.clone();
         if let Some(toml) = &parent_record.sandbox_toml {
             // The parent's kept file goes when the parent is deleted: the fork keeps its own.
@@ -68,6 +73,7 @@ impl Worlds {
                 world_id: parent.id().to_owned(),
                 at_seq,
             }),
+            newcomers,
         };
         let world = self
             .launch(Arc::new(scenario), history, record, None)

@@ -234,16 +234,15 @@ impl Worlds {
             }
             None => PathBuf::from(&record.scenario_path),
         };
-        Ok(Arc::new(
-            read_off_runtime(move || Ok(Scenario::load(&path)?)).await?,
-        ))
+        let scenario = read_off_runtime(move || Ok(Scenario::load(&path)?)).await?;
+        Ok(Arc::new(record.with_newcomers(scenario)?))
     }
 
     /// The scenario of a world recorded in the log, wherever it is served (for a
     /// watcher served from the log).
     pub async fn scenario_of(&self, world_id: &str) -> Result<Arc<Scenario>, WorldError> {
         if let Some(world) = self.local(world_id) {
-            return Ok(world.scenario_arc());
+            return Ok(world.scenario());
         }
         let record = self
             .inner

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tonic::Code;
@@ -35,10 +36,45 @@ pub(super) struct Link {
 /// supervision replaces when an agent dies, and the lock that makes one recovery at a
 /// time.
 pub(super) struct Supervisor {
-    pub slots: BTreeMap<String, Slot>,
+    /// A slot per character; one is added when a newcomer joins the story.
+    pub slots: std::sync::RwLock<BTreeMap<String, Arc<Slot>>>,
     pub links: AgentLinks,
     /// Held while a dead agent is replaced, so two callers never restart it twice.
     pub reviving: tokio::sync::Mutex<()>,
+}
+
+impl Supervisor {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Slot>>> {
+        self.slots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The slot of `character`, if it is one of the world's.
+    pub fn slot(&self, character: &str) -> Option<Arc<Slot>> {
+        self.read().get(character).cloned()
+    }
+
+    /// Every character's id, in order.
+    pub fn characters(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Every character with its slot, in order.
+    pub fn all(&self) -> Vec<(String, Arc<Slot>)> {
+        self.read()
+            .iter()
+            .map(|(id, slot)| (id.clone(), Arc::clone(slot)))
+            .collect()
+    }
+
+    /// Adds the slot of a character new to the story.
+    pub fn add(&self, character: String, slot: Slot) {
+        self.slots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(character, Arc::new(slot));
+    }
 }
 
 impl Slot {
@@ -91,14 +127,13 @@ impl World {
         F: Fn(AgentRpc) -> Fut,
         Fut: Future<Output = Result<T, tonic::Status>>,
     {
-        let slot =
-            self.agents
-                .slots
-                .get(character)
-                .ok_or_else(|| WorldError::CharacterNotFound {
-                    world: self.id.clone(),
-                    character: character.to_owned(),
-                })?;
+        let slot = self
+            .agents
+            .slot(character)
+            .ok_or_else(|| WorldError::CharacterNotFound {
+                world: self.id.clone(),
+                character: character.to_owned(),
+            })?;
         // Waits for a sleep in progress to finish, and keeps the next one off.
         let _active = self.life.call().await;
         if self.life.is_asleep() {
@@ -144,7 +179,11 @@ impl World {
         failure: Failure,
     ) -> Result<bool, WorldError> {
         let _one_at_a_time = self.agents.reviving.lock().await;
-        if self.agents.slots[character].current().1 != generation {
+        if self
+            .agents
+            .slot(character)
+            .is_some_and(|slot| slot.current().1 != generation)
+        {
             // Someone else recovered this agent while we waited.
             return Ok(true);
         }
@@ -178,17 +217,18 @@ impl World {
                 "agent replaced; attaching its characters again");
         }
         // Every character the dead agent hosted moves to the fresh one.
-        let moved: Vec<&String> = self
+        let moved: Vec<(String, Arc<Slot>)> = self
             .agents
-            .slots
-            .iter()
+            .all()
+            .into_iter()
             .filter(|(_, slot)| dramatis_runtime::lock(&slot.link).endpoint == endpoint)
-            .map(|(id, _)| id)
             .collect();
-        for id in moved {
+        let scenario = self.scenario();
+        for (id, slot) in moved {
+            let id = id.as_str();
             let client = self.agents.links.pool.client(&fresh, id)?;
             {
-                let mut link = dramatis_runtime::lock(&self.agents.slots[id.as_str()].link);
+                let mut link = dramatis_runtime::lock(&slot.link);
                 link.endpoint.clone_from(&fresh);
                 link.client = client.clone();
                 link.generation += 1;
@@ -197,13 +237,12 @@ impl World {
             // detached and attaches it again.
             match client
                 .clone()
-                .attach(attach_request(&self.id, &self.scenario, id))
+                .attach(attach_request(&self.id, &scenario, id))
                 .await
             {
                 // What the shard lacks is sent at the next delivery.
                 Ok(attached) => {
-                    self.agents.slots[id.as_str()]
-                        .rewind
+                    slot.rewind
                         .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
                 }
                 Err(status) => tracing::warn!(world_id = %self.id, character = %id, %status,
@@ -239,9 +278,9 @@ impl World {
     /// Detaches every character from its agent (best effort), keeping or deleting
     /// their saved shards.
     pub(super) async fn detach_all(&self, keep_shard: bool) {
-        for (character, slot) in &self.agents.slots {
+        for (character, slot) in self.agents.all() {
             let request = pb::DetachRequest {
-                character: Some(self.character_ref(character)),
+                character: Some(self.character_ref(&character)),
                 keep_shard,
             };
             if let Err(status) = slot.client().detach(request).await {
@@ -257,7 +296,9 @@ impl World {
         if !self.life.is_asleep() {
             return Ok(());
         }
-        for (id, slot) in &self.agents.slots {
+        let scenario = self.scenario();
+        for (id, slot) in self.agents.all() {
+            let id = id.as_str();
             let endpoint = self
                 .agents
                 .links
@@ -267,7 +308,7 @@ impl World {
             let client = self.agents.links.pool.client(&endpoint, id)?;
             let attached = client
                 .clone()
-                .attach(attach_request(&self.id, &self.scenario, id))
+                .attach(attach_request(&self.id, &scenario, id))
                 .await
                 .map_err(|s| WorldError::agent(id, &s))?;
             slot.rewind
@@ -286,7 +327,7 @@ impl World {
     }
 
     fn is_finished(&self) -> bool {
-        dramatis_runtime::lock(&self.snapshot).finished(&self.scenario)
+        dramatis_runtime::lock(&self.snapshot).finished(&self.scenario())
     }
 
     /// Whether the world's characters are detached for idleness.

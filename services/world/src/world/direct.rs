@@ -1,12 +1,23 @@
 //! The director's hand in a story: an event an operator puts in (a narration at a
-//! place, a whisper to one character, a fact revealed to some). It is one step like a
-//! turn: taken under the state's lock, logged, published and delivered by `emit` to
-//! exactly those who perceive it, each copy naming people as its character knew them.
+//! place, a whisper to one character, a fact revealed to some, a character brought
+//! in). It is one step like a turn: taken under the state's lock, logged, published
+//! and delivered by `emit` to exactly those who perceive it, each copy naming people
+//! as its character knew them.
+//!
+//! A character new to the story joins the cast first (`admit`): kept in the world's
+//! record, attached to its agent with a shard that holds its own profile and nothing
+//! else, and put in the scenario the world and its watchers share, all before its
+//! entrance is logged.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use dramatis_proto::v1::{self as pb, Event, EventKind};
 
-use super::World;
+use super::{Slot, World, agents};
+use crate::convert::attach_request;
 use crate::error::WorldError;
+use crate::log::Newcomer;
 use dramatis_story::drafts::{self, Draft};
 use dramatis_story::state::WorldState;
 
@@ -26,11 +37,13 @@ pub enum Intervention {
         text: String,
     },
     /// An offstage character (id, name or alias) enters at a location (id or name;
-    /// empty: its own), seen by those there; an empty text says it arrives.
+    /// empty: its own), seen by those there; an empty text says it arrives. With a
+    /// `newcomer`, the character is new to the story and joins its cast first.
     BringIn {
         character: String,
         location: String,
         text: String,
+        newcomer: Option<Box<pb::SandboxCharacter>>,
     },
 }
 
@@ -64,14 +77,25 @@ impl TryFrom<&pb::InterveneRequest> for Intervention {
                 characters: r.characters.clone(),
                 text: r.text.clone(),
             }),
-            Some(Asked::BringIn(b)) if b.character.trim().is_empty() => {
-                Err(missing("bring_in.character"))
-            }
-            Some(Asked::BringIn(b)) => Ok(Self::BringIn {
-                character: b.character.clone(),
-                location: b.location.clone(),
-                text: b.text.clone(),
-            }),
+            Some(Asked::BringIn(b)) => match &b.newcomer {
+                None if b.character.trim().is_empty() => Err(missing("bring_in.character")),
+                Some(n) if n.id.trim().is_empty() => Err(missing("bring_in.newcomer.id")),
+                Some(n) if !b.character.trim().is_empty() && b.character.trim() != n.id => {
+                    Err(WorldError::InvalidArgument(format!(
+                        "bring_in.character {} is not the newcomer's id {}: leave it empty",
+                        dramatis_runtime::quote(&b.character),
+                        dramatis_runtime::quote(&n.id)
+                    )))
+                }
+                newcomer => Ok(Self::BringIn {
+                    character: newcomer
+                        .as_ref()
+                        .map_or_else(|| b.character.clone(), |n| n.id.clone()),
+                    location: b.location.clone(),
+                    text: b.text.clone(),
+                    newcomer: newcomer.clone().map(Box::new),
+                }),
+            },
             None => Err(WorldError::InvalidArgument(
                 "intervention is required: narrate, whisper, reveal or bring_in".into(),
             )),
@@ -110,7 +134,7 @@ impl World {
         }
         let mut state = self.state.lock().await;
         self.life.check_live(&self.id)?;
-        if state.finished(&self.scenario) {
+        if state.finished(&self.scenario()) {
             return Err(WorldError::Finished(self.id.clone()));
         }
         let mut draft = Draft {
@@ -144,10 +168,102 @@ impl World {
             Intervention::BringIn {
                 character,
                 location,
+                newcomer,
                 ..
-            } => draft = self.entrance(&state, character, location, text)?,
+            } => {
+                if let Some(newcomer) = newcomer {
+                    self.admit(newcomer, location).await?;
+                }
+                draft = self.entrance(&state, character, location, text)?;
+            }
         }
         self.emit(&mut state, draft).await
+    }
+
+    /// `newcomer` joins the cast of this open story, offstage. It is checked against
+    /// the story (its problems named as `bring_in.newcomer.FIELD`) and kept in the
+    /// world's record after the last logged event, so a restart brings it back and a
+    /// fork from before its entrance does not hold it. Its agent then gets its shard,
+    /// with its own profile and nothing else; the world and its watchers get the new
+    /// cast last. Called under the state's lock; `location` is where it enters, and
+    /// its home when the newcomer names none.
+    async fn admit(
+        &self,
+        newcomer: &pb::SandboxCharacter,
+        location: &str,
+    ) -> Result<(), WorldError> {
+        let scenario = self.scenario();
+        let mut newcomer = newcomer.clone();
+        newcomer.offstage = true;
+        if newcomer.location.trim().is_empty() && !location.trim().is_empty() {
+            newcomer.location = self.location_id(location)?;
+        }
+        let max = self.limits.max_characters;
+        if scenario.characters.len() >= max {
+            return Err(WorldError::Full(format!(
+                "world {} has {} characters; this service allows at most {max} (serve \
+                 --max-characters)",
+                dramatis_runtime::quote(&self.id),
+                scenario.characters.len()
+            )));
+        }
+        let joined = Arc::new(
+            scenario
+                .admit(&newcomer)
+                .map_err(WorldError::InvalidArgument)?,
+        );
+        let id = newcomer.id.clone();
+        let mut record = self
+            .log
+            .world(&self.id)
+            .await?
+            .ok_or_else(|| WorldError::WorldNotFound(self.id.clone()))?;
+        let last = self.hub.next_seq() - 1;
+        record.newcomers.push(Newcomer {
+            after_seq: last,
+            character: newcomer,
+        });
+        self.log.put_world(record.clone()).await?;
+        let attached = async {
+            let links = &self.agents.links;
+            let endpoint = links.directory.endpoint_for(&self.id, &id).await?;
+            let client = links.pool.client(&endpoint, &id)?;
+            client
+                .clone()
+                .attach(attach_request(&self.id, &joined, &id))
+                .await
+                .map_err(|s| WorldError::agent(&id, &s))?;
+            Ok::<_, WorldError>(agents::Link {
+                endpoint,
+                client,
+                generation: 0,
+            })
+        }
+        .await;
+        let link = match attached {
+            Ok(link) => link,
+            Err(error) => {
+                // Not in the story after all: the record goes back to what it was.
+                record.newcomers.pop();
+                if let Err(undo) = self.log.put_world(record).await {
+                    tracing::warn!(world_id = %self.id, character = %id, %undo,
+                        "a newcomer whose agent refused it stays in the record, offstage");
+                }
+                return Err(error);
+            }
+        };
+        self.agents.add(
+            id.clone(),
+            Slot {
+                link: std::sync::Mutex::new(link),
+                // It perceived nothing before it joined.
+                delivered: tokio::sync::Mutex::new(last),
+                rewind: AtomicU64::new(u64::MAX),
+            },
+        );
+        self.scenario.replace(joined);
+        tracing::info!(world_id = %self.id, character = %id, "a newcomer joined the cast");
+        Ok(())
     }
 
     /// The director's event of an offstage character entering at `location` (its own
@@ -161,11 +277,8 @@ impl World {
         text: &str,
     ) -> Result<Draft, WorldError> {
         let id = self.character_id(character)?;
-        let Some(cast) = self
-            .scenario
-            .character(&id)
-            .filter(|_| self.scenario.open.is_some())
-        else {
+        let scenario = self.scenario();
+        let Some(cast) = scenario.character(&id).filter(|_| scenario.open.is_some()) else {
             return Err(WorldError::InvalidArgument(format!(
                 "world {} plays a script, whose scenes bring its characters in; only an \
                  open story's offstage characters are brought in",
@@ -176,7 +289,7 @@ impl World {
             return Err(WorldError::NotNow(format!(
                 "{} is in the story already, at {}",
                 dramatis_runtime::quote(&cast.name),
-                self.scenario.place_name(place)
+                scenario.place_name(place)
             )));
         }
         if state.travelling.contains_key(&id) || !cast.offstage {
@@ -190,7 +303,7 @@ impl World {
         } else {
             self.location_id(location)?
         };
-        let mut draft = drafts::arrival(&self.scenario, &id, &place);
+        let mut draft = drafts::arrival(&scenario, &id, &place);
         draft.director = true;
         if !text.is_empty() {
             text.clone_into(&mut draft.text);
@@ -200,7 +313,7 @@ impl World {
 
     /// The id of the location `needle` names (its id or name, any case).
     fn location_id(&self, needle: &str) -> Result<String, WorldError> {
-        self.scenario
+        self.scenario()
             .find_location(needle)
             .map(|l| l.id.clone())
             .ok_or_else(|| {

@@ -10,6 +10,7 @@ use tracing::Instrument as _;
 
 use super::World;
 use crate::error::WorldError;
+use dramatis_scenario::Scenario;
 use dramatis_story::drafts::{Draft, Stamp};
 use dramatis_story::frame::frame_for;
 use dramatis_story::names::Perspective;
@@ -37,8 +38,9 @@ impl World {
                 .get_or_insert_with(Usage::default)
                 .add_calls_and_tokens(&narrated);
         }
+        let scenario = self.scenario();
         let event = draft.into_event(
-            &self.scenario,
+            &scenario,
             state,
             Stamp {
                 world_id: &self.id,
@@ -62,10 +64,10 @@ impl World {
             }
             return Err(error);
         }
-        state.apply(&self.scenario, &event);
+        state.apply(&scenario, &event);
         *dramatis_runtime::lock(&self.snapshot) = state.clone();
         self.hub.publish(event.clone());
-        if state.finished(&self.scenario) {
+        if state.finished(&scenario) {
             self.hub.close();
         }
         let delivered = try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c)))
@@ -85,7 +87,8 @@ impl World {
         if !self.behind.load(Ordering::Relaxed) {
             return Ok(());
         }
-        try_join_all(self.agents.slots.keys().map(|c| self.deliver_pending(c))).await?;
+        let characters = self.agents.characters();
+        try_join_all(characters.iter().map(|c| self.deliver_pending(c))).await?;
         self.behind.store(false, Ordering::Relaxed);
         tracing::info!(world_id = %self.id, "every character has its story again");
         Ok(())
@@ -94,7 +97,7 @@ impl World {
     /// Sends `character` every logged event it perceived and has not been sent yet
     /// (again from where its shard ends, when its agent was replaced meanwhile).
     pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
-        let Some(slot) = self.agents.slots.get(character) else {
+        let Some(slot) = self.agents.slot(character) else {
             return Ok(());
         };
         let mut delivered = slot.delivered.lock().await;
@@ -110,8 +113,9 @@ impl World {
                 return Ok(());
             };
             let views: Vec<Event> = {
+                let scenario = self.scenario();
                 let state = dramatis_runtime::lock(&self.snapshot);
-                let view = self.perspective(&state, character);
+                let view = self.perspective(&scenario, &state, character);
                 fresh.iter().filter_map(|e| view.event(e)).collect()
             };
             // In batches, so a long history (a restored world's first delivery) never
@@ -149,11 +153,12 @@ impl World {
     /// `character`'s view of the world's people in `state`.
     pub(super) fn perspective<'a>(
         &'a self,
+        scenario: &'a Scenario,
         state: &'a WorldState,
         character: &'a str,
     ) -> Perspective<'a> {
         Perspective {
-            scenario: &self.scenario,
+            scenario,
             world_id: &self.id,
             known: &state.acquaintances,
             me: character,
@@ -162,8 +167,9 @@ impl World {
 
     /// The frame of `actor`'s turn, as `actor` sees it.
     pub(super) fn frame_of(&self, state: &WorldState, actor: &str) -> pb::SceneFrame {
-        self.perspective(state, actor)
-            .frame(frame_for(&self.scenario, state, actor))
+        let scenario = self.scenario();
+        self.perspective(&scenario, state, actor)
+            .frame(frame_for(&scenario, state, actor))
     }
 
     pub(super) fn character_ref(&self, character: &str) -> pb::CharacterRef {

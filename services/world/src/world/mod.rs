@@ -33,6 +33,7 @@ use dramatis_story::drafts::{self, Draft};
 use dramatis_story::narration_guard;
 use dramatis_story::scheduler::{Step, next_step};
 use dramatis_story::state::WorldState;
+use dramatis_story::view::SharedScenario;
 use lifecycle::Phase;
 use narration::NarratorNotes;
 pub(crate) use replay::Replay;
@@ -59,7 +60,10 @@ struct Slot {
 /// A world.
 pub struct World {
     id: String,
-    scenario: Arc<Scenario>,
+    /// The story's scenario, shared with the views of its watchers: replaced only under
+    /// the state's lock, when the director brings a character new to the story in
+    /// (`direct.rs`).
+    scenario: SharedScenario,
     log: SharedLog,
     hub: TranscriptHub,
     /// Held for the length of an `advance`: one story step at a time.
@@ -141,7 +145,7 @@ impl World {
             let client = links.pool.client(&endpoint, &character_id)?;
             slots.insert(
                 character_id,
-                Slot {
+                Arc::new(Slot {
                     link: std::sync::Mutex::new(agents::Link {
                         endpoint,
                         client,
@@ -149,7 +153,7 @@ impl World {
                     }),
                     delivered: tokio::sync::Mutex::new(0),
                     rewind: std::sync::atomic::AtomicU64::new(u64::MAX),
-                },
+                }),
             );
         }
         let held = attach_all(&id, &scenario, &slots).await?;
@@ -171,13 +175,13 @@ impl World {
         let seats = seats::Seats::new(limits.max_seats);
         Ok(Self {
             id,
-            scenario,
+            scenario: SharedScenario::from(scenario),
             log,
             hub,
             snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
             state: tokio::sync::Mutex::new(state),
             agents: agents::Supervisor {
-                slots,
+                slots: std::sync::RwLock::new(slots),
                 links,
                 reviving: tokio::sync::Mutex::new(()),
             },
@@ -211,15 +215,10 @@ impl World {
         &self.id
     }
 
+    /// The scenario as it is now (a newcomer brought in joins its cast).
     #[must_use]
-    pub fn scenario(&self) -> &Scenario {
-        &self.scenario
-    }
-
-    /// The scenario, shared.
-    #[must_use]
-    pub fn scenario_arc(&self) -> Arc<Scenario> {
-        Arc::clone(&self.scenario)
+    pub fn scenario(&self) -> Arc<Scenario> {
+        self.scenario.now()
     }
 
     #[must_use]
@@ -231,20 +230,15 @@ impl World {
     #[must_use]
     pub fn info(&self) -> pb::WorldInfo {
         let state = dramatis_runtime::lock(&self.snapshot).clone();
-        let status = if state.finished(&self.scenario) {
+        let scenario = self.scenario();
+        let status = if state.finished(&scenario) {
             WorldStatus::Finished
         } else if self.life.phase() == Phase::Running {
             WorldStatus::Running
         } else {
             WorldStatus::Ready
         };
-        let mut info = world_info(
-            &self.id,
-            &self.scenario,
-            &state,
-            status,
-            self.hub.next_seq(),
-        );
+        let mut info = world_info(&self.id, &scenario, &state, status, self.hub.next_seq());
         if let Some(point) = &self.forked_from {
             point.show(&mut info);
         }
@@ -289,16 +283,17 @@ impl World {
         loop {
             self.life.check_live(&self.id)?;
             let judged = self.narrator.notes().judged == Some(state.scene);
-            let done = match next_step(state, &self.scenario, judged) {
+            let scenario = self.scenario();
+            let done = match next_step(state, &scenario, judged) {
                 Step::Finished => true,
                 Step::OpenScene => {
-                    let opening = drafts::scene_opening(&self.scenario, state);
+                    let opening = drafts::scene_opening(&scenario, state);
                     self.emit_all(state, opening, run).await?;
                     false
                 }
                 Step::OpenAt { location } => {
                     let proposal = self.narrator.notes().proposal.take().filter(|(at, text)| {
-                        match narration_guard::check(&self.scenario, state, at, text) {
+                        match narration_guard::check(&scenario, state, at, text) {
                             Ok(()) => true,
                             Err(why) => {
                                 tracing::warn!(world_id = %self.id, location = %at, %why,
@@ -307,12 +302,12 @@ impl World {
                             }
                         }
                     });
-                    let opening = drafts::round_opening(&self.scenario, state, &location, proposal);
+                    let opening = drafts::round_opening(&scenario, state, &location, proposal);
                     self.emit_all(state, opening, run).await?;
                     false
                 }
                 Step::Arrive { who, location } => {
-                    let arrival = drafts::arrival(&self.scenario, &who, &location);
+                    let arrival = drafts::arrival(&scenario, &who, &location);
                     self.emit_all(state, vec![arrival], run).await?;
                     false
                 }
@@ -354,7 +349,7 @@ impl World {
     async fn on_judge(&self, state: &mut WorldState, run: &mut Run) -> Result<bool, WorldError> {
         let judgement = self
             .narrator
-            .judge_scene(&self.scenario, &self.hub, state)
+            .judge_scene(&self.scenario(), &self.hub, state)
             .await;
         let over = judgement.scene_over;
         let saved = {
@@ -450,7 +445,7 @@ impl World {
 async fn attach_all(
     id: &str,
     scenario: &Scenario,
-    slots: &BTreeMap<String, Slot>,
+    slots: &BTreeMap<String, Arc<Slot>>,
 ) -> Result<Vec<(String, u64)>, WorldError> {
     let attaches = slots.keys().map(|character| {
         let request = attach_request(id, scenario, character);

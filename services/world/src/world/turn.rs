@@ -28,11 +28,16 @@ impl World {
         actor: &str,
     ) -> Result<Draft, WorldError> {
         self.deliver_pending(actor).await?;
+        let scenario = self.scenario();
         if let Some(replay) = &self.replay {
-            return replay.next(self.perspective(state, actor), state, actor);
+            return replay.next(self.perspective(&scenario, state, actor), state, actor);
         }
         if let Some(action) = self.ask_player(state, actor).await {
-            return Ok(resolve(self.perspective(state, actor), state, &action));
+            return Ok(resolve(
+                self.perspective(&scenario, state, actor),
+                state,
+                &action,
+            ));
         }
         let started = Instant::now();
         let request = pb::ActRequest {
@@ -40,6 +45,7 @@ impl World {
             frame: Some(self.frame_of(state, actor)),
         };
         let seq = self.hub.next_seq();
+        let speaker_name = scenario.name_of(actor).to_owned();
         let hearers = state.present_at(
             state
                 .locations
@@ -52,7 +58,7 @@ impl World {
         let action = self
             .call_agent(actor, |mut client| {
                 let request = request.clone();
-                let hearers = &hearers;
+                let (hearers, speaker_name) = (&hearers, &speaker_name);
                 async move {
                     let mut stream = client.act(request).await?.into_inner();
                     let mut action = None;
@@ -63,7 +69,7 @@ impl World {
                                     seq,
                                     speaker: actor.to_owned(),
                                     text,
-                                    speaker_name: self.scenario.name_of(actor).to_owned(),
+                                    speaker_name: speaker_name.clone(),
                                     perceivers: hearers.clone(),
                                 };
                                 self.hub.publish_token(token);
@@ -82,7 +88,7 @@ impl World {
             kind: dramatis_proto::ErrorKind::Internal,
             message: "act stream ended without an action".into(),
         })?;
-        let mut draft = resolve(self.perspective(state, actor), state, &action);
+        let mut draft = resolve(self.perspective(&scenario, state, actor), state, &action);
         if let Some(usage) = &mut draft.usage {
             usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         }
@@ -91,7 +97,7 @@ impl World {
 
     /// The id of a character given by id, name or alias.
     pub fn character_id(&self, character: &str) -> Result<String, WorldError> {
-        self.scenario
+        self.scenario()
             .find_character(character)
             .map(|c| c.id.clone())
             .ok_or_else(|| WorldError::CharacterNotFound {
@@ -165,19 +171,9 @@ impl World {
         page_size: u32,
         page_token: &str,
     ) -> Result<(Vec<pb::CharacterAudit>, String), WorldError> {
-        let wanted: Vec<&String> = match character.filter(|c| !c.trim().is_empty()) {
-            Some(needle) => {
-                let id = self
-                    .scenario
-                    .find_character(needle)
-                    .map(|c| &c.id)
-                    .ok_or_else(|| WorldError::CharacterNotFound {
-                        world: self.id.clone(),
-                        character: needle.to_owned(),
-                    })?;
-                vec![id]
-            }
-            None => self.agents.slots.keys().collect(),
+        let wanted: Vec<String> = match character.filter(|c| !c.trim().is_empty()) {
+            Some(needle) => vec![self.character_id(needle)?],
+            None => self.agents.characters(),
         };
         let bad_token = || {
             WorldError::InvalidArgument(format!(
@@ -215,7 +211,7 @@ impl World {
                 .into_inner();
             let got = u32::try_from(page.prompts.len()).unwrap_or(u32::MAX);
             audits.push(pb::CharacterAudit {
-                character: (*id).clone(),
+                character: id.clone(),
                 prompts: page.prompts,
             });
             from += u64::from(got);

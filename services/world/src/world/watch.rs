@@ -13,7 +13,7 @@ impl World {
     /// The transcript of this world from its hub; with `pov`, as that character
     /// perceived it.
     pub fn watch(&self, pov: Option<&str>, from_seq: u64, follow: bool) -> transcript::Items {
-        let view = pov.map(|pov| View::new(self.scenario_arc(), &self.id, Some(pov.to_owned())));
+        let view = pov.map(|pov| View::new(self.scenario.clone(), &self.id, Some(pov.to_owned())));
         transcript::watch(&self.hub, view, from_seq, follow)
     }
 
