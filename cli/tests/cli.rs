@@ -874,6 +874,80 @@ async fn the_director_intervenes_from_the_terminal() {
     let _ = server.kill().await;
 }
 
+/// A character new to the story from the terminal: `--bring-in` with `--profile`
+/// enters it where `--at` names (a place's name, as a person gives it), those there
+/// see what it looks like, and a profile without a name is refused before the call.
+#[tokio::test]
+async fn the_director_brings_in_a_newcomer_from_the_terminal() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let (mut server, url) = serve_scripted(&data.path().to_string_lossy()).await;
+    let (ok, _, err) = dramatis(&[
+        "create",
+        "lamplighters-ledger",
+        "--id",
+        "lanes",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = dramatis(&["advance", "lanes", "--turns", "2", "--server", &url]).await;
+    assert!(ok, "{err}");
+    let newcomer = |extra: &'static [&'static str]| {
+        let url = url.clone();
+        async move {
+            let mut args = vec![
+                "intervene",
+                "lanes",
+                "--bring-in",
+                "agnes",
+                "--at",
+                "Gasworks Lane",
+                "--profile",
+                "A night-soil carter who hears everything said on the lanes.",
+                "--known-as",
+                "a carter with a lantern on her cart",
+                "--server",
+                &url,
+            ];
+            args.extend_from_slice(extra);
+            dramatis(&args).await
+        }
+    };
+    let (ok, _, err) = newcomer(&[]).await;
+    assert!(!ok && err.contains("--name"), "{err}");
+    let (ok, out, err) = newcomer(&["--name", "Agnes Pell", "--alias", "Aggie"]).await;
+    assert!(ok, "{err}");
+    let perceived = out
+        .trim_end()
+        .rsplit_once("perceived by ")
+        .map(|(_, who)| who.split(", ").collect::<Vec<_>>())
+        .unwrap_or_else(|| panic!("no perceivers in {out}"));
+    assert!(
+        perceived.contains(&"agnes") && perceived.contains(&"ada"),
+        "{out}"
+    );
+    let (ok, out, err) = dramatis(&[
+        "watch",
+        "lanes",
+        "--pov",
+        "ada",
+        "--no-follow",
+        "--no-color",
+        "--server",
+        &url,
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("A carter with a lantern on her cart arrives at Gasworks Lane."),
+        "{out}"
+    );
+    assert!(!out.contains("Agnes") && !out.contains("Aggie"), "{out}");
+    // The server may have stopped already; the test is over either way.
+    let _ = server.kill().await;
+}
+
 /// The ablation table over two module sets, two layer rows and a short long run: with
 /// no module the planted facts are not recalled at all; with every module they all are,
 /// and BOOKMARKS reports its hits and the tokens syncing saved.

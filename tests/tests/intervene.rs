@@ -408,8 +408,12 @@ async fn a_character_new_to_the_story_joins_its_cast_known_only_as_seen() {
         .intervene(InterveneRequest {
             world_id: id.clone(),
             intervention: Some(Intervention::BringIn(BringIn {
-                location: "Gasworks Lane".into(),
-                newcomer: Some(agnes()),
+                location: "gasworks-lane".into(),
+                newcomer: Some(dramatis_proto::v1::SandboxCharacter {
+                    // Named as a person would name it, not by id.
+                    location: "GASWORKS LANE".into(),
+                    ..agnes()
+                }),
                 ..BringIn::default()
             })),
         })

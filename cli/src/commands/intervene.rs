@@ -90,7 +90,7 @@ impl InterveneArgs {
                 aliases: self.aliases.clone(),
                 profile: profile.clone(),
                 style: self.style.clone().unwrap_or_default(),
-                location: location.clone(),
+                // Its home is where it enters (--at), which the world resolves.
                 goal: self.goal.clone().unwrap_or_default(),
                 known_as: self.known_as.clone().unwrap_or_default(),
                 knows: self.knows.clone(),

@@ -195,8 +195,13 @@ impl World {
         let scenario = self.scenario();
         let mut newcomer = newcomer.clone();
         newcomer.offstage = true;
-        if newcomer.location.trim().is_empty() && !location.trim().is_empty() {
-            newcomer.location = self.location_id(location)?;
+        // Its home may be named as any place is (id or name); none: where it enters.
+        if newcomer.location.trim().is_empty() {
+            if !location.trim().is_empty() {
+                newcomer.location = self.location_id(location)?;
+            }
+        } else if let Some(home) = scenario.find_location(&newcomer.location) {
+            newcomer.location.clone_from(&home.id);
         }
         let max = self.limits.max_characters;
         if scenario.characters.len() >= max {
