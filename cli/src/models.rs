@@ -122,6 +122,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
         BoundaryGuardArg::Regenerate => "regenerate",
     };
     out.extend(["--boundary-guard".to_owned(), guard.to_owned()]);
+    if args.no_echo_guard {
+        out.push("--no-echo-guard".to_owned());
+    }
     if let Some(modules) = &args.memory_modules {
         out.extend(["--memory-modules".to_owned(), modules.to_string()]);
     }
@@ -218,6 +221,7 @@ pub fn agent_options(
     let mut options = AgentOptions::new(role_models(args)?, Arc::new(embedder));
     options.memory_writes = memory_writes(args);
     options.boundary_guard = boundary_guard(args);
+    options.echo_guard = !args.no_echo_guard;
     options.memory_modules = args.memory_modules;
     options.answer_temperature = args.answer_temperature;
     options.recall.layers = args.layers;

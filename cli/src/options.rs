@@ -76,6 +76,12 @@ pub struct ModelArgs {
     /// for the built-in or scripted model).
     #[arg(long, env = "DRAMATIS_BOUNDARY_GUARD", value_enum, default_value_t = BoundaryGuardArg::Auto)]
     pub boundary_guard: BoundaryGuardArg,
+    /// Keep a turn's line that repeats most of a line the character just heard or said
+    /// (or a style excerpt its prompt showed). By default such a line is asked for
+    /// once more with a note not to repeat it, and replaced by an in-character fallback
+    /// if the retry repeats too; the audit notes each decision.
+    #[arg(long, env = "DRAMATIS_NO_ECHO_GUARD")]
+    pub no_echo_guard: bool,
     /// Memory modules every character runs, comma-separated, overriding the scenario's
     /// [memory] section: `reverie` (ReverieMem's layers), `dualmem` (fact and insight
     /// streams), `moom` (plot summaries, persona keys, forgetting), `bookmarks`

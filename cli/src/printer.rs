@@ -67,6 +67,11 @@ impl Printer {
     }
 
     fn token(&mut self, token: &TokenChunk) {
+        // Off a terminal (a pipe, a file) a streamed line cannot be rewritten when it
+        // settles otherwise: only settled lines are printed, each once.
+        if !self.tty {
+            return;
+        }
         let mut out = std::io::stdout().lock();
         match &mut self.streaming {
             Some((seq, text)) if *seq == token.seq => {

@@ -874,6 +874,84 @@ async fn the_director_intervenes_from_the_terminal() {
     let _ = server.kill().await;
 }
 
+/// The echo guard, and a transcript kept in a file. Every character's model says one
+/// line, so every line after the first echoes it: each is asked again (Stamford's
+/// retry gives a new line, which stands; the others' retries echo too and fall back
+/// in character), the audit notes each decision, and the summary counts no echo. Piped
+/// into a file, each line is printed once: the words streamed from a first attempt are
+/// not printed beside the settled line.
+#[tokio::test]
+async fn an_echoing_line_is_asked_again_then_replaced_and_a_piped_run_prints_each_line_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let echo = "The loyal and devoted Sherlock Holmes is at the end of a long corridor.";
+    let fresh = "Stamford looks at the clock and asks after the rent.";
+    let speech = |text: &str| {
+        format!(r#"{{"kind":"speech","target":"","text":"{text}","thought":"","destination":""}}"#)
+    };
+    let rules = serde_json::json!([
+        {"when": ["Character: Stamford", "repeats something already said"], "reply": speech(fresh)},
+        {"when": ["Character: "], "reply": speech(echo)},
+    ]);
+    let fixture = dir.path().join("echo.json");
+    std::fs::write(&fixture, rules.to_string()).expect("fixture");
+    let audit = dir.path().join("audit");
+    let (ok, out, err) = dramatis(&[
+        "run",
+        "study-in-scarlet",
+        "--scripted",
+        &fixture.to_string_lossy(),
+        "--audit-dir",
+        &audit.to_string_lossy(),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    // Once a scene, by the first to speak who had not heard it: Stamford, then Holmes
+    // and Lestrade, each in a scene of his own. In the last scene both have heard it.
+    let said: Vec<&str> = out.lines().filter(|l| l.ends_with(echo)).collect();
+    assert_eq!(
+        said,
+        [
+            format!("Stamford: {echo}"),
+            format!("Sherlock Holmes: {echo}"),
+            format!("Inspector Lestrade: {echo}"),
+        ],
+        "{out}"
+    );
+    assert_eq!(out.matches(fresh).count(), 1, "{out}");
+    assert!(
+        out.contains("Watson pauses, weighing what to say."),
+        "{out}"
+    );
+    // Holmes's and Lestrade's lines repeat Stamford's for a reader, though neither of
+    // them had heard it: the guard knows only what its character perceived.
+    assert!(out.contains("· 2 echoes (50.0 per 100 lines)"), "{out}");
+    let mut notes = Vec::new();
+    for file in std::fs::read_dir(&audit).expect("audit dir") {
+        let text = std::fs::read_to_string(file.expect("entry").path()).expect("audit file");
+        for line in text.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).expect("json line");
+            for note in record["guard"].as_array().into_iter().flatten() {
+                notes.push(note.as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    let asked = notes.iter().filter(|n| n.ends_with("asked again")).count();
+    let replaced = notes
+        .iter()
+        .filter(|n| n.ends_with("replaced by the in-character fallback"))
+        .count();
+    let stood = notes
+        .iter()
+        .filter(|n| n.contains("the new line stands"))
+        .count();
+    assert!(asked >= 2 && stood == 1, "{notes:#?}");
+    assert_eq!(
+        asked,
+        replaced + stood,
+        "every retry is decided: {notes:#?}"
+    );
+}
+
 /// A character new to the story from the terminal: `--bring-in` with `--profile`
 /// enters it where `--at` names (a place's name, as a person gives it), those there
 /// see what it looks like, and a profile without a name is refused before the call.

@@ -21,6 +21,7 @@ fn save(n: u64) -> Delta {
         items: vec![(format!("fact-{n}"), "semantic".into())],
         timestamp_ms: i64::try_from(n).expect("small"),
         flagged: Vec::new(),
+        guard: Vec::new(),
     };
     Delta {
         state: Some(format!("{{\"last\":{n}}}").into_bytes()),

@@ -112,6 +112,12 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         report.all_calls as f64 / turns,
         report.all_prompt_tokens as f64 / turns
     );
+    println!(
+        "echoes (a line repeating most of one just before it): {} of {} lines, {:.1} per 100",
+        report.echoes,
+        report.lines,
+        100.0 * report.echoes as f64 / report.lines.max(1) as f64
+    );
     let latency = &report.token_latency_us;
     if !latency.is_empty() {
         let at = |q: f64| latency[((latency.len() - 1) as f64 * q).round() as usize];
@@ -144,6 +150,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
             "mean_us_per_turn": mean,
             "llm_calls_per_line": report.all_calls as f64 / turns,
             "prompt_tokens_per_line": report.all_prompt_tokens as f64 / turns,
+            "echoes_per_100_lines": 100.0 * report.echoes as f64 / report.lines.max(1) as f64,
             "first_word_median_us": at(&report.token_latency_us, 0.5),
             "first_word_p90_us": at(&report.token_latency_us, 0.9),
             "wall_seconds": report.wall_seconds,

@@ -69,18 +69,18 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     };
     let (data_dir, logs) = (stack.data_dir.clone(), stack.logs.clone());
     stack
-        .stop(outcome.as_ref().ok().map(|(w, _, _)| w.world_id.as_str()))
+        .stop(outcome.as_ref().ok().map(|p| p.world.world_id.as_str()))
         .await;
     match &outcome {
-        Ok((world, printed, _)) => {
-            summary(world, *printed, started.elapsed().as_secs_f64());
+        Ok(played) => {
+            summary(played, started.elapsed().as_secs_f64());
             if args.data_dir.is_some() {
                 eprintln!("event log and process logs kept in {}", data_dir.display());
             }
         }
         Err(_) => eprintln!("process logs: {}", logs.display()),
     }
-    let (_, _, failed) = outcome?;
+    let failed = outcome?.failed;
     if !failed.is_empty() {
         let scenes: Vec<String> = failed.iter().map(u32::to_string).collect();
         let where_logs = if args.data_dir.is_some() {
@@ -96,13 +96,16 @@ async fn play_locally(args: RunArgs, source: create_world_request::Source) -> an
     Ok(())
 }
 
-/// Scenes (1-based) with at least one turn where every turn was a fallback line.
+/// Scenes (1-based) with at least one turn where every turn fell back because no call
+/// to the model answered. A line the echo guard gave up also falls back, but its calls
+/// were answered: the model works, it only repeated itself.
 fn scenes_that_failed(events: &[dramatis_proto::v1::Event]) -> Vec<u32> {
     let mut turns: std::collections::BTreeMap<u32, (usize, usize)> = Default::default();
     for event in events.iter().filter(|e| e.turn > 0) {
         let (all, fell_back) = turns.entry(event.scene_index).or_default();
         *all += 1;
-        *fell_back += usize::from(event.fallback);
+        let unanswered = event.usage.as_ref().is_none_or(|u| u.llm_calls == 0);
+        *fell_back += usize::from(event.fallback && unanswered);
     }
     turns
         .into_iter()
@@ -152,12 +155,22 @@ pub fn scenario_source(scenario: &str) -> anyhow::Result<create_world_request::S
     })
 }
 
+/// What a run played: the world at its end, the events printed, the scenes whose every
+/// turn fell back, and its lines echoing a line just before them (`echo::count_echoes`)
+/// out of how many lines.
+struct Played {
+    world: WorldInfo,
+    printed: u64,
+    failed: Vec<u32>,
+    echoes: (usize, usize),
+}
+
 /// Creates the world, follows its transcript and advances it to the end of the script.
 async fn play(
     args: &RunArgs,
     server: &str,
     source: create_world_request::Source,
-) -> anyhow::Result<(WorldInfo, u64, Vec<u32>)> {
+) -> anyhow::Result<Played> {
     let mut client = world_client(&ClientOptions::local(server)).await?;
     let (world, mut stream) = create_and_watch(&mut client, source).await?;
     eprintln!(
@@ -189,6 +202,14 @@ async fn play(
         .await
         .map_err(|e| anyhow!("the story stopped: {}", describe(&e.status)))?;
     let failed = scenes_that_failed(&advanced.events);
+    // The model's lines: a fallback is the world's stock line, not the model's.
+    let lines: Vec<&str> = advanced
+        .events
+        .iter()
+        .filter(|e| e.turn > 0 && !e.fallback)
+        .map(|e| e.text.as_str())
+        .collect();
+    let echoes = (dramatis_memory::echo::count_echoes(&lines), lines.len());
     let info = advanced.world.context("advance returned no world state")?;
     // The printer may have ended already (its stream closed).
     let _ = last_tx.send(info.next_seq.saturating_sub(1));
@@ -196,7 +217,12 @@ async fn play(
     if let Some(dir) = &args.audit_dir {
         write_audit(&mut client, &info.world_id, dir).await?;
     }
-    Ok((info, printed, failed))
+    Ok(Played {
+        world: info,
+        printed,
+        failed,
+        echoes,
+    })
 }
 
 /// One JSONL file per character: every prompt its agent sent, with its memory items.
@@ -225,6 +251,7 @@ async fn write_audit(client: &mut WorldRpc, world_id: &str, dir: &Path) -> anyho
                     "items": p.items.iter().map(|i| json!({"id": i.id, "layer": i.layer})).collect::<Vec<_>>(),
                     "prompt": p.prompt,
                     "flagged": p.flagged,
+                    "guard": p.guard,
                 })
                 .to_string()
             })
@@ -237,12 +264,21 @@ async fn write_audit(client: &mut WorldRpc, world_id: &str, dir: &Path) -> anyho
     Ok(())
 }
 
-fn summary(world: &WorldInfo, printed: u64, seconds: f64) {
+fn summary(played: &Played, seconds: f64) {
+    let Played {
+        world,
+        printed,
+        echoes: (echoes, lines),
+        ..
+    } = played;
     let usage = world.usage.unwrap_or_default();
     let turns = f64::from(world.total_turns.max(1));
+    #[allow(clippy::cast_precision_loss)] // line counts are far below 2^52
+    let per_hundred = 100.0 * *echoes as f64 / (*lines).max(1) as f64;
     println!(
         "\n{} turns in {} scenes, {printed} events · {} LLM calls ({:.2}/turn) · {} prompt + {} \
-         completion tokens ({:.0} + {:.0}/turn) · {seconds:.1} s wall ({:.2} s/turn)",
+         completion tokens ({:.0} + {:.0}/turn) · {echoes} echoes ({per_hundred:.1} per 100 \
+         lines) · {seconds:.1} s wall ({:.2} s/turn)",
         world.total_turns,
         world.total_scenes,
         usage.llm_calls,

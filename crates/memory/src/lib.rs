@@ -8,6 +8,7 @@
 //! built for one character and only ever holds what reached that character. Vectors are
 //! computed by the caller (the agent's embedder) and stored with the items.
 
+pub mod echo;
 mod episodic;
 pub mod evidence;
 mod hnsw;

@@ -40,6 +40,10 @@ pub struct TurnsReport {
     /// Everything the agents sent (turns, Self-Probe, memory writes).
     pub all_calls: u64,
     pub all_prompt_tokens: u64,
+    /// Lines that echo one of the lines just before them (`echo::count_echoes`, per
+    /// run), and the lines counted.
+    pub echoes: u64,
+    pub lines: u64,
     /// Model → watcher latency of each line's first word, in µs, sorted.
     pub token_latency_us: Vec<f64>,
     pub wall_seconds: f64,
@@ -74,6 +78,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
     let mut per_turn_us = Vec::new();
     let mut token_latency_us: Vec<f64> = Vec::new();
     let (mut turns, mut events, mut calls, mut prompt_tokens) = (0u64, 0u64, 0u64, 0u64);
+    let (mut echoes, mut lines) = (0u64, 0u64);
     let total = Instant::now();
     for _ in 0..setup.runs.max(1) {
         // A watcher notes when the first word of each line reaches it.
@@ -96,6 +101,14 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         per_turn_us.push(elapsed.as_secs_f64() * 1e6 / run_turns as f64);
         turns += run_turns;
         events += advanced.events.len() as u64;
+        let said: Vec<&str> = advanced
+            .events
+            .iter()
+            .filter(|e| e.turn > 0 && !e.fallback)
+            .map(|e| e.text.as_str())
+            .collect();
+        echoes += dramatis_memory::echo::count_echoes(&said) as u64;
+        lines += said.len() as u64;
         calls += u64::from(usage.llm_calls);
         prompt_tokens += u64::from(usage.prompt_tokens);
         let received = watcher.await.unwrap_or_default();
@@ -118,6 +131,8 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
         turn_prompt_tokens: prompt_tokens,
         all_calls: scripted.calls(),
         all_prompt_tokens: scripted.prompt_tokens(),
+        echoes,
+        lines,
         token_latency_us,
         wall_seconds: total.elapsed().as_secs_f64(),
     })

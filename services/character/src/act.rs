@@ -14,6 +14,7 @@ use crate::action::ACTION_SCHEMA_NAME;
 use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
 use crate::boundary::{Asked, Guarded};
 use crate::character::Character;
+use crate::echo::{self, Echo};
 use crate::error::AgentError;
 use crate::host::{ActOutcome, CharacterAgents};
 use crate::prompt::{self, BuiltPrompt};
@@ -158,6 +159,14 @@ impl Character {
                 )
                 .abstain;
         let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
+        // What the line must not echo: the lines just perceived and the excerpts shown.
+        let context = echo::recent_context(
+            &shard,
+            recalled
+                .pattern
+                .as_ref()
+                .map_or(&[][..], |p| p.excerpts.as_slice()),
+        );
         let mut usage = recalled.usage;
         let schema = action_schema(&present, &frame.exits);
         let reply = agents
@@ -170,15 +179,16 @@ impl Character {
                 &mut usage,
             )
             .await?;
-        // A line the guard gave up is deflected in character.
-        let (parsed, deflect) = match reply {
-            Some(reply) => {
-                agents
-                    .guarded(&mut shard, model.as_ref(), &built, frame, reply, &mut usage)
-                    .await?
-            }
-            None => (None, false),
-        };
+        let (parsed, deflect) = agents
+            .checked(
+                &mut shard,
+                model.as_ref(),
+                (&built, frame),
+                &context,
+                reply,
+                &mut usage,
+            )
+            .await?;
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let action = into_action(&mut shard, parsed, deflect, moment, usage);
         // Not saved here: the turn's audited prompts and feeling go to disk with the
@@ -241,6 +251,60 @@ impl CharacterAgents {
             tracing::warn!(character, attempt, output = %completion.text, "unusable action output");
         }
         Ok(None)
+    }
+
+    /// The guards on the turn's reply, the echo guard first, then the boundary guard
+    /// on whatever line stands: the action, or none (with `true` when the boundary
+    /// guard gave the line up, to be deflected).
+    async fn checked(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        (built, frame): (&BuiltPrompt, &SceneFrame),
+        context: &[String],
+        reply: Option<Reply>,
+        usage: &mut Usage,
+    ) -> Result<(Option<ParsedAction>, bool), AgentError> {
+        let reply = match reply {
+            Some(reply) if self.options.echo_guard => {
+                self.echo_guarded(shard, model, built, context, reply, usage)
+                    .await?
+            }
+            other => other,
+        };
+        match reply {
+            Some(reply) => self.guarded(shard, model, built, frame, reply, usage).await,
+            None => Ok((None, false)),
+        }
+    }
+
+    /// The echo guard on the turn's reply: as it stands, as the retry replaced it, or
+    /// none when the turn falls back.
+    async fn echo_guarded(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        built: &BuiltPrompt,
+        context: &[String],
+        (action, reply, request): Reply,
+        usage: &mut Usage,
+    ) -> Result<Option<Reply>, AgentError> {
+        let line = action.text.clone();
+        let echo = echo::guard_echo(
+            shard,
+            model,
+            (built, &request),
+            (&line, &reply),
+            context,
+            usage,
+        )
+        .instrument(tracing::info_span!("echo_guard"))
+        .await?;
+        Ok(match echo {
+            Echo::Kept => Some((action, reply, request)),
+            Echo::Replaced(again, text) => Some((again, text, request)),
+            Echo::GivenUp => None,
+        })
     }
 
     /// The boundary guard on the turn's line: the action as it stands, as the retry

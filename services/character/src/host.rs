@@ -63,6 +63,9 @@ pub struct AgentOptions {
     /// What the boundary guard does with a line that uses words its character has no
     /// source for.
     pub boundary_guard: GuardMode,
+    /// Whether a turn's line that echoes one in the character's recent context is asked
+    /// for again (see `echo.rs`).
+    pub echo_guard: bool,
 }
 
 impl AgentOptions {
@@ -86,6 +89,7 @@ impl AgentOptions {
             memory_modules: None,
             module_budget_tokens: 240,
             boundary_guard: GuardMode::Flag,
+            echo_guard: true,
         }
     }
 }

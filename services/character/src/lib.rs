@@ -13,6 +13,7 @@ mod action;
 mod answer;
 pub mod boundary;
 mod character;
+mod echo;
 mod error;
 pub mod evidence;
 pub mod grpc;

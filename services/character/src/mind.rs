@@ -85,6 +85,7 @@ impl Mind for AgentMind<'_> {
                     items: Vec::new(),
                     timestamp_ms: now_ms(),
                     flagged: Vec::new(),
+                    guard: Vec::new(),
                 });
             }
             let completion = match model.complete(&request, None).await {

@@ -133,6 +133,7 @@ impl CharacterAgents {
             items,
             timestamp_ms: now_ms(),
             flagged: Vec::new(),
+            guard: Vec::new(),
         });
         shard.commit_rewrite(rewritten);
         Ok(())

@@ -36,6 +36,7 @@ impl BuiltPrompt {
             items: self.items.clone(),
             timestamp_ms: dramatis_runtime::now_ms(),
             flagged: Vec::new(),
+            guard: Vec::new(),
         });
     }
 }

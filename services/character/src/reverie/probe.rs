@@ -51,6 +51,7 @@ pub(super) async fn self_probe(
             items,
             timestamp_ms: dramatis_runtime::now_ms(),
             flagged: Vec::new(),
+            guard: Vec::new(),
         });
         let completion = model.complete(&request, None).await?;
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);

@@ -94,6 +94,9 @@ pub struct AuditEntry {
     /// Words of the reply to this prompt that the boundary guard found no source for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flagged: Vec<String>,
+    /// What the echo guard decided about the reply to this prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guard: Vec<String>,
 }
 
 /// A scene the character lived through, ready to be written to long-term memory.
@@ -342,6 +345,13 @@ impl Shard {
         self.state.audit.push(entry);
     }
 
+    /// Notes a guard's decision about the reply to the latest prompt.
+    pub fn note_last_prompt(&mut self, note: String) {
+        if let Some(entry) = self.state.audit.last_mut() {
+            entry.guard.push(note);
+        }
+    }
+
     /// Notes on the latest prompt that its reply used `words` the character has no
     /// source for.
     pub fn flag_last_prompt(&mut self, words: &[String]) {
@@ -385,5 +395,6 @@ pub(crate) fn test_entry(purpose: &str) -> AuditEntry {
         items: vec![("fact:1".into(), "semantic".into())],
         timestamp_ms: 7,
         flagged: Vec::new(),
+        guard: Vec::new(),
     }
 }

@@ -199,6 +199,7 @@ async fn a_store_gives_back_the_same_shard_after_appends_and_a_rewrite_in_place(
         items: Vec::new(),
         timestamp_ms: 1,
         flagged: Vec::new(),
+        guard: Vec::new(),
     });
     shard.save().expect("delta").wait().await.expect("saved");
     // A model rewrite replaces the saved episode in place; the next save writes that

@@ -87,6 +87,7 @@ impl Shard {
                 character_id: self.profile.id.clone(),
                 timestamp_ms: entry.timestamp_ms,
                 flagged: entry.flagged.clone(),
+                guard: entry.guard.clone(),
             })
             .collect()
     }
