@@ -7,11 +7,11 @@
 gasworks-lanepawnshopR
 gasworks-laneriver-stepsR
 pawnshoppolice-stationR
-police-stationriver-stepsZã
-ada	Ada Finchthe lamplighter"tA lamplighter of twenty-six who knows every lane by its shadows. Quick, proud, owes nobody, and hates being lied to.*)short sentences, dry humour, street slang2gasworks-lane:8find out who dropped the oilcloth packet under lamp nineZ
-coyleInspector Coylethe inspector"fA heavy, patient police inspector who has taken money for years and is afraid it is about to come out.*#polite, slow, every question a trap2police-station:*get the ledger back before anyone reads itZ‰
-tom	Tom Reddythe boy"bA pickpocket of fifteen who lifted a packet without knowing what was in it and now cannot sell it.*!fast, cheeky, changes the subject2gasworks-lane:3sell what he stole for enough to leave the districtZÔ
-varga	Mrs Vargathe pawnbroker"bA widowed pawnbroker who pays the fixer every month and keeps her own small book of who owes what.*&warm on the surface, exact about money2police-station:/learn whether her name is in the missing ledgerb}
+police-stationriver-stepsZ«
+ada	Ada Finchthe lamplighter"tA lamplighter of twenty-six who knows every lane by its shadows. Quick, proud, owes nobody, and hates being lied to.*)short sentences, dry humour, street slang2gasworks-lane:8find out who dropped the oilcloth packet under lamp nineR'a young woman with a lamplighter's poleZcoyleZtomZvargaZö
+coyleInspector Coylethe inspector"fA heavy, patient police inspector who has taken money for years and is afraid it is about to come out.*#polite, slow, every question a trap2police-station:*get the ledger back before anyone reads itR!a heavy man in a police greatcoatZvargaZñ
+tom	Tom Reddythe boy"bA pickpocket of fifteen who lifted a packet without knowing what was in it and now cannot sell it.*!fast, cheeky, changes the subject2gasworks-lane:3sell what he stole for enough to leave the districtRa skinny boy with quick handsZadaZcoyleZvargaZì
+varga	Mrs Vargathe pawnbroker"bA widowed pawnbroker who pays the fixer every month and keeps her own small book of who owes what.*&warm on the surface, exact about money2police-station:/learn whether her name is in the missing ledgerRa stout widow in blackZcoyleZtomb}
 	lamp-nineXLast night I saw a boy drop an oilcloth packet under lamp nine and run toward the river.ada"direct_experiencebÅ
 drawer]The ledger was taken from the fixer's coat while he sat in my station; if it is read, I hang.coyle"direct_experiencebâ
 packetgThe packet I lifted holds a small black book full of names and sums; I hid it in a barge's rope locker.tom"direct_experiencebi
