@@ -89,7 +89,9 @@ impl AgentOptions {
             memory_modules: None,
             module_budget_tokens: 240,
             boundary_guard: GuardMode::Flag,
-            echo_guard: true,
+            // Off for an agent built in code (tests whose scripted lines repeat on
+            // purpose); every agent the CLI starts sets it from --no-echo-guard.
+            echo_guard: false,
         }
     }
 }
