@@ -9,9 +9,9 @@ use crate::options::ServerArg;
 
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    DeleteArgs, EmbedBenchArgs, ForkArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs,
-    InterveneArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs, RunArgs,
-    ScenariosArgs, ServeArgs, WatchArgs,
+    DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs,
+    InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs, RunArgs,
+    ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -44,6 +44,7 @@ impl Cli {
                 | Command::Regenerate(_)
                 | Command::Scenarios(_)
                 | Command::Eval(_)
+                | Command::Export(_)
                 | Command::Import(_)
                 | Command::Ingest(_)
                 | Command::Bench(_),
@@ -144,7 +145,14 @@ pub enum Command {
     /// Turn another tool's story data into a scenario folder.
     #[command(subcommand)]
     Import(ImportCommand),
-    /// Evaluate characters (knowledge-boundary fidelity).
+    /// Write a world's story out to keep: a transcript, Markdown, or prose.
+    ///
+    /// Reads the whole log from a running world service (see `--server`). Transcript
+    /// and Markdown keep every event, one line each, in log order; prose has the
+    /// language model rewrite each scene as narrative.
+    Export(ExportArgs),
+    /// Evaluate characters and stories: knowledge-boundary fidelity, the pairwise
+    /// narrative judge, voice per character.
     #[command(subcommand)]
     Eval(EvalCommand),
     /// Print performance figures (orchestration per turn, embedder throughput, ingest).
@@ -196,6 +204,20 @@ pub enum EvalCommand {
     /// the ingest may cut scenes elsewhere), who may know each key fact, and leaks (a key
     /// fact given to a character the answers say could not know it).
     Ingest(IngestEvalArgs),
+    /// BookWorld's pairwise narrative judge: a language model compares story A with
+    /// story B on anthropomorphism, character fidelity, immersion and setting, writing
+    /// quality, and storyline (script mode) or creativity (free mode).
+    ///
+    /// Each pair is judged in both orders; a split verdict is a tie. Prints A's wins,
+    /// ties and losses per dimension, with A's win rate (ties half) and its 95% Wilson
+    /// interval; every judge prompt and answer goes to the audit file. `--runs N
+    /// SCENARIO --a FLAGS --b FLAGS` plays both configurations N times and judges them.
+    Judge(JudgeArgs),
+    /// Voice per character (ReverieMem's stylistic monotony): distinct-1/2 of its
+    /// lines, the cosine between every two characters' mean line vectors (the agents'
+    /// embedder), and how close each one's lines sit to its own patterns' excerpts and
+    /// to the nearest other character's. A cast where every two are close is flagged.
+    Style(StyleArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -77,6 +77,9 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(EvalCommand::Kbf(args)) => commands::kbf::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => commands::ablate::ablate(&args).await,
         Command::Eval(EvalCommand::Ingest(args)) => commands::eval_ingest::eval_ingest(&args),
+        Command::Eval(EvalCommand::Judge(args)) => commands::judge::judge_command(&args).await,
+        Command::Eval(EvalCommand::Style(args)) => commands::style::style(&args).await,
+        Command::Export(args) => commands::export::export(&args).await,
         Command::Bench(BenchCommand::Turns(args)) => commands::bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => {
             commands::bench_embed::bench_embed(&args).await

@@ -71,6 +71,7 @@ pub fn openai_client(
     config.api_key.clone_from(&args.llm_api_key);
     config.idle_timeout = Duration::from_secs(args.llm_timeout.max(1));
     config.deadline = Duration::from_secs(args.llm_deadline.max(1));
+    config.dry = args.llm_dry.unwrap_or(false);
     Ok(Arc::new(OpenAiClient::new(config)?))
 }
 
@@ -124,6 +125,9 @@ pub fn child_args(args: &ModelArgs) -> Vec<String> {
     out.extend(["--boundary-guard".to_owned(), guard.to_owned()]);
     if args.no_echo_guard {
         out.push("--no-echo-guard".to_owned());
+    }
+    if let Some(dry) = args.endpoint.llm_dry {
+        out.extend(["--llm-dry".to_owned(), dry.to_string()]);
     }
     if let Some(modules) = &args.memory_modules {
         out.extend(["--memory-modules".to_owned(), modules.to_string()]);

@@ -47,6 +47,13 @@ pub struct EndpointArgs {
     /// of single tokens ends here).
     #[arg(long, env = "DRAMATIS_LLM_DEADLINE", default_value_t = 300)]
     pub llm_deadline: u64,
+    /// Ask the endpoint not to let a character's line copy runs of words from its
+    /// prompt (the lines just heard, its style excerpts), with llama.cpp's DRY sampler
+    /// fields. Default: on for the built-in model, off for an endpoint (llama.cpp servers
+    /// honour the fields; an endpoint that refuses unknown request fields needs it off).
+    #[arg(long, env = "DRAMATIS_LLM_DRY", value_name = "BOOL", num_args = 0..=1,
+          default_missing_value = "true", value_parser = clap::builder::BoolishValueParser::new())]
+    pub llm_dry: Option<bool>,
 }
 
 /// Which language model characters use.

@@ -68,6 +68,8 @@ impl LocalStack {
             eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
             model.endpoint.llm_endpoint = Some(endpoint);
+            // The built-in model copies what its prompt quotes unless told not to.
+            model.endpoint.llm_dry.get_or_insert(true);
             if model.memory_writes == MemoryWritesArg::Auto {
                 model.memory_writes = MemoryWritesArg::Digest;
             }

@@ -9,10 +9,13 @@
 pub mod ablation;
 pub mod answerers;
 pub mod bench;
+pub mod export;
+pub mod judge;
 pub mod kbf;
 pub mod long_run;
 pub mod paraphrase;
 pub mod probes;
+pub mod style;
 pub mod walk;
 pub mod words;
 

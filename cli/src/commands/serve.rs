@@ -353,6 +353,7 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             let (spawned, endpoint) = start_builtin_llm(&logs).await?;
             tracing::info!(%endpoint, "started the built-in model");
             args.model.endpoint.llm_endpoint = Some(endpoint);
+            args.model.endpoint.llm_dry.get_or_insert(true);
             if args.model.memory_writes == MemoryWritesArg::Auto {
                 args.model.memory_writes = MemoryWritesArg::Digest;
             }

@@ -12,6 +12,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc;
 
 use dramatis_llm::{ChatMessage, ChatRole, LlmError};
@@ -34,9 +35,28 @@ pub struct GenerationJob {
     pub temperature: f32,
     /// A GBNF grammar the output must follow.
     pub grammar: Option<String>,
+    /// Penalise generated runs that repeat the prompt (llama.cpp's DRY sampler).
+    pub dry: Option<Dry>,
     pub seed: u32,
     pub events: mpsc::UnboundedSender<GenerationEvent>,
 }
+
+/// llama.cpp's DRY ("don't repeat yourself") sampler settings: a token that would
+/// extend a run longer than `allowed_length` tokens already found in the context (the
+/// prompt included) loses `multiplier × base^(run − allowed_length)` of its logit.
+/// `penalty_last_n` −1 looks back over the whole context.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dry {
+    pub multiplier: f32,
+    pub base: f32,
+    pub allowed_length: i32,
+    pub penalty_last_n: i32,
+}
+
+/// Where DRY's runs break: a repeat across a line, a quote or a colon is two repeats.
+/// These are llama.cpp's defaults; inside a JSON answer the quotes and colons also keep
+/// the keys from counting as a repeat of the schema the prompt shows.
+const DRY_BREAKERS: [&str; 4] = ["\n", ":", "\"", "*"];
 
 /// What a generation reports, in order: pieces, then `Done` or `Failed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -187,6 +207,7 @@ fn generate(
         .map_err(|e| format!("decode prompt: {e}"))?;
 
     let mut sampler = build_sampler(model, job)?;
+    let mut dry = job.dry.map(|d| dry_sampler(model, d, n_ctx, &tokens));
     let mut pending: Vec<u8> = Vec::new();
     let mut position = i32::try_from(tokens.len()).map_err(|e| e.to_string())?;
     let mut generated = 0u32;
@@ -194,7 +215,7 @@ fn generate(
     // Logits to sample from: the prompt's last token first, then the one token decoded.
     let mut logits_index = batch.n_tokens() - 1;
     while generated < job.max_tokens {
-        let token = sampler.sample(ctx, logits_index);
+        let token = next_token(ctx, logits_index, &mut sampler, dry.as_mut())?;
         logits_index = 0;
         if vocab.is_eog(token) {
             break;
@@ -221,6 +242,51 @@ fn generate(
     }
     let prompt_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
     Ok((prompt_tokens, generated))
+}
+
+/// DRY as a sampler of its own, fed the prompt `tokens`. It must see the prompt to keep
+/// the answer from copying it, and a grammar must not (it would parse the prompt as the
+/// answer's start), so it is applied before the chain rather than inside it.
+fn dry_sampler(model: &LlamaModel, d: Dry, n_ctx: usize, tokens: &[LlamaToken]) -> LlamaSampler {
+    // This llama.cpp reads a reach of −1 as 0, which turns DRY off: "the whole
+    // context" is the context's size here.
+    let reach = if d.penalty_last_n < 0 {
+        i32::try_from(n_ctx).unwrap_or(i32::MAX)
+    } else {
+        d.penalty_last_n
+    };
+    let mut dry = LlamaSampler::dry(
+        model,
+        d.multiplier,
+        d.base,
+        d.allowed_length,
+        reach,
+        DRY_BREAKERS,
+    );
+    dry.accept_many(tokens);
+    dry
+}
+
+/// The next token from the logits at `index`: the chain's choice, after DRY's penalties
+/// when there is a DRY sampler.
+fn next_token(
+    ctx: &llama_cpp_2::context::LlamaContext<'_>,
+    index: i32,
+    sampler: &mut LlamaSampler,
+    dry: Option<&mut LlamaSampler>,
+) -> Result<LlamaToken, String> {
+    let Some(dry) = dry else {
+        return Ok(sampler.sample(ctx, index));
+    };
+    let mut candidates = ctx.token_data_array_ith(index);
+    dry.apply(&mut candidates);
+    sampler.apply(&mut candidates);
+    let token = candidates
+        .selected_token()
+        .ok_or("the sampler chose no token")?;
+    sampler.accept(token);
+    dry.accept(token);
+    Ok(token)
 }
 
 fn build_sampler(model: &LlamaModel, job: &GenerationJob) -> Result<LlamaSampler, String> {

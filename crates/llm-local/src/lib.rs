@@ -6,5 +6,5 @@
 mod engine;
 mod server;
 
-pub use engine::{EngineConfig, GenerationEvent, GenerationJob, LocalEngine};
+pub use engine::{Dry, EngineConfig, GenerationEvent, GenerationJob, LocalEngine};
 pub use server::{LocalServerConfig, grammar_for_schema, serve};

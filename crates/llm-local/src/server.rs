@@ -20,7 +20,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use dramatis_llm::ChatMessage;
 
-use crate::engine::{GenerationEvent, GenerationJob, LocalEngine};
+use crate::engine::{Dry, GenerationEvent, GenerationJob, LocalEngine};
 
 /// Settings of the HTTP front.
 #[derive(Debug, Clone)]
@@ -73,6 +73,26 @@ struct ChatRequest {
     response_format: Option<Value>,
     #[serde(default)]
     seed: Option<u32>,
+    /// llama.cpp's DRY sampler settings; `dry_multiplier` 0 (the default) is off.
+    #[serde(default)]
+    dry_multiplier: f32,
+    #[serde(default = "dry_base")]
+    dry_base: f32,
+    #[serde(default = "dry_allowed_length")]
+    dry_allowed_length: i32,
+    #[serde(default = "dry_penalty_last_n")]
+    dry_penalty_last_n: i32,
+}
+
+// llama.cpp's defaults for the DRY fields a request leaves out.
+fn dry_base() -> f32 {
+    1.75
+}
+fn dry_allowed_length() -> i32 {
+    2
+}
+fn dry_penalty_last_n() -> i32 {
+    -1
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -131,6 +151,12 @@ async fn chat_completions(
         max_tokens: request.max_tokens.unwrap_or(256).clamp(1, 2048),
         temperature: request.temperature.unwrap_or(0.7),
         grammar,
+        dry: (request.dry_multiplier > 0.0).then_some(Dry {
+            multiplier: request.dry_multiplier,
+            base: request.dry_base,
+            allowed_length: request.dry_allowed_length,
+            penalty_last_n: request.dry_penalty_last_n,
+        }),
         seed: request.seed.unwrap_or_else(|| {
             // Unseeded requests vary from call to call, as with any hosted endpoint.
             std::time::SystemTime::now()

@@ -17,7 +17,7 @@ mod types;
 
 pub use error::LlmError;
 pub use json::parse_json;
-pub use openai::{MAX_CHARS_PER_TOKEN, OpenAiClient, OpenAiConfig};
+pub use openai::{MAX_CHARS_PER_TOKEN, OpenAiClient, OpenAiConfig, dry_fields};
 pub use roles::{ModelRole, RoleModels};
 pub use scripted::{RecordedPrompt, ScriptRule, ScriptedModel};
 pub use types::{

@@ -30,6 +30,28 @@ pub struct OpenAiConfig {
     pub max_retries: u32,
     /// First back-off delay; doubles each retry.
     pub backoff: Duration,
+    /// Send llama.cpp's DRY sampler settings ([`dry_fields`]) with requests asking for fresh
+    /// wording: the endpoint then penalises a generated run of tokens that repeats one
+    /// already in the prompt. The built-in model and llama.cpp servers honour them; an
+    /// endpoint that refuses unknown fields needs this off (the default).
+    pub dry: bool,
+}
+
+/// The DRY settings sent with a request for fresh wording, as llama.cpp names them.
+/// Runs of up to `dry_allowed_length` tokens repeat freely (a name, "I think"); each
+/// token that would extend a longer repeated run is penalised by `dry_multiplier ×
+/// dry_base^(run − dry_allowed_length)`, over the whole context (`dry_penalty_last_n`
+/// −1). The base, length and reach are the sampler's published defaults; the
+/// multiplier is above its suggested 0.8, which the built-in model talked through (it
+/// swaps one word and goes on copying).
+#[must_use]
+pub fn dry_fields() -> serde_json::Value {
+    json!({
+        "dry_multiplier": 1.5,
+        "dry_base": 1.75,
+        "dry_allowed_length": 2,
+        "dry_penalty_last_n": -1,
+    })
 }
 
 impl OpenAiConfig {
@@ -44,6 +66,7 @@ impl OpenAiConfig {
             deadline: Duration::from_secs(300),
             max_retries: 3,
             backoff: Duration::from_millis(250),
+            dry: false,
         }
     }
 }
@@ -88,6 +111,13 @@ impl OpenAiClient {
                 "type": "json_schema",
                 "json_schema": {"name": schema.name, "schema": schema.schema, "strict": true},
             });
+        }
+        if self.config.dry
+            && request.fresh_wording
+            && let (Some(body), serde_json::Value::Object(dry)) =
+                (body.as_object_mut(), dry_fields())
+        {
+            body.extend(dry);
         }
         body
     }

@@ -63,6 +63,11 @@ pub struct CompletionRequest {
     pub max_tokens: u32,
     pub temperature: f32,
     pub schema: Option<ResponseSchema>,
+    /// The answer should be worded afresh, not copy runs of words from the prompt (a
+    /// character's line, whose prompt quotes what others just said). A client whose
+    /// endpoint can penalise such runs asks it to (see [`crate::OpenAiConfig::dry`]);
+    /// other models ignore it.
+    pub fresh_wording: bool,
 }
 
 impl CompletionRequest {
@@ -73,7 +78,15 @@ impl CompletionRequest {
             max_tokens: 128,
             temperature: 0.7,
             schema: None,
+            fresh_wording: false,
         }
+    }
+
+    /// Asks for an answer worded afresh (see [`Self::fresh_wording`]).
+    #[must_use]
+    pub fn worded_afresh(mut self) -> Self {
+        self.fresh_wording = true;
+        self
     }
 
     #[must_use]

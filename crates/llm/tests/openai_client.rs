@@ -289,3 +289,29 @@ async fn a_reply_past_its_token_budget_is_cut_and_so_is_what_streams() {
         "watchers see what the call returns"
     );
 }
+
+#[tokio::test]
+async fn dry_fields_go_only_with_requests_for_fresh_wording_and_only_when_configured() {
+    let (fake, base) = serve(vec![Reply::Stream(vec!["ok"]); 3]).await;
+    let mut config = OpenAiConfig::new(&base, "test-model");
+    config.dry = true;
+    let with_dry = OpenAiClient::new(config).expect("client");
+    let without = client(&base, 0, Duration::from_secs(5));
+    for (model, request) in [
+        (&with_dry, request().worded_afresh()),
+        (&with_dry, request()),
+        (&without, request().worded_afresh()),
+    ] {
+        model.complete(&request, None).await.expect("completion");
+    }
+    let seen = fake.seen.lock().expect("lock");
+    let bodies: Vec<&Value> = seen.iter().map(|(body, _)| body).collect();
+    // llama.cpp reads the lengths as integers: a float there is a refused request.
+    assert_eq!(bodies[0]["dry_multiplier"], json!(1.5));
+    assert_eq!(bodies[0]["dry_base"], json!(1.75));
+    assert_eq!(bodies[0]["dry_allowed_length"], json!(2));
+    assert_eq!(bodies[0]["dry_penalty_last_n"], json!(-1));
+    for body in &bodies[1..] {
+        assert!(body.get("dry_multiplier").is_none(), "{body}");
+    }
+}

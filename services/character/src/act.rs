@@ -228,7 +228,10 @@ impl CharacterAgents {
                 .with_schema(ResponseSchema {
                     name: ACTION_SCHEMA_NAME.into(),
                     schema: schema.clone(),
-                });
+                })
+                // A line is the character's own words, not a copy of what the prompt
+                // quotes (the lines just heard, the style excerpts).
+                .worded_afresh();
             // Only the first attempt streams: a retry's words would run into the first's.
             let sink = if attempt == 0 { tokens.as_ref() } else { None };
             let completion = match stream_completion(model, &request, sink)
@@ -290,16 +293,9 @@ impl CharacterAgents {
         usage: &mut Usage,
     ) -> Result<Option<Reply>, AgentError> {
         let line = action.text.clone();
-        let echo = echo::guard_echo(
-            shard,
-            model,
-            (built, &request),
-            (&line, &reply),
-            context,
-            usage,
-        )
-        .instrument(tracing::info_span!("echo_guard"))
-        .await?;
+        let echo = echo::guard_echo(shard, model, (built, &request), &line, context, usage)
+            .instrument(tracing::info_span!("echo_guard"))
+            .await?;
         Ok(match echo {
             Echo::Kept => Some((action, reply, request)),
             Echo::Replaced(again, text) => Some((again, text, request)),

@@ -41,6 +41,9 @@ pub(crate) enum Echo {
     GivenUp,
 }
 
+/// The least temperature an echo's retry samples at.
+const RETRY_TEMPERATURE: f32 = 0.9;
+
 /// The instruction that asks for an echoing line again.
 fn retry_instruction(echo: &str) -> String {
     format!(
@@ -49,13 +52,13 @@ fn retry_instruction(echo: &str) -> String {
     )
 }
 
-/// The echo guard on `line`, the text of `reply` (the model's answer to `built`, sent
-/// as `request`), against `context` (see [`recent_context`]).
+/// The echo guard on `line`, the text of the model's answer to `built` (sent as
+/// `request`), against `context` (see [`recent_context`]).
 pub(crate) async fn guard_echo(
     shard: &mut Shard,
     model: &dyn LanguageModel,
     (built, request): (&BuiltPrompt, &CompletionRequest),
-    (line, reply): (&str, &str),
+    line: &str,
     context: &[String],
     usage: &mut Usage,
 ) -> Result<Echo, AgentError> {
@@ -68,14 +71,16 @@ pub(crate) async fn guard_echo(
         "echo: {:.0}% of this line's words are in \"{echo}\"; asked again",
         share * 100.0
     ));
+    // The echoing reply is not shown back: a small model copies whatever its prompt
+    // holds, its own last answer first. The retry samples warmer, to leave the rut.
     let mut retry = built.clone();
-    retry.messages.push(ChatMessage::assistant(reply));
     retry
         .messages
         .push(ChatMessage::user(retry_instruction(&echo)));
     retry.audit(shard, "act");
     let request = CompletionRequest {
         messages: retry.messages,
+        temperature: request.temperature.max(RETRY_TEMPERATURE),
         ..request.clone()
     };
     let again = match model.complete(&request, None).await {

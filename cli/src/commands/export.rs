@@ -1,0 +1,139 @@
+//! `dramatis export`: a world's story written out to keep, as a transcript, Markdown, or
+//! prose a language model rewrites scene by scene.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, anyhow};
+use clap::Args;
+use dramatis_eval::export::{Format, markdown, prose, transcript};
+use dramatis_eval::walk::Logged;
+use dramatis_proto::v1::GetWorldRequest;
+use dramatis_runtime::client::{describe, world_client};
+
+use crate::options::{EndpointArgs, ServerArg};
+use crate::spawn::{Spawned, start_builtin_llm};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Plain text, one line per event, as `dramatis run` prints into a file.
+    Transcript,
+    /// Markdown: a heading per scene, speakers in bold, actions in italics.
+    Markdown,
+    /// Narrative prose: each scene's transcript rewritten by the language model
+    /// (BookWorld's story step). A scene the model fails on keeps its transcript.
+    Prose,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The world's id (see `dramatis worlds`).
+    pub world: String,
+    #[arg(long, value_enum, default_value_t = FormatArg::Markdown)]
+    pub format: FormatArg,
+    /// Write the story here instead of to standard output.
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: ServerArg,
+    /// The model that writes prose (`--format prose`); without an endpoint the built-in
+    /// model is started, which writes poor prose.
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+}
+
+/// The world `world` on the service `server` names, read whole: its title and log.
+pub(crate) async fn read_world(
+    server: &ServerArg,
+    world: &str,
+) -> anyhow::Result<(String, Logged)> {
+    let mut client = world_client(&server.client_options()).await?;
+    let info = client
+        .get_world(GetWorldRequest {
+            world_id: world.to_owned(),
+        })
+        .await
+        .map_err(|s| anyhow!("cannot read world {world}: {}", describe(&s)))?
+        .into_inner();
+    let logged = Logged::read(&mut client, world).await?;
+    Ok((info.title, logged))
+}
+
+/// A language model from `endpoint`, or the built-in one started for this command (kept
+/// running while the returned process handle lives).
+pub(crate) async fn model_or_builtin(
+    endpoint: &EndpointArgs,
+    logs: &std::path::Path,
+) -> anyhow::Result<(
+    std::sync::Arc<dyn dramatis_llm::LanguageModel>,
+    Option<Spawned>,
+)> {
+    let mut endpoint = endpoint.clone();
+    let mut spawned = None;
+    if endpoint.llm_endpoint.is_none() {
+        eprintln!("starting the built-in model (SmolLM2-135M-Instruct on llama.cpp)…");
+        let (process, url) = start_builtin_llm(logs).await?;
+        endpoint.llm_endpoint = Some(url);
+        spawned = Some(process);
+    }
+    let url = endpoint.llm_endpoint.clone().unwrap_or_default();
+    let model = crate::models::openai_client(url, &endpoint.llm_model, &endpoint)?;
+    Ok((model, spawned))
+}
+
+pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    let (title, logged) = read_world(&args.server, &args.world).await?;
+    let format = match args.format {
+        FormatArg::Transcript => Format::Transcript,
+        FormatArg::Markdown => Format::Markdown,
+        FormatArg::Prose => Format::Prose,
+    };
+    let text = match format {
+        Format::Transcript => transcript(&logged.events),
+        Format::Markdown => markdown(&title, &logged.events),
+        Format::Prose => {
+            let logs = tempfile::Builder::new()
+                .prefix("dramatis-export-")
+                .tempdir()?;
+            let (model, _llm) = model_or_builtin(&args.endpoint, logs.path()).await?;
+            let bar = indicatif::ProgressBar::new(0).with_style(
+                indicatif::ProgressStyle::with_template(
+                    "writing prose: scene {pos}/{len} {bar:30}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            let (text, report) = prose(&title, &logged.events, model.as_ref(), |done, all| {
+                bar.set_length(all as u64);
+                bar.set_position(done as u64);
+            })
+            .await;
+            bar.finish_and_clear();
+            eprintln!(
+                "{} scenes in prose ({} model calls, {} + {} tokens){}",
+                report.scenes,
+                report.calls,
+                report.prompt_tokens,
+                report.completion_tokens,
+                if report.kept_as_transcript == 0 {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} kept as transcript: the model gave no prose for them",
+                        report.kept_as_transcript
+                    )
+                }
+            );
+            text
+        }
+    };
+    match &args.out {
+        Some(path) => std::fs::write(path, &text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
