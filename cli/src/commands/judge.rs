@@ -270,6 +270,13 @@ fn print_table(judged: &Judged) {
         "dimension", "A wins", "ties", "B wins", "A win rate"
     );
     for t in &judged.tally {
+        if judged_pairs == 0 {
+            println!(
+                "{:<20} {:>6} {:>5} {:>6}  {:>10}  —",
+                t.dimension, 0, 0, 0, "—"
+            );
+            continue;
+        }
         println!(
             "{:<20} {:>6} {:>5} {:>6}  {:>9.1}%  [{:.1}%, {:.1}%]",
             t.dimension,
@@ -287,7 +294,7 @@ fn print_table(judged: &Judged) {
     );
     if judged.unjudged() > 0 {
         println!(
-            "{} pairs unjudged: the judge's answer stayed malformed after one more ask (see the audit)",
+            "{} pairs unjudged: in one order the judge gave no verdict (a malformed answer or a failed call) after one more ask; see the audit",
             judged.unjudged()
         );
     }
