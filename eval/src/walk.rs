@@ -80,6 +80,8 @@ impl Run {
 #[derive(Debug, Clone)]
 pub struct Logged {
     pub world: String,
+    /// The world's title.
+    pub title: String,
     /// The name of the scenario it played.
     pub scenario: String,
     pub events: Vec<Event>,
@@ -118,6 +120,7 @@ impl Logged {
         }
         Ok(Self {
             world: world.to_owned(),
+            title: info.title,
             scenario: info.scenario,
             events,
             finished: info.status == WorldStatus::Finished as i32,

@@ -4,12 +4,11 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, anyhow};
+use anyhow::Context as _;
 use clap::Args;
 use dramatis_eval::export::{Format, markdown, prose, transcript};
 use dramatis_eval::walk::Logged;
-use dramatis_proto::v1::GetWorldRequest;
-use dramatis_runtime::client::{describe, world_client};
+use dramatis_runtime::client::world_client;
 
 use crate::options::{EndpointArgs, ServerArg};
 use crate::spawn::{Spawned, start_builtin_llm};
@@ -48,15 +47,8 @@ pub(crate) async fn read_world(
     world: &str,
 ) -> anyhow::Result<(String, Logged)> {
     let mut client = world_client(&server.client_options()).await?;
-    let info = client
-        .get_world(GetWorldRequest {
-            world_id: world.to_owned(),
-        })
-        .await
-        .map_err(|s| anyhow!("cannot read world {world}: {}", describe(&s)))?
-        .into_inner();
     let logged = Logged::read(&mut client, world).await?;
-    Ok((info.title, logged))
+    Ok((logged.title.clone(), logged))
 }
 
 /// A language model from `endpoint`, or the built-in one started for this command (kept
