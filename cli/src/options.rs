@@ -278,6 +278,12 @@ pub struct LimitArgs {
     /// this many seconds without a call to them; 0: never [300].
     #[arg(long, value_name = "SECS")]
     pub idle_detach: Option<u64>,
+    /// Most others a character's turn and each line it perceives name in a crowd,
+    /// chosen by what matters to it (who addressed it, whom it addressed, the last
+    /// speakers, whom it knows); the rest are counted. A scenario's own `attention`
+    /// wins [12].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(3..))]
+    pub attention: Option<u64>,
 }
 
 impl LimitArgs {
@@ -312,6 +318,9 @@ impl LimitArgs {
         limits.max_turns = self.max_turns.unwrap_or(limits.max_turns);
         if let Some(secs) = self.seat_wait {
             limits.seat_wait = std::time::Duration::from_secs(secs);
+        }
+        if let Some(n) = self.attention {
+            limits.attention = usize::try_from(n).unwrap_or(usize::MAX);
         }
         if let Some(secs) = self.idle_detach {
             limits.idle_detach = (secs > 0).then(|| std::time::Duration::from_secs(secs));

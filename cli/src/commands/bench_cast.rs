@@ -47,6 +47,15 @@ pub struct CastBenchArgs {
     /// available now (judged from the smaller runs of the same layout).
     #[arg(long, default_value_t = 0.6)]
     pub memory_share: f64,
+    /// Put everyone at the story's opening place (one crowd), instead of spreading the
+    /// cast over districts.
+    #[arg(long)]
+    pub one_place: bool,
+    /// Attention limits to run each size with, comma-separated: the most others a turn
+    /// and each perceived line name (0: unbounded, every one present, as before bounded
+    /// attention) [12].
+    #[arg(long, value_delimiter = ',', default_value = "12")]
+    pub attention: Vec<u32>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -54,10 +63,14 @@ pub struct CastBenchArgs {
 }
 
 /// One story in one layout.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 struct Run {
     layout: String,
     characters: usize,
+    /// The attention limit (0: unbounded).
+    attention: u32,
+    /// Prompt tokens of the turns' calls, per line.
+    prompt_tokens_per_turn: f64,
     /// CreateWorld: every character attached (agent processes started as needed).
     startup_s: f64,
     lines: usize,
@@ -108,78 +121,55 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
         // MB per character of this layout's last run, to judge the next.
         let mut per_character: Option<f64> = None;
         for &characters in &sizes {
-            let need = per_character.map_or(0.0, |mb| mb * characters as f64);
-            let room = available_mb() * args.memory_share;
-            if need > room {
-                eprintln!(
-                    "{} × {characters}: skipped (about {need:.0} MB needed, {room:.0} MB allowed)",
-                    layout_name(layout)
-                );
-                runs.push(Run {
+            for &attention in &args.attention {
+                let case = Run {
                     layout: layout_name(layout).to_owned(),
                     characters,
-                    startup_s: 0.0,
-                    lines: 0,
-                    lines_per_s: 0.0,
-                    processes: 0,
-                    peak_rss_mb: 0.0,
-                    peak_rss_mb_per_character: 0.0,
-                    idle_rss_mb_per_character: 0.0,
-                    skipped: Some(format!("about {need:.0} MB needed, {room:.0} MB allowed")),
-                });
-                continue;
+                    attention,
+                    ..Run::default()
+                };
+                let need = per_character.map_or(0.0, |mb| mb * characters as f64);
+                let room = available_mb() * args.memory_share;
+                if need > room {
+                    runs.push(skipped(
+                        case,
+                        format!("about {need:.0} MB needed, {room:.0} MB allowed"),
+                    ));
+                    continue;
+                }
+                let layout_args = LayoutArgs {
+                    agents: layout,
+                    agent_pool: args.agent_pool,
+                    shared_agent: false,
+                };
+                eprintln!("{} × {characters}: running…", case.layout);
+                let mut spec = story_spec(&base, characters, args.rounds)?;
+                spec.attention = if attention == 0 { u32::MAX } else { attention };
+                if args.one_place {
+                    for c in &mut spec.characters {
+                        c.location.clone_from(&spec.opening_location);
+                    }
+                }
+                // A case that fails is reported and the rest still run: what was
+                // measured before it is printed either way.
+                match one(
+                    &args.model,
+                    Layout::from(&layout_args),
+                    spec,
+                    &scenarios_dir,
+                )
+                .await
+                {
+                    Ok(run) => {
+                        per_character = Some(run.peak_rss_mb_per_character.max(1.0));
+                        runs.push(run.with(&case));
+                    }
+                    Err(e) => runs.push(skipped(case, format!("failed: {e:#}"))),
+                }
             }
-            let layout_args = LayoutArgs {
-                agents: layout,
-                agent_pool: args.agent_pool,
-                shared_agent: false,
-            };
-            eprintln!("{} × {characters}: running…", layout_name(layout));
-            let spec = story_spec(&base, characters, args.rounds)?;
-            let run = one(
-                &args.model,
-                Layout::from(&layout_args),
-                spec,
-                &scenarios_dir,
-            )
-            .await?;
-            per_character = Some(run.peak_rss_mb_per_character.max(1.0));
-            runs.push(Run {
-                layout: layout_name(layout).to_owned(),
-                ..run
-            });
         }
     }
-    println!(
-        "{:<10} {:>6} {:>10} {:>7} {:>8} {:>6} {:>10} {:>12} {:>12}",
-        "layout",
-        "chars",
-        "startup s",
-        "lines",
-        "lines/s",
-        "procs",
-        "peak MB",
-        "peak MB/ch",
-        "idle MB/ch"
-    );
-    for run in &runs {
-        if let Some(why) = &run.skipped {
-            println!("{:<10} {:>6} skipped: {why}", run.layout, run.characters);
-            continue;
-        }
-        println!(
-            "{:<10} {:>6} {:>10.1} {:>7} {:>8.1} {:>6} {:>10.0} {:>12.2} {:>12.2}",
-            run.layout,
-            run.characters,
-            run.startup_s,
-            run.lines,
-            run.lines_per_s,
-            run.processes,
-            run.peak_rss_mb,
-            run.peak_rss_mb_per_character,
-            run.idle_rss_mb_per_character
-        );
-    }
+    print_table(&runs);
     let column = |f: fn(&Run) -> serde_json::Value| runs.iter().map(f).collect::<Vec<_>>();
     print_json(
         &args.output,
@@ -187,6 +177,8 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
         &serde_json::json!({
             "layout": column(|r| r.layout.clone().into()),
             "characters": column(|r| r.characters.into()),
+            "attention": column(|r| r.attention.into()),
+            "prompt_tokens_per_turn": column(|r| r.prompt_tokens_per_turn.into()),
             "rss_mb_per_character": column(|r| r.peak_rss_mb_per_character.into()),
             "idle_rss_mb_per_character": column(|r| r.idle_rss_mb_per_character.into()),
             "lines_per_s": column(|r| r.lines_per_s.into()),
@@ -195,6 +187,69 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
             "runs": runs,
         }),
     )
+}
+
+/// `case` skipped for `why`, said at once.
+fn skipped(case: Run, why: String) -> Run {
+    eprintln!("{} × {}: skipped ({why})", case.layout, case.characters);
+    Run {
+        skipped: Some(why),
+        ..case
+    }
+}
+
+impl Run {
+    /// This run's figures under `case`'s name.
+    fn with(self, case: &Run) -> Self {
+        Self {
+            layout: case.layout.clone(),
+            attention: case.attention,
+            ..self
+        }
+    }
+}
+
+fn print_table(runs: &[Run]) {
+    println!(
+        "{:<10} {:>6} {:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>10} {:>12} {:>12}",
+        "layout",
+        "chars",
+        "attn",
+        "startup s",
+        "lines",
+        "lines/s",
+        "prompt/t",
+        "procs",
+        "peak MB",
+        "peak MB/ch",
+        "idle MB/ch"
+    );
+    for run in runs {
+        let attention = match run.attention {
+            0 => "all".to_owned(),
+            n => n.to_string(),
+        };
+        if let Some(why) = &run.skipped {
+            println!(
+                "{:<10} {:>6} {attention:>6} skipped: {why}",
+                run.layout, run.characters
+            );
+            continue;
+        }
+        println!(
+            "{:<10} {:>6} {attention:>6} {:>10.1} {:>7} {:>8.1} {:>9.0} {:>6} {:>10.0} {:>12.2} {:>12.2}",
+            run.layout,
+            run.characters,
+            run.startup_s,
+            run.lines,
+            run.lines_per_s,
+            run.prompt_tokens_per_turn,
+            run.processes,
+            run.peak_rss_mb,
+            run.peak_rss_mb_per_character,
+            run.idle_rss_mb_per_character
+        );
+    }
 }
 
 /// Plays one grown story in `layout` on a new local stack.
@@ -221,7 +276,13 @@ async fn one(
     let playing = Instant::now();
     let advanced = advance_to_end(&mut client, &world.world_id).await?;
     let seconds = playing.elapsed().as_secs_f64();
-    let lines = advanced.events.iter().filter(|e| e.turn > 0).count();
+    let turns: Vec<_> = advanced.events.iter().filter(|e| e.turn > 0).collect();
+    let lines = turns.len();
+    let prompt_tokens: u64 = turns
+        .iter()
+        .filter_map(|e| e.usage.as_ref())
+        .map(|u| u64::from(u.prompt_tokens))
+        .sum();
     let pids = stack.agents.pids();
     let peak: f64 = pids.iter().map(|p| peak_rss_mb_of(*p)).sum();
     let idle: f64 = pids.iter().map(|p| rss_mb(*p)).sum();
@@ -236,6 +297,8 @@ async fn one(
     Ok(Run {
         layout: String::new(),
         characters,
+        attention: 0,
+        prompt_tokens_per_turn: prompt_tokens as f64 / lines.max(1) as f64,
         startup_s,
         lines,
         lines_per_s: lines as f64 / seconds.max(1e-9),

@@ -67,7 +67,9 @@ pub(super) fn scenario(raw: RawScenario, path: &Path) -> Scenario {
             .memory
             .map(|m| m.modules.into_iter().map(S::into_inner).collect())
             .unwrap_or_default(),
+        attention: raw.attention.map(|a| a.into_inner() as usize),
         source: path.to_path_buf(),
+        index: super::CastIndex::default(),
     }
 }
 

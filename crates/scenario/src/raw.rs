@@ -34,6 +34,10 @@ pub(crate) struct RawScenario {
     pub open: Option<S<RawOpen>>,
     #[serde(default)]
     pub memory: Option<RawMemory_>,
+    /// Most others a character's turn and each line it perceives name (the rest are
+    /// counted).
+    #[serde(default)]
+    pub attention: Option<S<u32>>,
 }
 
 /// Which memory modules the characters run.

@@ -106,6 +106,9 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
             table(vec![("modules", texts(&spec.memory_modules))]),
         );
     }
+    if spec.attention > 0 {
+        root.insert("attention".into(), Value::Integer(i64::from(spec.attention)));
+    }
     toml::to_string(&root).unwrap_or_default()
 }
 
@@ -205,6 +208,9 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
             })
             .collect(),
         memory_modules: scenario.memory_modules.clone(),
+        attention: scenario
+            .attention
+            .map_or(0, |a| u32::try_from(a).unwrap_or(u32::MAX)),
     })
 }
 

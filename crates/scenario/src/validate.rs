@@ -438,6 +438,15 @@ pub(super) fn validate(
     c.facts(&raw, &character_ids);
     c.scenes(&raw, &location_ids, &character_ids);
     c.open(&raw, &location_ids);
+    if let Some(attention) = &raw.attention
+        && (*attention.get_ref() as usize) < super::MIN_ATTENTION
+    {
+        c.report(
+            attention,
+            "attention",
+            format!("must be at least {}", super::MIN_ATTENTION),
+        );
+    }
     if !c.problems.is_empty() {
         c.problems.sort_by_key(|p| p.line);
         return Err(ScenarioError::Invalid {

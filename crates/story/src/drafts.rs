@@ -79,6 +79,7 @@ impl Draft {
             fallback: self.fallback,
             place_description: self.place_description,
             director: self.director,
+            others_perceiving: 0,
         }
     }
 }
@@ -304,6 +305,7 @@ mod tests {
             scenario,
             world_id: "w",
             known: &state.acquaintances,
+            attention: &state.attention,
             me: who,
         }
     }

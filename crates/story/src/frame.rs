@@ -52,6 +52,7 @@ pub fn frame_for(scenario: &Scenario, state: &WorldState, actor: &str) -> pb::Sc
         max_turns,
         exits,
         scenes_here,
+        others_present: 0,
     }
 }
 
@@ -127,5 +128,129 @@ mod tests {
             ("", 5, 3)
         );
         assert_eq!(frame.present.len(), 0, "Watson starts at the bar");
+    }
+}
+
+#[cfg(test)]
+mod crowd_tests {
+    use std::path::Path;
+
+    use dramatis_proto::v1::{Event, EventKind};
+    use dramatis_scenario::Scenario;
+
+    use super::frame_for;
+    use crate::names::Perspective;
+    use crate::state::WorldState;
+
+    /// Forty people on one square, `c00` knowing `c01` from the start, with the
+    /// scenario's `attention` line.
+    fn square(attention: &str) -> Result<Scenario, dramatis_scenario::ScenarioError> {
+        let mut text = format!(
+            "version = 1\nname = \"sq\"\ntitle = \"Square\"\n{attention}\n\
+             [open]\npremise = \"A fair.\"\nopening_location = \"square\"\nrounds = 2\n\
+             [[locations]]\nid = \"square\"\nname = \"the Square\"\n"
+        );
+        for i in 0..40 {
+            let knows = if i == 0 { "knows = [\"c01\"]\n" } else { "" };
+            text.push_str(&format!(
+                "[[characters]]\nid = \"c{i:02}\"\nname = \"Person {i}\"\nprofile = \"p\"\n\
+                 location = \"square\"\n{knows}"
+            ));
+        }
+        Scenario::parse(&text, Path::new("square.toml"))
+    }
+
+    fn everyone() -> Vec<String> {
+        (0..40).map(|i| format!("c{i:02}")).collect()
+    }
+
+    /// The scene opened, `c30` addressed `c00`, then `c35` spoke.
+    fn played(scenario: &Scenario) -> (WorldState, Event) {
+        let mut state = WorldState::initial(scenario);
+        let start = Event {
+            seq: 1,
+            kind: EventKind::SceneStart as i32,
+            location: "square".into(),
+            perceivers: everyone(),
+            ..Event::default()
+        };
+        let line = |seq: u64, speaker: &str, target: &str| Event {
+            seq,
+            turn: 1,
+            kind: EventKind::Speech as i32,
+            location: "square".into(),
+            speaker: speaker.into(),
+            target: target.into(),
+            text: "Fine weather.".into(),
+            perceivers: everyone(),
+            ..Event::default()
+        };
+        let last = line(3, "c35", "");
+        for event in [start, line(2, "c30", "c00"), last.clone()] {
+            state.apply(scenario, &event);
+        }
+        (state, last)
+    }
+
+    fn view<'a>(scenario: &'a Scenario, state: &'a WorldState, me: &'a str) -> Perspective<'a> {
+        Perspective {
+            scenario,
+            world_id: "w",
+            known: &state.acquaintances,
+            attention: &state.attention,
+            me,
+        }
+    }
+
+    #[test]
+    fn in_a_crowd_a_turn_names_the_addresser_and_the_last_speaker_first_and_counts_the_rest() {
+        let scenario = square("").expect("parses");
+        let (state, last) = played(&scenario);
+        let me = view(&scenario, &state, "c00");
+        let frame = me.frame(frame_for(&scenario, &state, "c00"));
+        let ids: Vec<&str> = frame.present.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids.len(), 12);
+        assert_eq!(frame.others_present, 39 - 12);
+        // Strangers by handle, the one known from the start by id, then the nearest.
+        assert_eq!(ids[0], me.handle("c30"));
+        assert_eq!(ids[1], me.handle("c35"));
+        assert_eq!(ids[2], "c01");
+        assert_eq!(ids[3], me.handle("c02"));
+        assert!(ids.iter().all(|id| !id.starts_with('c') || *id == "c01"));
+
+        // The copy of the last line names c00 itself, the speaker and the addresser.
+        let copy = me.event(&last).expect("c00 perceived it");
+        assert_eq!(copy.perceivers.len(), 13);
+        assert_eq!(copy.others_perceiving, 40 - 13);
+        for who in ["c00", "c35", "c30", "c01"] {
+            assert!(copy.perceivers.contains(&me.handle(who)), "{who}");
+        }
+        assert_eq!(copy.perceivers.len(), copy.perceiver_names.len());
+        // The log keeps every perceiver.
+        assert_eq!(last.perceivers.len(), 40);
+
+        // Someone else's turn ranks by its own dealings: c35 spoke last, so c30 (the
+        // one before) is its first, and c00 is not pinned.
+        let other = view(&scenario, &state, "c20");
+        let frame = other.frame(frame_for(&scenario, &state, "c20"));
+        assert_eq!(frame.present[0].id, other.handle("c35"));
+        assert_eq!(frame.present[1].id, other.handle("c30"));
+    }
+
+    #[test]
+    fn the_scenario_sets_the_attention_and_a_small_one_is_refused_with_its_line() {
+        let scenario = square("attention = 5").expect("parses");
+        let (state, _) = played(&scenario);
+        let frame = view(&scenario, &state, "c00").frame(frame_for(&scenario, &state, "c00"));
+        assert_eq!((frame.present.len(), frame.others_present), (5, 34));
+        let everyone = square("attention = 100").expect("parses");
+        let (state, _) = played(&everyone);
+        let frame = view(&everyone, &state, "c00").frame(frame_for(&everyone, &state, "c00"));
+        assert_eq!((frame.present.len(), frame.others_present), (39, 0));
+        let refused = square("attention = 2").expect_err("too small").to_string();
+        assert!(
+            refused.contains("square.toml:4: attention: must be at least 3"),
+            "{refused}"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! who perceives what, the events a step produces, and the frame a character acts in.
 //! Nothing here does I/O, holds a lock or reads a clock, so all of it is unit-tested.
 
+pub mod attention;
 pub mod drafts;
 pub mod frame;
 pub mod names;

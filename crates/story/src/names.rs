@@ -14,6 +14,7 @@ use std::hash::Hasher;
 
 use dramatis_proto::v1::{Event, EventKind, SceneFrame, TokenChunk};
 
+use crate::attention::{Attention, Cast, Listed};
 use dramatis_scenario::{Scenario, Scene};
 
 /// The names each character learned during the story, with the event that taught
@@ -74,6 +75,16 @@ impl Acquaintances {
         }
     }
 
+    /// Everyone `who` has learned a name for, by now.
+    #[must_use]
+    pub fn known_to(&self, who: &str) -> std::collections::BTreeSet<&str> {
+        self.learned
+            .range((who.to_owned(), String::new())..)
+            .take_while(|((by, _), _)| by == who)
+            .map(|((_, whom), _)| whom.as_str())
+            .collect()
+    }
+
     /// The name `who` knew `whom` by at event `seq` (learned at or before it).
     fn learned(&self, who: &str, whom: &str, seq: u64) -> Option<&str> {
         self.learned
@@ -95,6 +106,8 @@ pub struct Perspective<'a> {
     pub scenario: &'a Scenario,
     pub world_id: &'a str,
     pub known: &'a Acquaintances,
+    /// Who each character lately dealt with: what a crowd is ranked by.
+    pub attention: &'a Attention,
     /// The character whose view this is.
     pub me: &'a str,
 }
@@ -106,6 +119,28 @@ impl Perspective<'_> {
         other == self.me
             || self.knows_from_start(other)
             || self.known.learned(self.me, other, seq).is_some()
+    }
+
+    /// At most the scenario's attention of `people` (`me` left out), the most salient
+    /// to `me` first with `pinned` before all, and how many more there are.
+    #[must_use]
+    pub fn attend<'p>(&self, people: &[&'p str], pinned: &[&str]) -> Listed<'p> {
+        let limit = self.scenario.attention_limit();
+        let learned = if people.len() > limit {
+            self.known.known_to(self.me)
+        } else {
+            std::collections::BTreeSet::new()
+        };
+        let from_start = self.scenario.character(self.me).map(|c| &c.knows);
+        let knows = |other: &str| {
+            learned.contains(other) || from_start.is_some_and(|k| k.contains(other))
+        };
+        let position = |id: &str| self.scenario.position(id);
+        let cast = Cast {
+            position: &position,
+            knows: &knows,
+        };
+        self.attention.rank(self.me, people, pinned, &cast, limit)
     }
 
     fn knows_from_start(&self, other: &str) -> bool {
@@ -220,7 +255,8 @@ impl Perspective<'_> {
             // The end reason may name the hidden beat; perceivers only learn it ended.
             view.text = "The scene ends.".into();
         }
-        let visible = self.visible(event);
+        let (visible, more) = self.attended(event, self.visible(event));
+        view.others_perceiving = more;
         if event.director {
             // The director may name anyone: each is named as `me` knew them then.
             let everyone = self.scenario.characters.iter().map(|c| c.id.as_str());
@@ -242,6 +278,27 @@ impl Perspective<'_> {
             view.target = self.handle(&event.target);
         }
         Some(view)
+    }
+
+    /// Of `visible` (the perceivers of `event` that `me` could see), those a copy
+    /// names: `me`, the speaker, the target and the most salient others up to the
+    /// attention limit, in their own order; and how many more there were.
+    fn attended<'e>(&self, event: &Event, visible: Vec<&'e str>) -> (Vec<&'e str>, u32) {
+        let limit = self.scenario.attention_limit();
+        if visible.len() <= limit + 1 {
+            return (visible, 0);
+        }
+        let pinned: Vec<&str> = [event.speaker.as_str(), event.target.as_str()]
+            .into_iter()
+            .filter(|p| !p.is_empty() && *p != self.me)
+            .collect();
+        let listed = self.attend(&visible, &pinned);
+        let named: std::collections::HashSet<&str> = listed.named.iter().copied().collect();
+        let kept = visible
+            .into_iter()
+            .filter(|p| *p == self.me || named.contains(p))
+            .collect();
+        (kept, dramatis_runtime::saturating_u32(listed.more))
     }
 
     /// The perceivers of `event` that `me` could see.
@@ -277,10 +334,17 @@ impl Perspective<'_> {
         let everyone = self.scenario.characters.iter().map(|c| c.id.as_str());
         frame.direction = self.render(&frame.direction, everyone.clone(), u64::MAX);
         frame.location_description = self.render(&frame.location_description, everyone, u64::MAX);
-        for present in &mut frame.present {
-            present.name = self.name(&present.id, u64::MAX);
-            present.id = self.handle(&present.id);
-        }
+        let ids: Vec<&str> = frame.present.iter().map(|p| p.id.as_str()).collect();
+        let listed = self.attend(&ids, &[]);
+        let named: Vec<String> = listed.named.iter().map(|id| (*id).to_owned()).collect();
+        frame.others_present = dramatis_runtime::saturating_u32(listed.more);
+        frame.present = named
+            .iter()
+            .map(|id| dramatis_proto::v1::PresentCharacter {
+                name: self.name(id, u64::MAX),
+                id: self.handle(id),
+            })
+            .collect();
         frame
     }
 }

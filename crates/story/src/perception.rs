@@ -98,6 +98,7 @@ mod tests {
             scenario: &scenario,
             world_id: "w",
             known: &state.acquaintances,
+            attention: &state.attention,
             me: "watson",
         };
         let token = |hearers: &[&str]| {

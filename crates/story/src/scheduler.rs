@@ -224,7 +224,9 @@ mod tests {
             }],
             open: None,
             memory_modules: vec![],
+            attention: None,
             source: PathBuf::from("t.toml"),
+            index: dramatis_scenario::CastIndex::default(),
         }
     }
 

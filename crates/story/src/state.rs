@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use dramatis_proto::v1::{Event, EventKind, Usage};
 
+use crate::attention::Attention;
 use crate::names::Acquaintances;
 use dramatis_scenario::Scenario;
 
@@ -38,6 +39,8 @@ pub struct WorldState {
     pub usage: Usage,
     /// The names the characters learned so far.
     pub acquaintances: Acquaintances,
+    /// Who each character lately dealt with (what its attention ranks by).
+    pub attention: Attention,
 }
 
 impl WorldState {
@@ -66,6 +69,7 @@ impl WorldState {
             turns_by: BTreeMap::new(),
             usage: Usage::default(),
             acquaintances: Acquaintances::default(),
+            attention: Attention::default(),
         }
     }
 
@@ -93,6 +97,7 @@ impl WorldState {
         }
         let scene = scenario.scenes.get(self.scene);
         self.acquaintances.learn(scenario, scene, event);
+        self.attention.apply(event);
         match event.kind() {
             EventKind::SceneStart => {
                 self.scene_open = true;

@@ -107,6 +107,7 @@ impl View {
                 scenario: &self.scenario.now(),
                 world_id: &self.world_id,
                 known: &self.state.acquaintances,
+                attention: &self.state.attention,
                 me,
             },
         )

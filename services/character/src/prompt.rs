@@ -177,7 +177,15 @@ pub(crate) fn act(
             .iter()
             .map(|p| format!("{} (id {})", p.name, p.id))
             .collect();
-        dramatis_runtime::push!(user, " With you: {}.", present.join(", "));
+        match frame.others_present {
+            0 => dramatis_runtime::push!(user, " With you: {}.", present.join(", ")),
+            1 => dramatis_runtime::push!(user, " With you: {} and 1 other.", present.join(", ")),
+            more => dramatis_runtime::push!(
+                user,
+                " With you: {} and {more} others.",
+                present.join(", ")
+            ),
+        }
     }
     // The world's direction for this scene, and the character's own goal.
     if !frame.direction.trim().is_empty() {

@@ -50,6 +50,9 @@ pub struct Limits {
     /// A finished world's characters are detached (and agents started for them
     /// stopped) after this long without a call to them; `None`: never.
     pub idle_detach: Option<Duration>,
+    /// Most others a character's turn frame and each line it perceives name (bounded
+    /// attention), for a scenario that does not set its own `attention`.
+    pub attention: usize,
 }
 
 impl Default for Limits {
@@ -73,6 +76,7 @@ impl Default for Limits {
             max_facts: 10_000,
             seat_wait: Duration::from_secs(600),
             idle_detach: Some(Duration::from_secs(300)),
+            attention: dramatis_scenario::DEFAULT_ATTENTION,
         }
     }
 }

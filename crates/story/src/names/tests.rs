@@ -9,6 +9,7 @@ fn view<'a>(scenario: &'a Scenario, state: &'a WorldState, me: &'a str) -> Persp
         scenario,
         world_id: "w",
         known: &state.acquaintances,
+        attention: &state.attention,
         me,
     }
 }

@@ -419,8 +419,20 @@ fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<Stri
         .iter()
         .map(|id| draft.names.get(*id).map_or(*id, String::as_str))
         .collect();
-    if !names.is_empty() {
-        sentence(&mut text, format!("I was with {}.", names.join(", ")));
+    // In a crowd each line named only the few who mattered: the rest are counted.
+    let crowd = draft
+        .events
+        .iter()
+        .map(|e| e.perceivers.len().saturating_sub(1) + e.others as usize)
+        .max()
+        .unwrap_or(0);
+    match crowd.saturating_sub(names.len()) {
+        _ if names.is_empty() => {}
+        0 => sentence(&mut text, format!("I was with {}.", names.join(", "))),
+        more => sentence(
+            &mut text,
+            format!("I was with {} and {more} others.", names.join(", ")),
+        ),
     }
     let phrases: Vec<(u8, Phrase)> = draft
         .events

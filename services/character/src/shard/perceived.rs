@@ -40,10 +40,17 @@ pub struct Perceived {
     /// written before names were rendered per character).
     #[serde(default)]
     pub perceiver_names: Vec<String>,
+    /// How many more perceived it, in a crowd, than `perceivers` names (only counted).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub others: u32,
     /// A scene's start: what the place looks like (empty in shards written before the
     /// world sent it).
     #[serde(default)]
     pub place_description: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Perceived {
@@ -69,6 +76,7 @@ impl Perceived {
             thought: event.thought.clone(),
             perceivers: event.perceivers.clone(),
             perceiver_names: event.perceiver_names.clone(),
+            others: event.others_perceiving,
             place_description: event.place_description.clone(),
         })
     }

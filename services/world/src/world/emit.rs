@@ -161,6 +161,7 @@ impl World {
             scenario,
             world_id: &self.id,
             known: &state.acquaintances,
+            attention: &state.attention,
             me: character,
         }
     }

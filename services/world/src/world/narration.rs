@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use crate::hub::TranscriptHub;
 use dramatis_scenario::{OpenStory, Scenario};
+use dramatis_story::attention::Cast;
 use dramatis_story::state::WorldState;
 
 /// Name of the narrator's schema.
@@ -98,12 +99,12 @@ fn request(
     let mut user = format!("Premise: {}\nWhere people are:", open.premise.trim());
     let shown = places_shown(scenario, state);
     for (at, people) in &shown.places {
-        dramatis_runtime::push!(
-            user,
-            "\n- {} ({at}): {}",
-            place(scenario, at),
+        let names = if *at == state.scene_location {
+            scene_names(scenario, state, people)
+        } else {
             some_names(scenario, people)
-        );
+        };
+        dramatis_runtime::push!(user, "\n- {} ({at}): {names}", place(scenario, at));
     }
     if shown.other_places > 0 {
         dramatis_runtime::push!(
@@ -218,6 +219,28 @@ fn places_shown<'a>(scenario: &'a Scenario, state: &'a WorldState) -> Shown<'a> 
         places,
         other_places: hidden.len(),
         other_people: hidden.iter().map(|(_, people)| people.len()).sum(),
+    }
+}
+
+/// The people at the scene's place as the narrator attends to them: at most the
+/// scenario's attention, the scene's latest speakers first, then by the cast list; and
+/// how many more.
+fn scene_names(scenario: &Scenario, state: &WorldState, people: &[&str]) -> String {
+    if people.is_empty() {
+        return "nobody".to_owned();
+    }
+    let position = |id: &str| scenario.position(id);
+    let cast = Cast {
+        position: &position,
+        knows: &|_: &str| false,
+    };
+    let listed = state
+        .attention
+        .rank("", people, &[], &cast, scenario.attention_limit());
+    let names: Vec<&str> = listed.named.iter().map(|id| scenario.name_of(id)).collect();
+    match listed.more {
+        0 => names.join(", "),
+        more => format!("{} and {more} more", names.join(", ")),
     }
 }
 

@@ -24,6 +24,7 @@ fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &
         thought: String::new(),
         perceivers: vec!["holmes".into(), "watson".into()],
         perceiver_names: vec!["Holmes".into(), "Watson".into()],
+        others: 0,
         place_description: String::new(),
     }
 }
@@ -80,6 +81,22 @@ fn the_digest_is_first_person_and_in_story_order() {
         "The laboratory at Bart's. I was with Holmes. Holmes said to me: \"You have been \
          in Afghanistan.\" I said to Holmes: \"How on earth did you know?\" Holmes pricks \
          his finger. I felt surprise; I wanted to learn how."
+    );
+}
+
+#[test]
+fn in_a_crowd_the_digest_names_whom_the_lines_named_and_counts_the_rest() {
+    let mut crowd = draft();
+    // Each copy named Holmes and Watson, and 37 more were on the square.
+    for event in &mut crowd.events {
+        event.others = 37;
+    }
+    assert!(
+        digest(WATSON, &crowd).starts_with(
+            "The laboratory at Bart's. I was with Holmes and 37 others. Holmes said to me:"
+        ),
+        "{}",
+        digest(WATSON, &crowd)
     );
 }
 
