@@ -49,6 +49,9 @@ struct Figures {
     /// Median, kill to the next event at the other replica.
     failover_ms: f64,
     failover_runs_ms: Vec<f64>,
+    /// Failovers that failed, with why (the others are still reported).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    failover_failures: Vec<String>,
     lease_ms: u64,
 }
 
@@ -78,15 +81,24 @@ pub async fn bench_cluster(args: &ClusterBenchArgs) -> anyhow::Result<()> {
     .await?;
     eprintln!("killing a story's owner replica {} times…", args.failovers);
     let mut failover_runs_ms = Vec::new();
+    let mut failover_failures = Vec::new();
     for run in 0..args.failovers.max(1) {
-        let ms = failover(&program, args.lease_ms, run).await?;
-        failover_runs_ms.push(ms);
+        // A failed failover is said and the bench goes on: the log figures above and
+        // the other failovers are still printed.
+        match failover(&program, args.lease_ms, run).await {
+            Ok(ms) => failover_runs_ms.push(ms),
+            Err(e) => {
+                eprintln!("failover {}: failed: {e:#}", run + 1);
+                failover_failures.push(format!("{e:#}"));
+            }
+        }
     }
     let mut sorted = failover_runs_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let figures = Figures {
-        failover_ms: sorted[sorted.len() / 2],
+        failover_ms: sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN),
         failover_runs_ms,
+        failover_failures,
         lease_ms: args.lease_ms,
         logs,
     };
@@ -144,6 +156,9 @@ fn print_table(f: &Figures) {
         f.failover_ms,
         runs(&f.failover_runs_ms)
     );
+    if !f.failover_failures.is_empty() {
+        println!("failovers that failed: {}", f.failover_failures.len());
+    }
 }
 
 /// A scripted agent in `data` (its log beside it, `data.log`).

@@ -10,7 +10,28 @@
 //! flat buffer, never copied.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::BinaryHeap;
+
+/// Nodes a search has reached: one bit each (a hash set cost more than the distances).
+struct Seen(Vec<u64>);
+
+impl Seen {
+    fn new(nodes: usize) -> Self {
+        Self(vec![0; nodes.div_ceil(64)])
+    }
+
+    /// Marks `node`; false when it was marked already.
+    fn insert(&mut self, node: u32) -> bool {
+        let (word, bit) = (node as usize / 64, 1u64 << (node % 64));
+        match self.0.get_mut(word) {
+            Some(w) if *w & bit == 0 => {
+                *w |= bit;
+                true
+            }
+            _ => false,
+        }
+    }
+}
 
 /// Links per node above the bottom layer; the bottom layer keeps twice as many.
 const M: usize = 12;
@@ -133,17 +154,18 @@ impl Graph {
             return;
         };
         let query = vectors.row(node);
+        let to = |n: u32| distance(query, vectors.row(n as usize));
         let top = usize::from(self.levels[entry as usize]);
         let mut nearest = Near {
-            distance: distance(query, vectors.row(entry as usize)),
+            distance: to(entry),
             node: entry,
         };
         for layer in (level + 1..=top).rev() {
-            nearest = self.greedy(vectors, query, nearest, layer);
+            nearest = self.greedy(&to, nearest, layer);
         }
         let mut entries = vec![nearest];
         for layer in (0..=level.min(top)).rev() {
-            let found = self.search_layer(vectors, query, &entries, EF_CONSTRUCTION, layer);
+            let found = self.search_layer(&to, &entries, EF_CONSTRUCTION, layer, &|_| true);
             let cap = if layer == 0 { M0 } else { M };
             let chosen = select(vectors, &found, cap);
             for &neighbour in &chosen {
@@ -176,13 +198,14 @@ impl Graph {
         self.links[layer][node as usize] = select(vectors, &scored, cap);
     }
 
-    /// Walks to the nearest node at `layer`, starting from `from`.
-    fn greedy(&self, vectors: &impl Vectors, query: &[f32], from: Near, layer: usize) -> Near {
+    /// Walks to the nearest node at `layer` (by `to`, the distance to the query),
+    /// starting from `from`.
+    fn greedy(&self, to: &dyn Fn(u32) -> f32, from: Near, layer: usize) -> Near {
         let mut best = from;
         loop {
             let mut moved = false;
             for &n in &self.links[layer][best.node as usize] {
-                let d = distance(query, vectors.row(n as usize));
+                let d = to(n);
                 if d < best.distance {
                     best = Near {
                         distance: d,
@@ -197,19 +220,29 @@ impl Graph {
         }
     }
 
-    /// Best-first search of one layer: up to `ef` nearest nodes, nearest first.
+    /// Best-first search of one layer that walks through every node but keeps only
+    /// those `admit` accepts: up to `ef` of them, nearest first. The filter works
+    /// inside the search, so a search for what one character may see finds `ef` of
+    /// those, not `ef` of everyone's with the rest thrown away.
     fn search_layer(
         &self,
-        vectors: &impl Vectors,
-        query: &[f32],
+        to: &dyn Fn(u32) -> f32,
         entries: &[Near],
         ef: usize,
         layer: usize,
+        admit: &dyn Fn(usize) -> bool,
     ) -> Vec<Near> {
-        let mut seen: HashSet<u32> = entries.iter().map(|n| n.node).collect();
+        let mut seen = Seen::new(self.len());
+        for entry in entries {
+            seen.insert(entry.node);
+        }
         let mut candidates: BinaryHeap<Reverse<Near>> =
             entries.iter().copied().map(Reverse).collect();
-        let mut results: BinaryHeap<Near> = entries.iter().copied().collect();
+        let mut results: BinaryHeap<Near> = entries
+            .iter()
+            .copied()
+            .filter(|n| admit(n.node as usize))
+            .collect();
         while let Some(Reverse(current)) = candidates.pop() {
             if results.len() >= ef
                 && results
@@ -222,16 +255,18 @@ impl Graph {
                 if !seen.insert(n) {
                     continue;
                 }
-                let d = distance(query, vectors.row(n as usize));
+                let d = to(n);
                 let near = Near {
                     distance: d,
                     node: n,
                 };
                 if results.len() < ef || results.peek().is_some_and(|w| d < w.distance) {
                     candidates.push(Reverse(near));
-                    results.push(near);
-                    if results.len() > ef {
-                        results.pop();
+                    if admit(n as usize) {
+                        results.push(near);
+                        if results.len() > ef {
+                            results.pop();
+                        }
                     }
                 }
             }
@@ -239,19 +274,26 @@ impl Graph {
         results.into_sorted_vec()
     }
 
-    /// Up to `ef` nodes nearest `query`, nearest first.
-    pub fn search(&self, vectors: &impl Vectors, query: &[f32], ef: usize) -> Vec<usize> {
+    /// Up to `ef` nodes nearest the query among those `admit` accepts, nearest first;
+    /// `to` gives a node's distance to the query (smaller is nearer), exact or
+    /// approximate (see `crate::index`, which scores what it returns exactly).
+    pub fn search(
+        &self,
+        to: &dyn Fn(u32) -> f32,
+        ef: usize,
+        admit: &dyn Fn(usize) -> bool,
+    ) -> Vec<usize> {
         let Some(entry) = self.entry else {
             return Vec::new();
         };
         let mut nearest = Near {
-            distance: distance(query, vectors.row(entry as usize)),
+            distance: to(entry),
             node: entry,
         };
         for layer in (1..=usize::from(self.levels[entry as usize])).rev() {
-            nearest = self.greedy(vectors, query, nearest, layer);
+            nearest = self.greedy(to, nearest, layer);
         }
-        self.search_layer(vectors, query, &[nearest], ef, 0)
+        self.search_layer(to, &[nearest], ef, 0, admit)
             .into_iter()
             .map(|n| n.node as usize)
             .collect()
