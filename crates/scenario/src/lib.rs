@@ -10,6 +10,8 @@ pub mod fuzz_checks;
 mod newcomer;
 mod raw;
 pub mod sandbox;
+mod cast;
+pub use cast::{CastIndex, DEFAULT_ATTENTION, MIN_ATTENTION};
 mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -72,33 +74,6 @@ pub struct Scenario {
     pub source: PathBuf,
     /// Where each character sits in `characters`, built on first use.
     pub index: CastIndex,
-}
-
-/// The smallest attention a scenario or a service may set: the one who last addressed
-/// a character, the last speaker, and one more.
-pub const MIN_ATTENTION: usize = 3;
-
-/// Others a character's turn frame and each line it perceives name when neither the
-/// scenario nor the service says.
-pub const DEFAULT_ATTENTION: usize = 12;
-
-/// Character id -> its position in [`Scenario::characters`], so a thousand-character
-/// cast is looked up by id without a scan. Built on first use; a clone starts empty
-/// (the cast of a clone may be changed before it is used), and every hit is checked
-/// against the cast, so a stale index costs a scan, never a wrong answer.
-#[derive(Debug, Default)]
-pub struct CastIndex(std::sync::OnceLock<(usize, std::collections::HashMap<String, usize>)>);
-
-impl Clone for CastIndex {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl PartialEq for CastIndex {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
 }
 
 /// How an open-ended story runs: a narrator proposes events from the premise; each
@@ -354,35 +329,6 @@ impl Scenario {
         self.position(id).map(|at| &self.characters[at])
     }
 
-    /// Most others a character's turn frame and each line it perceives name.
-    #[must_use]
-    pub fn attention_limit(&self) -> usize {
-        self.attention.unwrap_or(DEFAULT_ATTENTION).max(MIN_ATTENTION)
-    }
-
-    /// Where the character `id` stands in the cast list.
-    #[must_use]
-    pub fn position(&self, id: &str) -> Option<usize> {
-        let (len, index) = self.index.0.get_or_init(|| {
-            let index = self
-                .characters
-                .iter()
-                .enumerate()
-                .map(|(at, c)| (c.id.clone(), at))
-                .collect();
-            (self.characters.len(), index)
-        });
-        if *len == self.characters.len() {
-            match index.get(id) {
-                None => return None,
-                Some(&at) if self.characters.get(at).is_some_and(|c| c.id == id) => {
-                    return Some(at);
-                }
-                Some(_) => {}
-            }
-        }
-        self.characters.iter().position(|c| c.id == id)
-    }
 
     /// A character's name, or the id itself for someone the scenario does not name.
     #[must_use]

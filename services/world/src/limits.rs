@@ -82,6 +82,20 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// `scenario` with the service's attention when it sets none of its own.
+    #[must_use]
+    pub fn attention_for(
+        &self,
+        scenario: std::sync::Arc<dramatis_scenario::Scenario>,
+    ) -> std::sync::Arc<dramatis_scenario::Scenario> {
+        if scenario.attention.is_some() {
+            return scenario;
+        }
+        let mut own = dramatis_scenario::Scenario::clone(&scenario);
+        own.attention = Some(self.attention);
+        std::sync::Arc::new(own)
+    }
+
     /// Refuses `value` (the field `field`) when it is longer than `max` characters.
     pub fn check_chars(field: &str, value: &str, max: usize) -> Result<(), WorldError> {
         let count = value.chars().count();

@@ -406,33 +406,8 @@ fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<Stri
     {
         sentence(&mut text, format!("{}.", start.text.trim_end_matches('.')));
     }
-    let mut others: Vec<&str> = draft
-        .events
-        .iter()
-        .flat_map(|e| e.perceivers.iter())
-        .filter(|p| p.as_str() != me)
-        .map(String::as_str)
-        .collect();
-    others.sort_unstable();
-    others.dedup();
-    let names: Vec<&str> = others
-        .iter()
-        .map(|id| draft.names.get(*id).map_or(*id, String::as_str))
-        .collect();
-    // In a crowd each line named only the few who mattered: the rest are counted.
-    let crowd = draft
-        .events
-        .iter()
-        .map(|e| e.perceivers.len().saturating_sub(1) + e.others as usize)
-        .max()
-        .unwrap_or(0);
-    match crowd.saturating_sub(names.len()) {
-        _ if names.is_empty() => {}
-        0 => sentence(&mut text, format!("I was with {}.", names.join(", "))),
-        more => sentence(
-            &mut text,
-            format!("I was with {} and {more} others.", names.join(", ")),
-        ),
+    if let Some(company) = company::company(me, draft) {
+        sentence(&mut text, format!("I was with {company}."));
     }
     let phrases: Vec<(u8, Phrase)> = draft
         .events
@@ -503,6 +478,8 @@ fn first_person(me: &str, e: &Perceived) -> Option<(u8, Phrase)> {
     };
     Some((if mine || to_me { 2 } else { 1 }, phrase))
 }
+
+mod company;
 
 #[cfg(test)]
 mod tests;

@@ -130,14 +130,7 @@ impl World {
             narrator,
             limits,
         } = shared;
-        // The service's attention serves a scenario that sets none.
-        let scenario = if scenario.attention.is_none() {
-            let mut own = Scenario::clone(&scenario);
-            own.attention = Some(limits.attention);
-            Arc::new(own)
-        } else {
-            scenario
-        };
+        let scenario = limits.attention_for(scenario);
         let mut state = WorldState::initial(&scenario);
         for event in &history {
             state.apply(&scenario, event);
