@@ -6,8 +6,7 @@ mod common;
 use common::dramatis;
 
 #[tokio::test]
-async fn a_crowd_turn_costs_the_tokens_of_a_small_room_and_a_failed_case_does_not_hide_the_rest()
-{
+async fn a_crowd_turn_costs_the_tokens_of_a_small_room_and_a_failed_case_does_not_hide_the_rest() {
     let (ok, out, err) = dramatis(&[
         "bench",
         "cast",

@@ -12,13 +12,14 @@ use crate::vector::dot;
 /// Vectors from which searches go through the HNSW graph.
 pub const ANN_THRESHOLD: usize = 8192;
 
-/// Candidates a graph search keeps (its `ef`), at least. With the visibility filter
-/// inside the walk these are all admitted; 256 keeps recall@8 at 0.96 on 100k
-/// clustered 384-dimensional vectors at about 1.1 ms a search (`bench retrieval`;
-/// `scripts/ann-compare` for the sweep and the crates beside it).
-const ANN_EF: usize = 256;
-
-
+/// Candidates a graph search keeps (its `ef`): one per 400 vectors, between 64 and 256.
+/// With the visibility filter inside the walk these are all admitted. At 10k, 64 keep
+/// recall@8 at 0.99; at 100k, 256 keep it at 0.96 (`bench retrieval`; `scripts/ann-compare`
+/// for the sweep and the crates beside it), where a fixed 256 would cost a 10k search
+/// nearly what a scan does.
+fn ann_ef(vectors: usize) -> usize {
+    (vectors / 400).clamp(64, 256)
+}
 
 /// One search result: the position of the item and its similarity to the query.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -145,7 +146,7 @@ impl VectorIndex {
     /// The `k` best positions for `query` among those `admit` accepts, best first:
     /// exact below [`ANN_THRESHOLD`], through the graph above it.
     pub fn search(&self, query: &[f32], k: usize, admit: impl Fn(usize) -> bool) -> Vec<Hit> {
-        self.search_with_ef(query, k, ANN_EF, admit)
+        self.search_with_ef(query, k, ann_ef(self.len()), admit)
     }
 
     /// [`Self::search`] keeping `ef` candidates in a graph search (at least `k`): more

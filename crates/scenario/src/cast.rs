@@ -38,7 +38,9 @@ impl Scenario {
     /// Most others a character's turn frame and each line it perceives name.
     #[must_use]
     pub fn attention_limit(&self) -> usize {
-        self.attention.unwrap_or(DEFAULT_ATTENTION).max(MIN_ATTENTION)
+        self.attention
+            .unwrap_or(DEFAULT_ATTENTION)
+            .max(MIN_ATTENTION)
     }
 
     /// Where the character `id` stands in the cast list.

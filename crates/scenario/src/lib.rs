@@ -5,12 +5,12 @@
 //! Loading validates everything and reports each problem with the file, line and field.
 
 mod build;
+mod cast;
 mod catalog;
 pub mod fuzz_checks;
 mod newcomer;
 mod raw;
 pub mod sandbox;
-mod cast;
 pub use cast::{CastIndex, DEFAULT_ATTENTION, MIN_ATTENTION};
 mod validate;
 
@@ -328,7 +328,6 @@ impl Scenario {
     pub fn character(&self, id: &str) -> Option<&Character> {
         self.position(id).map(|at| &self.characters[at])
     }
-
 
     /// A character's name, or the id itself for someone the scenario does not name.
     #[must_use]

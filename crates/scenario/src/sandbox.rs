@@ -107,7 +107,10 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
         );
     }
     if spec.attention > 0 {
-        root.insert("attention".into(), Value::Integer(i64::from(spec.attention)));
+        root.insert(
+            "attention".into(),
+            Value::Integer(i64::from(spec.attention)),
+        );
     }
     toml::to_string(&root).unwrap_or_default()
 }

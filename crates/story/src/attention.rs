@@ -88,8 +88,7 @@ impl Attention {
         self.recent.push_front((speaker.to_owned(), event.seq));
         self.recent.truncate(RECENT_SPEAKERS);
         let target = event.target.as_str();
-        if target.is_empty() || target == speaker || !event.perceivers.iter().any(|p| p == target)
-        {
+        if target.is_empty() || target == speaker || !event.perceivers.iter().any(|p| p == target) {
             return;
         }
         remember(
@@ -134,9 +133,8 @@ impl Attention {
     /// The salience key of `other` for `me` (smaller: more salient).
     fn key(&self, me: &str, other: &str, pinned: &[&str], cast: &Cast<'_>) -> (u8, u64, u64) {
         let distance = cast.distance(me, other);
-        let at = |list: Option<&VecDeque<String>>| {
-            list.and_then(|l| l.iter().position(|w| w == other))
-        };
+        let at =
+            |list: Option<&VecDeque<String>>| list.and_then(|l| l.iter().position(|w| w == other));
         if let Some(i) = pinned.iter().position(|p| *p == other) {
             return (PINNED, i as u64, distance);
         }
@@ -311,7 +309,9 @@ mod tests {
         // lines exchanged, then the nearest stranger.
         assert_eq!(
             listed.named,
-            ["p039", "p035", "p004", "p003", "p002", "p001", "p036", "p030", "p009"]
+            [
+                "p039", "p035", "p004", "p003", "p002", "p001", "p036", "p030", "p009"
+            ]
         );
         assert_eq!(listed.more, 30);
         assert_eq!(attention.tie("p036", "p010"), 1);

@@ -132,9 +132,8 @@ impl Perspective<'_> {
             std::collections::BTreeSet::new()
         };
         let from_start = self.scenario.character(self.me).map(|c| &c.knows);
-        let knows = |other: &str| {
-            learned.contains(other) || from_start.is_some_and(|k| k.contains(other))
-        };
+        let knows =
+            |other: &str| learned.contains(other) || from_start.is_some_and(|k| k.contains(other));
         let position = |id: &str| self.scenario.position(id);
         let cast = Cast {
             position: &position,
