@@ -235,6 +235,15 @@ mod tests {
         }
     }
 
+    fn scene_start(seq: u64, perceivers: &[String]) -> Event {
+        Event {
+            seq,
+            kind: EventKind::SceneStart as i32,
+            perceivers: perceivers.to_vec(),
+            ..Event::default()
+        }
+    }
+
     fn crowd(n: usize) -> Vec<String> {
         (0..n).map(|i| format!("p{i:03}")).collect()
     }
@@ -253,12 +262,7 @@ mod tests {
             knows: &nobody,
         };
         let mut attention = Attention::default();
-        attention.apply(&Event {
-            seq: 1,
-            kind: EventKind::SceneStart as i32,
-            perceivers: everyone.clone(),
-            ..Event::default()
-        });
+        attention.apply(&scene_start(1, &everyone));
         // Far from p000 in the cast: p150 addresses it, then p120 and others speak.
         attention.apply(&line(2, "p150", "p000", &everyone));
         for (seq, speaker) in (3..).zip(["p190", "p180", "p170", "p160", "p120"]) {
@@ -298,12 +302,7 @@ mod tests {
         for (seq, other) in (3..).zip(["p001", "p002", "p003", "p004"]) {
             attention.apply(&line(seq, "p010", other, &everyone));
         }
-        attention.apply(&Event {
-            seq: 7,
-            kind: EventKind::SceneStart as i32,
-            perceivers: everyone.clone(),
-            ..Event::default()
-        });
+        attention.apply(&scene_start(7, &everyone));
         let listed = attention.rank("p010", &people, &["p039"], &cast, 9);
         // Pinned, the last addresser, those it addressed (latest first), the known by
         // lines exchanged, then the nearest stranger.
