@@ -38,7 +38,7 @@ pub fn bench_retrieval(output: &super::bench::JsonArg) -> anyhow::Result<()> {
         let queries: Vec<Vec<f32>> = (0..QUERIES)
             .map(|q| vector(1_000_000 + q as u64, DIMENSION))
             .collect();
-        // Warm: the first search past the threshold makes the index's 8-bit codes.
+        // Warm: the first search builds the asker's visibility bits (`sight`).
         let warming = Instant::now();
         let _warm = layer.vis_retrieve_at("watson", &queries[..1], 8);
         let warm_ms = warming.elapsed().as_secs_f64() * 1e3;

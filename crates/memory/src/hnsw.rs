@@ -36,8 +36,10 @@ impl Seen {
 /// Links per node above the bottom layer; the bottom layer keeps twice as many.
 const M: usize = 12;
 const M0: usize = 2 * M;
-/// Candidate list size while inserting.
-const EF_CONSTRUCTION: usize = 64;
+/// Candidate list size while inserting. 96 rather than the 64 this began with: at 100k
+/// clustered vectors the better-linked graph reaches recall@8 0.96 at a search `ef` of
+/// about 125 instead of 250, for a quarter again the insertion time (`bench retrieval`).
+const EF_CONSTRUCTION: usize = 96;
 
 /// A distance with a total order (smaller is nearer).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,6 +79,11 @@ pub struct Graph {
 /// Reads the vector of a node from the owning index.
 pub trait Vectors {
     fn row(&self, node: usize) -> &[f32];
+}
+
+/// Cosine distance of unit vectors (smaller is nearer).
+fn to(vectors: &impl Vectors, query: &[f32], node: u32) -> f32 {
+    distance(query, vectors.row(node as usize))
 }
 
 fn distance(a: &[f32], b: &[f32]) -> f32 {
@@ -154,18 +161,18 @@ impl Graph {
             return;
         };
         let query = vectors.row(node);
-        let to = |n: u32| distance(query, vectors.row(n as usize));
         let top = usize::from(self.levels[entry as usize]);
         let mut nearest = Near {
-            distance: to(entry),
+            distance: to(vectors, query, entry),
             node: entry,
         };
         for layer in (level + 1..=top).rev() {
-            nearest = self.greedy(&to, nearest, layer);
+            nearest = self.greedy(vectors, query, nearest, layer);
         }
         let mut entries = vec![nearest];
         for layer in (0..=level.min(top)).rev() {
-            let found = self.search_layer(&to, &entries, EF_CONSTRUCTION, layer, &|_| true);
+            let found =
+                self.search_layer(vectors, query, &entries, EF_CONSTRUCTION, layer, &|_| true);
             let cap = if layer == 0 { M0 } else { M };
             let chosen = select(vectors, &found, cap);
             for &neighbour in &chosen {
@@ -198,14 +205,13 @@ impl Graph {
         self.links[layer][node as usize] = select(vectors, &scored, cap);
     }
 
-    /// Walks to the nearest node at `layer` (by `to`, the distance to the query),
-    /// starting from `from`.
-    fn greedy(&self, to: &dyn Fn(u32) -> f32, from: Near, layer: usize) -> Near {
+    /// Walks to the node nearest `query` at `layer`, starting from `from`.
+    fn greedy(&self, vectors: &impl Vectors, query: &[f32], from: Near, layer: usize) -> Near {
         let mut best = from;
         loop {
             let mut moved = false;
             for &n in &self.links[layer][best.node as usize] {
-                let d = to(n);
+                let d = to(vectors, query, n);
                 if d < best.distance {
                     best = Near {
                         distance: d,
@@ -226,7 +232,8 @@ impl Graph {
     /// those, not `ef` of everyone's with the rest thrown away.
     fn search_layer(
         &self,
-        to: &dyn Fn(u32) -> f32,
+        vectors: &impl Vectors,
+        query: &[f32],
         entries: &[Near],
         ef: usize,
         layer: usize,
@@ -251,11 +258,23 @@ impl Graph {
             {
                 break;
             }
+            // The unseen neighbours are gathered and their rows' first bytes read
+            // before any is scored: the memory loads overlap instead of each waiting
+            // for the one before (at 100k vectors the search waits on memory more than
+            // it computes).
+            let mut fresh = [0u32; M0];
+            let mut count = 0;
             for &n in &self.links[layer][current.node as usize] {
-                if !seen.insert(n) {
-                    continue;
+                if count < M0 && seen.insert(n) {
+                    fresh[count] = n;
+                    count += 1;
                 }
-                let d = to(n);
+            }
+            for &n in &fresh[..count] {
+                std::hint::black_box(vectors.row(n as usize).first().copied());
+            }
+            for &n in &fresh[..count] {
+                let d = to(vectors, query, n);
                 let near = Near {
                     distance: d,
                     node: n,
@@ -274,12 +293,11 @@ impl Graph {
         results.into_sorted_vec()
     }
 
-    /// Up to `ef` nodes nearest the query among those `admit` accepts, nearest first;
-    /// `to` gives a node's distance to the query (smaller is nearer), exact or
-    /// approximate (see `crate::index`, which scores what it returns exactly).
+    /// Up to `ef` nodes nearest `query` among those `admit` accepts, nearest first.
     pub fn search(
         &self,
-        to: &dyn Fn(u32) -> f32,
+        vectors: &impl Vectors,
+        query: &[f32],
         ef: usize,
         admit: &dyn Fn(usize) -> bool,
     ) -> Vec<usize> {
@@ -287,13 +305,13 @@ impl Graph {
             return Vec::new();
         };
         let mut nearest = Near {
-            distance: to(entry),
+            distance: to(vectors, query, entry),
             node: entry,
         };
         for layer in (1..=usize::from(self.levels[entry as usize])).rev() {
-            nearest = self.greedy(to, nearest, layer);
+            nearest = self.greedy(vectors, query, nearest, layer);
         }
-        self.search_layer(to, &[nearest], ef, 0, admit)
+        self.search_layer(vectors, query, &[nearest], ef, 0, admit)
             .into_iter()
             .map(|n| n.node as usize)
             .collect()

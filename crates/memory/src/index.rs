@@ -12,13 +12,13 @@ use crate::vector::dot;
 /// Vectors from which searches go through the HNSW graph.
 pub const ANN_THRESHOLD: usize = 8192;
 
-/// Candidates a graph search keeps (its `ef`): one per 400 vectors, between 64 and 256.
+/// Candidates a graph search keeps (its `ef`): one per 800 vectors, between 64 and 128.
 /// With the visibility filter inside the walk these are all admitted. At 10k, 64 keep
-/// recall@8 at 0.99; at 100k, 256 keep it at 0.96 (`bench retrieval`; `scripts/ann-compare`
-/// for the sweep and the crates beside it), where a fixed 256 would cost a 10k search
-/// nearly what a scan does.
+/// recall@8 at 0.99; at 100k, 125 keep it at 0.96 (`bench retrieval`; `scripts/ann-compare`
+/// for the sweep and the crates beside it), where a fixed 128 would cost a 10k search
+/// more than it gains.
 fn ann_ef(vectors: usize) -> usize {
-    (vectors / 400).clamp(64, 256)
+    (vectors / 800).clamp(64, 128)
 }
 
 /// One search result: the position of the item and its similarity to the query.
@@ -240,8 +240,7 @@ impl VectorIndex {
             data: &self.data,
             dimension: self.dimension,
         };
-        let to = |node: u32| 1.0 - dot(rows.row(node as usize), &query);
-        let neighbours = graph.search(&to, ef, admit);
+        let neighbours = graph.search(&rows, &query, ef, admit);
         let mut hits: Vec<Hit> = neighbours
             .into_iter()
             .map(|position| Hit {
@@ -325,19 +324,18 @@ impl<T> Indexed<T> {
         self.index.vector(position)
     }
 
-    /// The `k` items nearest each of `queries` among those `admit` accepts, best first,
-    /// in one pass ([`VectorIndex::search_many`]).
-    pub fn search_many_at(
+    /// The `k` items nearest each of `queries` among the positions `admit` accepts, best
+    /// first, in one pass ([`VectorIndex::search_many`]).
+    pub fn search_many_by(
         &self,
         queries: &[Vec<f32>],
         k: usize,
-        admit: impl Fn(&T) -> bool,
+        admit: impl Fn(usize) -> bool,
     ) -> Vec<Vec<Hit>> {
-        self.index
-            .search_many(queries, k, |position| admit(&self.items[position]))
+        self.index.search_many(queries, k, admit)
     }
 
-    /// [`Indexed::search_many_at`] with the items themselves.
+    /// [`Indexed::search_many_by`] admitting by item, with the items themselves.
     pub fn search_many(
         &self,
         queries: &[Vec<f32>],
@@ -461,8 +459,7 @@ mod tests {
         let (mut agreed, mut total) = (0usize, 0usize);
         for seed in 0..10 {
             let query = clustered(1, dimension, 77 + seed).remove(0);
-            let to = |n: u32| 1.0 - crate::vector::dot(rows.row(n as usize), &query);
-            let found = graph.search(&to, 10, &admit);
+            let found = graph.search(&rows, &query, 10, &admit);
             assert_eq!(found.len(), 10);
             assert!(found.iter().all(|p| admit(*p)));
             let exact = index.search_exact(&query, 10, admit);

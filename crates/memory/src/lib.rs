@@ -18,6 +18,7 @@ pub mod lexical;
 pub mod modules;
 mod personality;
 mod semantic;
+mod sight;
 pub mod synthetic;
 pub mod thesaurus;
 pub mod vector;

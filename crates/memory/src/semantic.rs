@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::index::Indexed;
 use crate::lexical::Lexical;
+use crate::sight::Sight;
 
 /// How a character came to see a fact (ReverieMem §3.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -44,6 +45,9 @@ pub struct SemanticLayer {
     /// The facts' words by position, rebuilt when the layer is read back.
     #[serde(skip)]
     words: Lexical,
+    /// Which facts the characters last asked about can see (a cache, never saved).
+    #[serde(skip)]
+    sight: Sight,
 }
 
 /// The layer as saved: its facts and their vectors.
@@ -61,6 +65,7 @@ impl From<Saved> for SemanticLayer {
         Self {
             facts: saved.facts,
             words,
+            sight: Sight::default(),
         }
     }
 }
@@ -68,6 +73,7 @@ impl From<Saved> for SemanticLayer {
 impl SemanticLayer {
     pub fn add(&mut self, fact: Fact, vector: &[f32]) {
         self.words.push(&fact.text);
+        self.sight.push(&fact);
         self.facts.push(fact, vector);
     }
 
@@ -87,12 +93,8 @@ impl SemanticLayer {
     /// `k` best by BM25, each with its position and score, best first.
     #[must_use]
     pub fn vis_search_words(&self, character: &str, text: &str, k: usize) -> Vec<(usize, f32)> {
-        let facts = self.facts.items();
-        self.words.search(text, k, |p| {
-            facts
-                .get(p)
-                .is_some_and(|f| f.visibility.contains(character))
-        })
+        let seen = self.sight.of(character, self.facts.items());
+        self.words.search(text, k, |p| seen.get(p))
     }
 
     #[must_use]
@@ -131,9 +133,8 @@ impl SemanticLayer {
         k: usize,
     ) -> Vec<(usize, f32)> {
         let mut merged: Vec<(usize, f32)> = Vec::new();
-        let found = self
-            .facts
-            .search_many_at(probes, k, |f| f.visibility.contains(character));
+        let seen = self.sight.of(character, self.facts.items());
+        let found = self.facts.search_many_by(probes, k, |p| seen.get(p));
         for hits in found {
             for hit in hits {
                 match merged.iter_mut().find(|(seen, _)| *seen == hit.position) {
