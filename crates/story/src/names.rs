@@ -222,11 +222,7 @@ impl Perspective<'_> {
                 continue;
             };
             let called = self.name(other, seq);
-            for form in character.name_forms() {
-                if form != called {
-                    text = replace_word(&text, form, &called);
-                }
-            }
+            text = replace_names(&text, &character.name_forms(), &called);
         }
         text
     }
@@ -371,11 +367,32 @@ fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
 
 /// `text` with every whole-word `word` replaced by `with`, capitalised where it begins
 /// a sentence.
+#[cfg(test)]
 fn replace_word(text: &str, word: &str, with: &str) -> String {
+    replace_names(text, &[word], with)
+}
+
+/// `text` with every whole-word occurrence of one of `forms` (the longest where several
+/// start at one place) replaced by `with`, capitalised where it begins a sentence, in
+/// one pass: an occurrence that already reads `with` is kept, and nothing put in is
+/// searched again (so "Holmes" never turns the "Sherlock Holmes" a character knows
+/// into "Sherlock Sherlock Holmes").
+fn replace_names(text: &str, forms: &[&str], with: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = 0;
-    while let Some(at) = find_word(text, word, rest) {
+    let next = |from: usize| {
+        forms
+            .iter()
+            .filter_map(|form| find_word(text, form, from).map(|at| (at, form.len())))
+            .min_by_key(|&(at, len)| (at, std::cmp::Reverse(len)))
+    };
+    while let Some((at, len)) = next(rest) {
         out.push_str(&text[rest..at]);
+        if &text[at..at + len] == with {
+            out.push_str(with);
+            rest = at + len;
+            continue;
+        }
         let opens_sentence = text[..at]
             .trim_end()
             .chars()
@@ -390,7 +407,7 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
         } else {
             out.push_str(with);
         }
-        rest = at + word.len();
+        rest = at + len;
     }
     out.push_str(&text[rest..]);
     out

@@ -256,3 +256,47 @@ fn whole_words_only_and_the_fuller_name_is_kept() {
     );
     assert_eq!(known.learned("watson", "holmes", 0), None);
 }
+
+#[test]
+fn a_name_known_in_full_is_not_doubled_by_its_shorter_forms() {
+    let scenario = scripted();
+    let mut state = WorldState::initial(&scenario);
+    let introduces = event(
+        1,
+        EventKind::Speech,
+        "holmes",
+        "Sherlock Holmes, at your service.",
+        &["holmes", "watson"],
+    );
+    state.apply(&scenario, &introduces);
+    let watson = view(&scenario, &state, "watson");
+    assert_eq!(watson.name("holmes", 9), "Sherlock Holmes");
+    let arrives = event(
+        2,
+        EventKind::Movement,
+        "holmes",
+        "Sherlock Holmes goes to Baker Street. Holmes sits; Sherlock Holmes smiles.",
+        &["holmes", "watson"],
+    );
+    assert_eq!(
+        watson.event(&arrives).expect("perceived").text,
+        "Sherlock Holmes goes to Baker Street. Sherlock Holmes sits; Sherlock Holmes smiles."
+    );
+    // One pass: a form inside what was put in is not replaced again.
+    assert_eq!(
+        replace_names(
+            "Holmes and Sherlock Holmes.",
+            &["Sherlock Holmes", "Holmes"],
+            "Sherlock Holmes"
+        ),
+        "Sherlock Holmes and Sherlock Holmes."
+    );
+    assert_eq!(
+        replace_names(
+            "Sherlock Holmes nods to Holmes.",
+            &["Sherlock Holmes", "Holmes"],
+            "Holmes"
+        ),
+        "Holmes nods to Holmes."
+    );
+}
