@@ -1,8 +1,8 @@
 //! Where a line's time goes: a tracing layer that times the stage spans of a turn. The
 //! benchmarks run the world and agent services in this process, so one layer sees both
 //! sides: the world's `act` call and its `log_append` and `deliver` (the perception
-//! fan-out), and inside the agent `recall`, `grounding` (memory modules), `model` and
-//! `guard`, and on the perceiving side `perceive_store`, `scene_write` and
+//! fan-out), and inside the agent `recall` (its `embed_query`, `anchor` and the
+//! first round's `retrieve`), `grounding` (memory modules), `model` and `guard`, and on the perceiving side `perceive_store`, `scene_write` and
 //! `perceive_save` (a turn saves nothing itself: its state goes to disk with its
 //! character's own event).
 
@@ -15,9 +15,12 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 /// The spans timed, in the order a turn runs them.
-pub const STAGES: [&str; 9] = [
+pub const STAGES: [&str; 12] = [
     "act",
     "recall",
+    "embed_query",
+    "anchor",
+    "retrieve",
     "grounding",
     "model",
     "guard",

@@ -15,6 +15,7 @@ use dramatis_embed::{Embedder, embed_composed, normalise};
 use dramatis_llm::LanguageModel;
 use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern};
 use dramatis_proto::v1::Usage;
+use tracing::Instrument as _;
 
 use crate::error::AgentError;
 use crate::reverie::emotion::{gate_fires, transition};
@@ -85,8 +86,11 @@ pub async fn recall(
 ) -> Result<Recalled, AgentError> {
     let me = shard.id().to_owned();
     let texts = query_texts(query);
-    let vectors = embed_composed(embedder, &texts).await?;
+    let vectors = embed_composed(embedder, &texts)
+        .instrument(tracing::info_span!("embed_query"))
+        .await?;
     let query_vector = &vectors[0];
+    let anchoring = tracing::info_span!("anchor").entered();
 
     // Anchor(q, c).
     let (anchor, anchor_closeness) = if settings.layers.episodic {
@@ -111,7 +115,9 @@ pub async fn recall(
     {
         probes.push(framed);
     }
-    let mut pool = retrieve(shard, &me, &probes, &[query.text], settings);
+    drop(anchoring);
+    let mut pool = tracing::info_span!("retrieve")
+        .in_scope(|| retrieve(shard, &me, &probes, &[query.text], settings));
     let mut rounds = 1;
     let mut usage = Usage::default();
     // Nothing found by vector or by word, and no scene memory frames it.
