@@ -73,7 +73,7 @@ impl From<Saved> for SemanticLayer {
 impl SemanticLayer {
     pub fn add(&mut self, fact: Fact, vector: &[f32]) {
         self.words.push(&fact.text);
-        self.sight.push(&fact);
+        self.sight.push(|who| fact.visibility.contains(who));
         self.facts.push(fact, vector);
     }
 
@@ -93,8 +93,19 @@ impl SemanticLayer {
     /// `k` best by BM25, each with its position and score, best first.
     #[must_use]
     pub fn vis_search_words(&self, character: &str, text: &str, k: usize) -> Vec<(usize, f32)> {
-        let seen = self.sight.of(character, self.facts.items());
+        let seen = self.sight(character);
         self.words.search(text, k, |p| seen.get(p))
+    }
+
+    /// Which facts `character` can see, one bit each ([`Sight`]).
+    fn sight(&self, character: &str) -> std::sync::Arc<crate::sight::Bits> {
+        self.sight.of(character, || {
+            self.facts
+                .items()
+                .iter()
+                .map(|f| f.visibility.contains(character))
+                .collect()
+        })
     }
 
     #[must_use]
@@ -133,7 +144,7 @@ impl SemanticLayer {
         k: usize,
     ) -> Vec<(usize, f32)> {
         let mut merged: Vec<(usize, f32)> = Vec::new();
-        let seen = self.sight.of(character, self.facts.items());
+        let seen = self.sight(character);
         let found = self.facts.search_many_by(probes, k, |p| seen.get(p));
         for hits in found {
             for hit in hits {

@@ -9,8 +9,6 @@
 
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::semantic::Fact;
-
 /// How many askers' bitsets are kept; the oldest is dropped past it. A shard's own
 /// character is nearly always the only one.
 const KEPT: usize = 4;
@@ -20,6 +18,16 @@ const KEPT: usize = 4;
 pub(crate) struct Bits {
     words: Vec<u64>,
     len: usize,
+}
+
+impl FromIterator<bool> for Bits {
+    fn from_iter<I: IntoIterator<Item = bool>>(bits: I) -> Self {
+        let mut out = Self::default();
+        for on in bits {
+            out.push(on);
+        }
+        out
+    }
 }
 
 impl Bits {
@@ -62,19 +70,16 @@ impl PartialEq for Sight {
 }
 
 impl Sight {
-    /// Which of `facts` `character` can see, from the cache or by one pass over them.
-    pub(crate) fn of(&self, character: &str, facts: &[Fact]) -> Arc<Bits> {
+    /// Which facts `character` can see: from the cache, or made by `build` (one pass
+    /// over the facts) and kept.
+    pub(crate) fn of(&self, character: &str, build: impl FnOnce() -> Bits) -> Arc<Bits> {
         {
             let kept = self.kept.read().unwrap_or_else(PoisonError::into_inner);
             if let Some((_, bits)) = kept.iter().find(|(who, _)| who == character) {
                 return Arc::clone(bits);
             }
         }
-        let mut bits = Bits::default();
-        for fact in facts {
-            bits.push(fact.visibility.contains(character));
-        }
-        let bits = Arc::new(bits);
+        let bits = Arc::new(build());
         let mut kept = self.kept.write().unwrap_or_else(PoisonError::into_inner);
         if kept.len() >= KEPT {
             kept.remove(0);
@@ -83,11 +88,11 @@ impl Sight {
         bits
     }
 
-    /// Extends every kept bitset by the fact just added.
-    pub(crate) fn push(&mut self, fact: &Fact) {
+    /// Extends every kept bitset by the fact just added, which `sees` tells who can see.
+    pub(crate) fn push(&mut self, sees: impl Fn(&str) -> bool) {
         let kept = self.kept.get_mut().unwrap_or_else(PoisonError::into_inner);
         for (who, bits) in kept.iter_mut() {
-            Arc::make_mut(bits).push(fact.visibility.contains(who.as_str()));
+            Arc::make_mut(bits).push(sees(who));
         }
     }
 }
@@ -95,48 +100,36 @@ impl Sight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::semantic::VisibilityRoute;
 
-    fn fact(id: usize, seen_by: &[&str]) -> Fact {
-        Fact {
-            id: format!("f{id}"),
-            subject: String::new(),
-            predicate: String::new(),
-            object: String::new(),
-            cause: String::new(),
-            visibility: seen_by.iter().map(|s| (*s).to_owned()).collect(),
-            route: VisibilityRoute::Observation,
-            text: String::new(),
-        }
+    /// Fact `i` is seen by "ann" when `i` is a multiple of 3, by "bo" otherwise.
+    fn sees(i: usize, who: &str) -> bool {
+        (who == "ann") == i.is_multiple_of(3)
     }
 
     #[test]
     fn bits_follow_visibility_across_words_and_later_additions() {
-        let facts: Vec<Fact> = (0..130)
-            .map(|i| fact(i, if i % 3 == 0 { &["ann"] } else { &["bo"] }))
-            .collect();
         let mut sight = Sight::default();
-        let ann = sight.of("ann", &facts);
+        let ann = sight.of("ann", || (0..130).map(|i| sees(i, "ann")).collect());
         for i in 0..130 {
             assert_eq!(ann.get(i), i % 3 == 0, "fact {i}");
         }
         assert!(!ann.get(130));
         // A fact added later reaches the kept bitset; a reader's old copy is unchanged.
-        sight.push(&fact(130, &["ann", "bo"]));
+        sight.push(|_| true);
         assert!(!ann.get(130));
-        assert!(sight.of("ann", &facts).get(130));
+        let again = sight.of("ann", || panic!("kept, not built again"));
+        assert!(again.get(130) && again.get(129) && !again.get(128));
     }
 
     #[test]
     fn only_the_latest_askers_are_kept() {
-        let facts = vec![fact(0, &["a"]), fact(1, &["e"])];
         let sight = Sight::default();
         for who in ["a", "b", "c", "d", "e"] {
-            let _ = sight.of(who, &facts);
+            let _ = sight.of(who, || [who == "e"].into_iter().collect());
         }
         let kept = sight.kept.read().expect("no writer panicked");
         let names: Vec<&str> = kept.iter().map(|(who, _)| who.as_str()).collect();
         assert_eq!(names, ["b", "c", "d", "e"]);
-        assert!(kept[3].1.get(1));
+        assert!(kept[3].1.get(0) && !kept[0].1.get(0));
     }
 }

@@ -165,6 +165,42 @@ fn vis_retrieve_never_returns_an_invisible_fact_however_relevant() {
 }
 
 #[test]
+fn a_fact_added_after_a_search_is_seen_by_exactly_those_it_names() {
+    let mut shard = shard();
+    let probe = vec![unit(0.0, 1.0, 0.0)];
+    let ids = |shard: &ReverieLayers, who: &str| -> Vec<String> {
+        shard
+            .semantic
+            .vis_retrieve(who, &probe, 10)
+            .iter()
+            .map(|(f, _)| f.id.clone())
+            .collect()
+    };
+    // Both have asked once: what each may see is now kept per asker.
+    let (watson_before, holmes_before) = (ids(&shard, "watson"), ids(&shard, "holmes"));
+    shard
+        .semantic
+        .add(fact("telegram", &["watson"]), &unit(0.0, 1.0, 0.0));
+    let (watson, holmes) = (ids(&shard, "watson"), ids(&shard, "holmes"));
+    assert_eq!(watson[0], "telegram");
+    assert_eq!(watson.len(), watson_before.len() + 1);
+    assert_eq!(holmes, holmes_before, "Holmes is not named on the telegram");
+    assert!(
+        shard
+            .semantic
+            .vis_search_words("holmes", "telegram", 5)
+            .is_empty()
+    );
+    assert_eq!(
+        shard
+            .semantic
+            .vis_search_words("watson", "telegram", 5)
+            .len(),
+        1
+    );
+}
+
+#[test]
 fn pattern_selection_follows_the_state_description() {
     let shard = shard();
     let (pattern, _) = shard
