@@ -44,7 +44,9 @@ pub struct CastBenchArgs {
     #[arg(long, env = "DRAMATIS_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
     /// A run is skipped when its agents would need more than this share of the memory
-    /// available now (judged from the smaller runs of the same layout).
+    /// available now, judged from the smaller runs of the same layout: by the memory
+    /// per process when each character has its own, otherwise by the last peak plus
+    /// the cost per added character between the last two sizes.
     #[arg(long, default_value_t = 0.6)]
     pub memory_share: f64,
     /// Put everyone at the story's opening place (one crowd), instead of spreading the
@@ -118,8 +120,8 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
     sizes.sort_unstable();
     let mut runs: Vec<Run> = Vec::new();
     for &layout in &args.layouts {
-        // MB per character of this layout's last run, to judge the next.
-        let mut per_character: Option<f64> = None;
+        // This layout's measured runs, to judge the next.
+        let mut measured: Vec<Run> = Vec::new();
         for &characters in &sizes {
             for &attention in &args.attention {
                 let case = Run {
@@ -128,7 +130,11 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
                     attention,
                     ..Run::default()
                 };
-                let need = per_character.map_or(0.0, |mb| mb * characters as f64);
+                let need = memory_needed(
+                    &measured,
+                    characters,
+                    matches!(layout, LayoutArg::Character),
+                );
                 let room = available_mb() * args.memory_share;
                 if need > room {
                     runs.push(skipped(
@@ -161,7 +167,7 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
                 .await
                 {
                     Ok(run) => {
-                        per_character = Some(run.peak_rss_mb_per_character.max(1.0));
+                        measured.push(run.clone());
                         runs.push(run.with(&case));
                     }
                     Err(e) => runs.push(skipped(case, format!("failed: {e:#}"))),
@@ -196,6 +202,43 @@ fn skipped(case: Run, why: String) -> Run {
         skipped: Some(why),
         ..case
     }
+}
+
+/// Marginal MB per character assumed until two sizes of a layout have been measured
+/// (the pool layout measured about 0.44 MB per idle character, several at its peak).
+const GUESSED_MB_PER_CHARACTER: f64 = 4.0;
+
+/// The agents' peak memory, in MB, a run of `characters` should need, judged from this
+/// layout's runs so far (`measured`, smallest first): the last run's peak, scaled by
+/// its process count when each character has its own process, plus the characters
+/// added at the marginal cost between the last two runs (or a guess after one). A
+/// layout with a few shared processes is not judged by its per-character average,
+/// which is mostly those processes' fixed cost.
+fn memory_needed(measured: &[Run], characters: usize, process_per_character: bool) -> f64 {
+    let Some(last) = measured.last() else {
+        return 0.0;
+    };
+    if process_per_character {
+        let per_process = last.peak_rss_mb / last.processes.max(1) as f64;
+        return per_process * characters as f64;
+    }
+    // The largest peak at a size: of its attention cases, the costliest.
+    let peak_at = |size: usize| {
+        measured
+            .iter()
+            .filter(|r| r.characters == size)
+            .map(|r| r.peak_rss_mb)
+            .fold(0.0, f64::max)
+    };
+    let size = last.characters;
+    let marginal = measured.iter().rev().find(|r| r.characters < size).map_or(
+        GUESSED_MB_PER_CHARACTER,
+        |before| {
+            ((peak_at(size) - peak_at(before.characters)) / (size - before.characters) as f64)
+                .max(0.0)
+        },
+    );
+    peak_at(size) + marginal * characters.saturating_sub(size) as f64
 }
 
 impl Run {
@@ -308,4 +351,32 @@ async fn one(
         idle_rss_mb_per_character: idle / n,
         skipped: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(characters: usize, processes: usize, peak_rss_mb: f64) -> Run {
+        Run {
+            characters,
+            processes,
+            peak_rss_mb,
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn shared_processes_are_judged_by_their_marginal_cost_not_their_average() {
+        // Before: 10 characters in 2 processes at 495 MB judged 1,000 at 49,500 MB.
+        let small = [run(10, 2, 495.0)];
+        assert!((memory_needed(&small, 1000, false) - (495.0 + 990.0 * 4.0)).abs() < 1e-9);
+        // Two sizes measured (two attention cases at 100): the marginal between them.
+        let two = [run(10, 2, 494.0), run(100, 2, 520.0), run(100, 2, 584.0)];
+        assert!((memory_needed(&two, 1000, false) - (584.0 + 900.0 * 1.0)).abs() < 1e-9);
+        // A process per character: the per-process figure times the characters.
+        let own = [run(10, 10, 1400.0)];
+        assert!((memory_needed(&own, 1000, true) - 140_000.0).abs() < 1e-9);
+        assert!(memory_needed(&[], 1000, true).abs() < 1e-9);
+    }
 }
