@@ -209,7 +209,7 @@ pub fn print_stage_columns(
 
 fn stage_indent(name: &str) -> &'static str {
     match name {
-        "act" | "log_append" | "deliver" => "",
+        "act" | "log_append" | "deliver" | "embed_wait" | "embed_run" => "",
         "embed_query" | "anchor" | "retrieve" => "    ",
         _ => "  ",
     }

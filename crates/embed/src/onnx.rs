@@ -189,10 +189,15 @@ impl Inner {
                 Tensor::from_array(types).map_err(runtime)?.into(),
             ));
         }
+        // Timed for `bench` (`eval/src/bench/stages.rs`): the wait for the process's one
+        // session, and the model run itself.
+        let waiting = tracing::info_span!("embed_wait").entered();
         let mut session = self
             .session
             .lock()
             .map_err(|_| EmbedError::Worker("session lock poisoned".into()))?;
+        drop(waiting);
+        let _running = tracing::info_span!("embed_run").entered();
         let outputs = session.run(inputs).map_err(runtime)?;
         let hidden = outputs[0].try_extract_array::<f32>().map_err(runtime)?;
         let shape = hidden.shape().to_vec();

@@ -30,8 +30,10 @@ pub const STAGES: [&str; 12] = [
     "scene_write",
 ];
 
-/// `perceive_save` is timed too, listed after the stages above.
-const ALSO: [&str; 1] = ["perceive_save"];
+/// Timed too, listed after the stages above: `perceive_save`, and every embedding the
+/// process runs, a turn's or a perceiver's (`embed_wait` for the process's one ONNX
+/// session, `embed_run` for the model run).
+const ALSO: [&str; 3] = ["perceive_save", "embed_wait", "embed_run"];
 
 /// Total time and count of each stage since the last [`take`].
 static TIMES: Mutex<BTreeMap<&'static str, (u64, f64)>> = Mutex::new(BTreeMap::new());
