@@ -365,13 +365,6 @@ fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
     None
 }
 
-/// `text` with every whole-word `word` replaced by `with`, capitalised where it begins
-/// a sentence.
-#[cfg(test)]
-fn replace_word(text: &str, word: &str, with: &str) -> String {
-    replace_names(text, &[word], with)
-}
-
 /// `text` with every whole-word occurrence of one of `forms` (the longest where several
 /// start at one place) replaced by `with`, capitalised where it begins a sentence, in
 /// one pass: an occurrence that already reads `with` is kept, and nothing put in is

@@ -242,7 +242,7 @@ fn a_frame_shows_strangers_by_handle_and_appearance_and_renders_its_texts() {
 #[test]
 fn whole_words_only_and_the_fuller_name_is_kept() {
     assert_eq!(
-        replace_word("Holmesian Holmes.", "Holmes", "him"),
+        replace_names("Holmesian Holmes.", &["Holmes"], "him"),
         "Holmesian him."
     );
     assert_eq!(find_word("Ah, Holmes!", "Holmes", 0), Some(4));
