@@ -50,7 +50,12 @@ pub struct ScriptedModel {
     rules: Arc<Vec<ScriptRule>>,
     state: Arc<Mutex<State>>,
     record: bool,
+    /// Lines numbered with [`FIXED_DIGITS`] spaced digits instead of plain ones.
+    fixed_width: bool,
 }
+
+/// Digits of a line's number under [`ScriptedModel::with_fixed_width_lines`].
+const FIXED_DIGITS: usize = 6;
 
 impl Default for ScriptedModel {
     fn default() -> Self {
@@ -66,6 +71,7 @@ impl ScriptedModel {
             rules: Arc::new(rules),
             state: Arc::default(),
             record: true,
+            fixed_width: false,
         }
     }
 
@@ -80,6 +86,16 @@ impl ScriptedModel {
     #[must_use]
     pub fn without_recording(mut self) -> Self {
         self.record = false;
+        self
+    }
+
+    /// Numbers generated lines with six digits, spaced ("Scripted line 0 0 1 2 3 4."),
+    /// so every line is the same number of words and embedding tokens however many
+    /// calls came before. For benchmarks whose cost per line must not grow with the
+    /// counter: "Scripted line 7." is 6 tokens, "Scripted line 7000." 7.3 on average.
+    #[must_use]
+    pub fn with_fixed_width_lines(mut self) -> Self {
+        self.fixed_width = true;
         self
     }
 
@@ -117,7 +133,12 @@ impl ScriptedModel {
             return rule.reply.clone();
         }
         if let Some(schema) = &request.schema {
-            minimal_instance(&schema.schema, call).to_string()
+            let number = if self.fixed_width {
+                fixed_width(call)
+            } else {
+                call.to_string()
+            };
+            minimal_instance(&schema.schema, &number).to_string()
         } else {
             format!("Scripted answer {call}.")
         }
@@ -127,7 +148,7 @@ impl ScriptedModel {
 /// The smallest value that `schema` accepts, the way an instant model under a grammar
 /// would answer: the first enum choice, the minimum number, `true`, the fewest array
 /// items, and "Scripted line N." for a string that may not be empty.
-fn minimal_instance(schema: &serde_json::Value, call: u64) -> serde_json::Value {
+fn minimal_instance(schema: &serde_json::Value, line: &str) -> serde_json::Value {
     use serde_json::{Value, json};
     if let Some(first) = schema
         .get("enum")
@@ -142,7 +163,7 @@ fn minimal_instance(schema: &serde_json::Value, call: u64) -> serde_json::Value 
             let mut object = serde_json::Map::new();
             if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
                 for (name, property) in properties {
-                    object.insert(name.clone(), minimal_instance(property, call));
+                    object.insert(name.clone(), minimal_instance(property, line));
                 }
             }
             Value::Object(object)
@@ -150,10 +171,10 @@ fn minimal_instance(schema: &serde_json::Value, call: u64) -> serde_json::Value 
         Some("array") => {
             let count = number("minItems").unwrap_or(0.0) as usize;
             let item = schema.get("items").cloned().unwrap_or(Value::Null);
-            Value::Array((0..count).map(|_| minimal_instance(&item, call)).collect())
+            Value::Array((0..count).map(|_| minimal_instance(&item, line)).collect())
         }
         Some("string") if number("minLength").unwrap_or(0.0) > 0.0 => {
-            json!(format!("Scripted line {call}."))
+            json!(format!("Scripted line {line}."))
         }
         Some("string") => json!(""),
         Some("integer") => json!(number("minimum").unwrap_or(0.0) as i64),
@@ -161,6 +182,20 @@ fn minimal_instance(schema: &serde_json::Value, call: u64) -> serde_json::Value 
         Some("boolean") => json!(true),
         _ => Value::Null,
     }
+}
+
+/// `call` as [`FIXED_DIGITS`] digits, each a word of its own ("0 0 1 2 3 4"); a call
+/// past the width keeps all its digits.
+fn fixed_width(call: u64) -> String {
+    let digits = format!("{call:0FIXED_DIGITS$}");
+    let mut spaced = String::with_capacity(digits.len() * 2);
+    for digit in digits.chars() {
+        if !spaced.is_empty() {
+            spaced.push(' ');
+        }
+        spaced.push(digit);
+    }
+    spaced
 }
 
 #[async_trait]
@@ -255,5 +290,33 @@ mod tests {
             serde_json::json!({"kind": "speech", "text": "Scripted line 1.", "thought": "",
                 "level": 1, "done": true, "probes": []})
         );
+    }
+
+    #[tokio::test]
+    async fn fixed_width_lines_have_as_many_words_at_any_count() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 1}}
+        });
+        let request = CompletionRequest::new(vec![ChatMessage::user("anything")]).with_schema(
+            crate::ResponseSchema {
+                name: "test".into(),
+                schema,
+            },
+        );
+        let model = ScriptedModel::default()
+            .without_recording()
+            .with_fixed_width_lines();
+        let mut texts = Vec::new();
+        for _ in 0..12 {
+            let reply = model.complete(&request, None).await.expect("reply");
+            let value: serde_json::Value = serde_json::from_str(&reply.text).expect("json");
+            texts.push(value["text"].as_str().expect("text").to_owned());
+        }
+        assert_eq!(texts[0], "Scripted line 0 0 0 0 0 1.");
+        assert_eq!(texts[11], "Scripted line 0 0 0 0 1 2.");
+        let words: Vec<usize> = texts.iter().map(|t| t.split(' ').count()).collect();
+        assert_eq!(words, vec![8; 12]);
+        assert_eq!(fixed_width(1_234_567), "1 2 3 4 5 6 7");
     }
 }

@@ -95,37 +95,93 @@ impl Lexical {
         k: usize,
         admit: impl Fn(usize) -> bool,
     ) -> Vec<(usize, f32)> {
+        self.search_counting(query, k, admit).0
+    }
+
+    /// [`Lexical::search`], and how many postings it read.
+    ///
+    /// Exact top k without reading every posting of a common stem (MaxScore, term at a
+    /// time): stems are taken rarest first, and a text's weight for one stem is below
+    /// `idf × (k1 + 1)`. Once the k-th best score so far exceeds what the stems left
+    /// could add up to, no text outside the candidates can reach the top k, so a
+    /// common stem (a name in most of a character's facts) only adds its weight to the
+    /// candidates, found by binary search in its postings, instead of walking them
+    /// all.
+    fn search_counting(
+        &self,
+        query: &str,
+        k: usize,
+        admit: impl Fn(usize) -> bool,
+    ) -> (Vec<(usize, f32)>, usize) {
         if k == 0 || self.lengths.is_empty() {
-            return Vec::new();
+            return (Vec::new(), 0);
         }
         let n = self.lengths.len() as f32;
         let average = (self.total as f32 / n).max(1.0);
         let mut asked = stems(query);
         asked.sort_unstable();
         asked.dedup();
+        // (postings, idf) of each asked stem some text holds, rarest first.
+        let mut terms: Vec<(&[(u32, u16)], f32)> = asked
+            .iter()
+            .filter_map(|word| self.postings.get(word))
+            .map(|postings| {
+                let df = postings.len() as f32;
+                (
+                    postings.as_slice(),
+                    (1.0 + (n - df + 0.5) / (df + 0.5)).ln(),
+                )
+            })
+            .collect();
+        terms.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.len().cmp(&b.0.len())));
+        let weight = |position: u32, count: u16| {
+            let tf = f32::from(count);
+            let length = self.lengths[position as usize] as f32;
+            tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average))
+        };
+        // What the stems from each one on could still add to a text's score.
+        let mut rest: Vec<f32> = terms.iter().map(|(_, idf)| idf * (K1 + 1.0)).collect();
+        for i in (0..rest.len().saturating_sub(1)).rev() {
+            rest[i] += rest[i + 1];
+        }
+        // Admitted texts met so far, with their scores over the stems read.
         let mut scores: HashMap<u32, f32> = HashMap::new();
-        for word in &asked {
-            let Some(postings) = self.postings.get(word) else {
+        let mut read = 0;
+        for (i, &(postings, idf)) in terms.iter().enumerate() {
+            if kth_best(&scores, k).is_some_and(|kth| rest[i] < kth) {
+                for (position, score) in &mut scores {
+                    read += 1;
+                    if let Ok(at) = postings.binary_search_by_key(position, |p| p.0) {
+                        *score += idf * weight(*position, postings[at].1);
+                    }
+                }
                 continue;
-            };
-            let df = postings.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            }
             for &(position, count) in postings {
-                let tf = f32::from(count);
-                let length = self.lengths[position as usize] as f32;
-                let weight = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average));
-                *scores.entry(position).or_default() += idf * weight;
+                read += 1;
+                if let Some(score) = scores.get_mut(&position) {
+                    *score += idf * weight(position, count);
+                } else if admit(position as usize) {
+                    scores.insert(position, idf * weight(position, count));
+                }
             }
         }
-        let mut found: Vec<(usize, f32)> = scores
-            .into_iter()
-            .map(|(p, s)| (p as usize, s))
-            .filter(|(p, _)| admit(*p))
-            .collect();
+        let mut found: Vec<(usize, f32)> =
+            scores.into_iter().map(|(p, s)| (p as usize, s)).collect();
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found.truncate(k);
-        found
+        (found, read)
     }
+}
+
+/// The `k`-th best of `scores`; `None` while there are fewer than `k`.
+fn kth_best(scores: &HashMap<u32, f32>, k: usize) -> Option<f32> {
+    if scores.len() < k {
+        return None;
+    }
+    let mut values: Vec<f32> = scores.values().copied().collect();
+    let (_, kth, _) = values.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    Some(*kth)
 }
 
 #[cfg(test)]
@@ -166,5 +222,108 @@ mod tests {
         let found = index.search("battle Maiwand", 5, |p| p != 0);
         assert_eq!(found.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [2]);
         assert!(index.search("telegram", 5, |_| true).is_empty());
+    }
+
+    /// Every posting of every asked stem read, as the search did before MaxScore.
+    fn search_every_posting(
+        index: &Lexical,
+        query: &str,
+        k: usize,
+        admit: impl Fn(usize) -> bool,
+    ) -> Vec<(usize, f32)> {
+        let n = index.lengths.len() as f32;
+        let average = (index.total as f32 / n).max(1.0);
+        let mut asked = stems(query);
+        asked.sort_unstable();
+        asked.dedup();
+        let mut scores: HashMap<u32, f32> = HashMap::new();
+        for word in &asked {
+            let Some(postings) = index.postings.get(word) else {
+                continue;
+            };
+            let df = postings.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for &(position, count) in postings {
+                let tf = f32::from(count);
+                let length = index.lengths[position as usize] as f32;
+                let weight = tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / average));
+                *scores.entry(position).or_default() += idf * weight;
+            }
+        }
+        let mut found: Vec<(usize, f32)> = scores
+            .into_iter()
+            .map(|(p, s)| (p as usize, s))
+            .filter(|(p, _)| admit(*p))
+            .collect();
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found.truncate(k);
+        found
+    }
+
+    /// A story's facts: a name in every one, a place in every third, a rare word in a
+    /// few.
+    fn story(texts: usize) -> Lexical {
+        let places = ["harbour", "chapel", "market"];
+        let rare = ["lantern", "ledger", "compass", "anchor", "violin"];
+        let mut index = Lexical::default();
+        for i in 0..texts {
+            let mut text = format!("Ada walked to the {}", places[i % 3]);
+            if i % 97 == 0 {
+                text.push_str(&format!(" with a {}", rare[i / 97 % rare.len()]));
+            }
+            if i % 2 == 0 {
+                text.push_str(" and Ada waited");
+            }
+            index.push(&text);
+        }
+        index
+    }
+
+    #[test]
+    fn maxscore_finds_what_reading_every_posting_finds() {
+        let index = story(2_000);
+        let queries = [
+            "Did Ada see the lantern at the harbour?",
+            "Ada and the ledger",
+            "the market",
+            "Ada",
+            "violin chapel compass Ada",
+            "nothing shared here",
+        ];
+        for query in queries {
+            for k in [1, 3, 8, 50] {
+                for (name, admit) in [
+                    ("all", Box::new(|_| true) as Box<dyn Fn(usize) -> bool>),
+                    ("odd", Box::new(|p| p % 2 == 1)),
+                    ("few", Box::new(|p| p % 97 == 0 || p % 5 == 1)),
+                ] {
+                    let fast = index.search(query, k, &admit);
+                    let every = search_every_posting(&index, query, k, &admit);
+                    let positions = |f: &[(usize, f32)]| f.iter().map(|h| h.0).collect::<Vec<_>>();
+                    assert_eq!(
+                        positions(&fast),
+                        positions(&every),
+                        "{query:?} k={k} {name}"
+                    );
+                    for (a, b) in fast.iter().zip(&every) {
+                        assert!((a.1 - b.1).abs() < 1e-4, "{query:?}: {a:?} vs {b:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_in_every_fact_is_not_read_whole_once_a_rare_word_decides() {
+        let index = story(4_000);
+        // "ada" is in all 4,000 texts, "harbour" in a third, "lantern" in 9.
+        let (found, read) = index.search_counting("Ada, the lantern, the harbour", 8, |_| true);
+        assert_eq!(found.len(), 8);
+        assert!(found[0].0 % 97 == 0, "{found:?}");
+        // Reading every posting is 4,000 + 1,334 + 9.
+        assert!(read < 200, "read {read} postings");
+        // Without a rare word nothing decides early, and every posting is read.
+        let (_, read) = index.search_counting("Ada", 8, |_| true);
+        assert_eq!(read, 4_000);
     }
 }

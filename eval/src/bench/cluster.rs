@@ -85,6 +85,7 @@ pub async fn log_backends(
         save_shards,
         shard_stream,
         shared,
+        fixed_width_lines: false,
     };
     let stream = dramatis_character::shard::ShardStream::connect(&nats.options("bench"))
         .await

@@ -98,6 +98,10 @@ struct ClusterSetup {
     /// A shared log (and this service's part in a cluster over it) instead of the
     /// embedded redb file.
     shared: Option<(SharedLog, Arc<dramatis_world::cluster::Cluster>)>,
+    /// The scripted lines numbered at a fixed width, so a long story does not embed
+    /// more tokens per line as its counter gains digits
+    /// ([`ScriptedModel::with_fixed_width_lines`]).
+    fixed_width_lines: bool,
 }
 
 /// A world service and an agent service running in this process.
@@ -116,7 +120,10 @@ impl Cluster {
             .prefix("dramatis-bench-")
             .tempdir()
             .context("temporary directory")?;
-        let scripted = ScriptedModel::default().without_recording();
+        let mut scripted = ScriptedModel::default().without_recording();
+        if setup.fixed_width_lines {
+            scripted = scripted.with_fixed_width_lines();
+        }
         let model = StampedModel {
             inner: scripted.clone(),
             first_visible: Arc::default(),

@@ -146,6 +146,7 @@ pub async fn story(setup: &StorySetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             save_shards: true,
             shard_stream: None,
             shared: None,
+            fixed_width_lines: true,
         },
         embedder,
     )

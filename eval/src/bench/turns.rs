@@ -65,6 +65,7 @@ pub async fn turns(setup: &TurnsSetup, embedder: Arc<dyn Embedder>) -> anyhow::R
             save_shards: false,
             shard_stream: None,
             shared: None,
+            fixed_width_lines: false,
         },
         embedder,
     )
