@@ -111,5 +111,71 @@ async fn both_novels_ingest_with_their_narrators_bound_and_no_leaks() {
             "{book}: {leaks} leaks, more than {}: {score}",
             floor.leaks
         );
+        let narrator = std::fs::read_to_string(answers.join("characters.txt"))
+            .expect("characters.txt")
+            .lines()
+            .find(|l| l.trim_end().ends_with("| narrator"))
+            .and_then(|l| l.split('|').next())
+            .map(|n| n.trim().to_owned())
+            .expect("a narrator in the list");
+        no_narrator_view_reaches_others(book, &out.join("scenario.toml"), &narrator);
+    }
+}
+
+/// Whether `text` says "I", "me", "my", "we", "our"…: in a book's narration, the
+/// narrator's own view.
+fn in_first_person(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| {
+            matches!(
+                w,
+                "I" | "me" | "my" | "My" | "myself" | "we" | "We" | "us" | "our" | "Our"
+            )
+        })
+}
+
+/// What everyone present perceives (a scene's opening), and what a character other than
+/// the narrator is told it is (its profile, the handle strangers see), hold nothing of
+/// the narrator's first-person view: "I was limp and weary … I had heard little good
+/// of him" told to the others in the room, Watson's vow in Holmes's own profile, "my
+/// companion" as the handle under which Wiggins meets Holmes. Speakers the list does
+/// not name are called by their whole name ("Mr. Sherman"), never by a title alone.
+fn no_narrator_view_reaches_others(book: &str, path: &std::path::Path, narrator: &str) {
+    let scenario = dramatis_scenario::Scenario::load(path).expect("the ingested scenario loads");
+    assert!(!scenario.scenes.is_empty(), "{book}: a script");
+    for scene in &scenario.scenes {
+        assert!(
+            !in_first_person(&scene.opening),
+            "{book}: {} opens with the narrator's own view: {}",
+            scene.id,
+            scene.opening
+        );
+    }
+    for c in &scenario.characters {
+        let first = c.known_as.split_whitespace().next().unwrap_or("");
+        assert!(
+            !matches!(first, "my" | "our"),
+            "{book}: strangers meet {} as the narrator's {:?}",
+            c.id,
+            c.known_as
+        );
+        if c.name != narrator {
+            assert!(
+                !in_first_person(&c.profile),
+                "{book}: {}'s profile is told in the narrator's first person: {}",
+                c.id,
+                c.profile
+            );
+        }
+        for memory in &c.memories {
+            for title in ["Mr", "Mrs", "Dr", "Miss", "Inspector", "Captain"] {
+                assert!(
+                    !memory.text.contains(&format!(" {title} said")),
+                    "{book}: {} remembers a speaker called {title:?}: {}",
+                    c.id,
+                    memory.text
+                );
+            }
+        }
     }
 }

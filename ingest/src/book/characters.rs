@@ -33,7 +33,7 @@ impl FocusCharacter {
         self.aliases
             .iter()
             .map(String::as_str)
-            .find(|a| is_description(a))
+            .find(|a| is_description(a) && !is_narrators_own(a))
     }
 }
 
@@ -41,6 +41,39 @@ impl FocusCharacter {
 #[must_use]
 pub fn is_description(form: &str) -> bool {
     form.chars().next().is_some_and(char::is_lowercase)
+}
+
+/// A description only the narrator can use ("my companion", "our landlady"): to anyone
+/// else it names the wrong person, or no one.
+#[must_use]
+pub fn is_narrators_own(form: &str) -> bool {
+    let first = form.split_whitespace().next().unwrap_or("");
+    matches!(first.to_lowercase().as_str(), "my" | "our")
+}
+
+/// Whether `sentence` speaks in the first person ("I", "me", "our"…): in a book's
+/// narration, the narrator's own view, which no one else shares.
+#[must_use]
+pub fn in_first_person(sentence: &str) -> bool {
+    sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| {
+            matches!(
+                w,
+                "I" | "me"
+                    | "my"
+                    | "My"
+                    | "mine"
+                    | "myself"
+                    | "we"
+                    | "We"
+                    | "us"
+                    | "our"
+                    | "Our"
+                    | "ours"
+                    | "ourselves"
+            )
+        })
 }
 
 /// Reads the character list: one `Canonical Name | alias, alias | marks` per line (the
@@ -110,7 +143,8 @@ const TITLE_WORDS: &[&str] = &[
     "the",
 ];
 
-fn is_title_word(word: &str) -> bool {
+/// Whether `word` ("Mr.", "inspector") gives a rank, an office or a form of address.
+pub(super) fn is_title_word(word: &str) -> bool {
     let bare = word.trim_end_matches('.').to_lowercase();
     TITLE_WORDS.contains(&bare.as_str())
 }

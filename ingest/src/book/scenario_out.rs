@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::characters::{in_first_person, is_narrators_own};
 use super::text::{FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences};
 use super::{Analysis, personality};
 use crate::file::{
@@ -247,7 +248,7 @@ impl Output<'_> {
         let known_as = c
             .aliases
             .iter()
-            .filter(|a| is_description(a))
+            .filter(|a| is_description(a) && !is_narrators_own(a))
             .find(|d| !name_forms.iter().any(|n| d.contains(n)))
             .cloned()
             .unwrap_or_default();
@@ -389,34 +390,60 @@ fn beat(text: &str) -> String {
     }
 }
 
-/// The opening narration: the scene's first paragraph of narration, for those present.
+/// The opening narration, which everyone present perceives: the scene's first run of
+/// narration told wholly in the third person. A first-person passage is the narrator's
+/// own view ("I was limp and weary … I had heard little good of him"), and so is a
+/// sentence of reflection among its first-person ones ("The treasure, however, was a
+/// different matter"), so a run holding any is passed over rather than told to the
+/// others; a scene with nothing else opens with no narration.
 fn opening(text: &str) -> String {
     narration(text)
-        .first()
-        .map_or_else(String::new, |n| prefix(n, 500))
+        .iter()
+        .find_map(|run| {
+            let all = sentences(run);
+            if all.iter().any(|s| in_first_person(s)) {
+                return None;
+            }
+            let kept: Vec<&str> = all.into_iter().filter(|s| told_whole(s)).collect();
+            (!kept.is_empty()).then(|| prefix(&kept.join(" "), 500))
+        })
+        .unwrap_or_default()
 }
 
-/// The character's own description: the first narration sentences naming it, from its
-/// past scenes only.
+/// A sentence of narration that stands alone: not the tail of a speech tag ("said
+/// Holmes, lifting him down"), and of four words at least.
+fn told_whole(sentence: &str) -> bool {
+    sentence.chars().next().is_some_and(char::is_uppercase)
+        && sentence.split_whitespace().count() >= 4
+}
+
+/// The character's own description, as the prompt gives it after the name: how
+/// strangers see it, and the first narration sentences naming it, from its past scenes
+/// only. A narrator's first-person sentences about someone else are the narrator's
+/// view ("Again and again I had registered a vow…"), never that character's, so they
+/// are left out of every profile but the narrator's own.
 fn profile(analysis: &Analysis, c: &FocusCharacter, past: usize) -> String {
     let namer = Namer::new(std::slice::from_ref(c));
     let told: Vec<&str> = analysis.scenes[..past]
         .iter()
         .flat_map(|s| &s.sentences)
         .filter(|s| s.spoken_by.is_none() && !namer.mentions(&s.text).is_empty())
+        .filter(|s| told_whole(&s.text) && (c.narrator || !in_first_person(&s.text)))
         .map(|s| s.text.as_str())
         .take(2)
         .collect();
-    let mut out = c.name.clone();
+    let mut parts = Vec::new();
     if let Some(d) = c.description() {
-        out.push_str(&format!(", {d}"));
+        parts.push(format!("{d}."));
     }
-    out.push('.');
     if !told.is_empty() {
-        out.push(' ');
-        out.push_str(&prefix(&told.join(" "), 400));
+        parts.push(prefix(&told.join(" "), 400));
     }
-    out
+    if parts.is_empty() {
+        // A profile may not be empty; the prompt then says the name once.
+        return format!("{}.", c.name);
+    }
+    parts.join(" ")
 }
 
 /// How it speaks, from its lines in the past scenes: length and questions.
@@ -442,5 +469,26 @@ fn style(analysis: &Analysis, id: &str, past: usize) -> String {
         format!("{length}, often asking questions")
     } else {
         length.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::opening;
+
+    #[test]
+    fn an_opening_tells_the_others_nothing_the_narrator_only_thought() {
+        let text = "\"Quite so,\" I asked.\n\n\
+                    It was between eight and nine o'clock now, and I was limp and weary. \
+                    The treasure, however, was a different matter. I had heard little good \
+                    of him.\n\n\
+                    \"Here we are,\" said Holmes, lifting the dog down.\n\n\
+                    The fog lay thick upon the river. Holmes stood at the window.";
+        assert_eq!(
+            opening(text),
+            "The fog lay thick upon the river. Holmes stood at the window."
+        );
+        // Nothing but the narrator's view: no opening at all.
+        assert_eq!(opening("I was tired, and I slept.\n\nI woke."), "");
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::characters::is_title_word;
 use super::lexicon::{FEMALE_HINTS, MALE_HINTS, SPEECH_VERBS, is_past_verb};
 use super::scenes::{BookFacts, ELDER_WORDS, FADE_PARAGRAPHS, Gender, Speaker, Tag};
 use super::text::{FocusCharacter, Namer, Segment, paragraphs, sentences, words};
@@ -15,6 +16,10 @@ pub(super) const DETERMINERS: &[&str] = &[
 pub(super) fn clean_word(w: &str) -> String {
     w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
         .to_owned()
+}
+
+fn starts_upper(word: &str) -> bool {
+    word.chars().next().is_some_and(char::is_uppercase)
 }
 
 pub(super) fn is_speech_verb(word: &str) -> bool {
@@ -49,11 +54,24 @@ pub(super) fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<
             other: words.get(1).is_some_and(|n| n == "other"),
         }),
         _ => {
-            let raw = clean_word(head.split_whitespace().next()?);
-            raw.chars()
-                .next()
-                .is_some_and(char::is_uppercase)
-                .then_some(Tag::Named(raw))
+            let mut tokens = head.split_whitespace();
+            let written = tokens.next()?;
+            let raw = clean_word(written);
+            if !starts_upper(&raw) {
+                return None;
+            }
+            if !is_title_word(&raw) {
+                return Some(Tag::Named(raw));
+            }
+            // A title names no one alone: "shouted Mr. Sherman" is Mr. Sherman, not a
+            // person called "Mr"; a title with no name after it is no tag at all.
+            let name = tokens.next().map(clean_word).filter(|w| starts_upper(w))?;
+            let dot = if written.trim_end_matches([',', ';', ':']).ends_with('.') {
+                "."
+            } else {
+                ""
+            };
+            Some(Tag::Named(format!("{raw}{dot} {name}")))
         }
     }
 }

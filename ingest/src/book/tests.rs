@@ -892,3 +892,39 @@ async fn the_model_gives_an_unknown_line_to_one_on_stage_and_no_one_else() {
     assert_eq!(done.unattributed.len(), 1);
     assert!(!done.present().any(|c| c == "enoch-drebber"));
 }
+
+#[test]
+fn a_speaker_named_by_title_and_surname_keeps_both() {
+    // The Sign of the Four, chapter 7: the bird-stuffer is in no character list.
+    let list = "John Watson | Watson | narrator\nSherlock Holmes | Holmes\n";
+    let text = "I knocked at the door with Holmes beside me, and I waited, as I had \
+                been told.\n\n\
+                \"I won't be argued with!\" shouted Mr. Sherman. \"Now stand clear.\"\n\n\
+                \"Mr. Holmes sent me,\" I said.\n\n\
+                \"Then come in,\" said Inspector Gregson, \"and be quick.\"\n\n\
+                \"Who is there?\" asked Mrs, and no more.";
+    let scene = attributed(list, text);
+    let speakers: Vec<String> = scene
+        .utterances
+        .iter()
+        .map(|u| match &u.speaker {
+            Speaker::Focus(id) => id.clone(),
+            Speaker::Other(n) => format!("other:{n}"),
+        })
+        .collect();
+    assert_eq!(
+        &speakers[..4],
+        [
+            "other:Mr. Sherman",
+            "other:Mr. Sherman",
+            "john-watson",
+            "other:Inspector Gregson"
+        ],
+        "{speakers:?}"
+    );
+    // A title with no name after it is no one's name.
+    assert!(
+        speakers.iter().all(|s| s != "other:Mrs" && s != "other:Mr"),
+        "{speakers:?}"
+    );
+}

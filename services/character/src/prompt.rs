@@ -74,7 +74,16 @@ const EXAMPLE_REPLY: &str = r#"{"kind":"speech","target":"tom","text":"Fresh fro
 
 fn character_line(shard: &Shard) -> String {
     let p = &shard.profile;
-    let mut text = format!("Character: {}, {}", p.name, p.profile.trim());
+    // A profile may be empty, or begin with the name itself (an ingested book's, a
+    // hand-written "Ada Lovelace, mathematician."): the name is said once.
+    let profile = p.profile.trim();
+    let mut text = if profile.is_empty() {
+        format!("Character: {}.", p.name)
+    } else if profile.starts_with(p.name.as_str()) {
+        format!("Character: {profile}")
+    } else {
+        format!("Character: {}, {profile}", p.name)
+    };
     if !p.speaking_style.trim().is_empty() {
         dramatis_runtime::push!(
             text,
@@ -284,4 +293,43 @@ pub(crate) fn item_texts(
         }
     }
     texts
+}
+
+#[cfg(test)]
+mod tests {
+    use dramatis_embed::FakeEmbedder;
+    use dramatis_proto::v1::CharacterProfile;
+
+    use super::character_line;
+    use crate::shard::Shard;
+
+    async fn line(name: &str, profile: &str) -> String {
+        let shard = Shard::new(
+            CharacterProfile {
+                id: "wiggins".into(),
+                name: name.into(),
+                profile: profile.into(),
+                ..CharacterProfile::default()
+            },
+            &FakeEmbedder::new(8),
+        )
+        .await
+        .expect("shard");
+        character_line(&shard)
+    }
+
+    #[tokio::test]
+    async fn the_character_line_says_the_name_once() {
+        assert_eq!(
+            line("Wiggins", "a street boy.").await,
+            "Character: Wiggins, a street boy."
+        );
+        // An ingested book's profile may begin with the name, or be only the name.
+        assert_eq!(
+            line("Wiggins", "Wiggins, a street boy.").await,
+            "Character: Wiggins, a street boy."
+        );
+        assert_eq!(line("Wiggins", "Wiggins.").await, "Character: Wiggins.");
+        assert_eq!(line("Wiggins", "").await, "Character: Wiggins.");
+    }
 }
