@@ -283,6 +283,19 @@ fn focus_speakers(scene: &super::scenes::Scene) -> Vec<&str> {
         .collect()
 }
 
+/// Who speaks each of the scene's lines: a focus character's id, or `other:` and the
+/// name the text gives.
+fn all_speakers(scene: &super::scenes::Scene) -> Vec<String> {
+    scene
+        .utterances
+        .iter()
+        .map(|u| match &u.speaker {
+            Speaker::Focus(id) => id.clone(),
+            Speaker::Other(n) => format!("other:{n}"),
+        })
+        .collect()
+}
+
 /// Whether `id` is on stage at `paragraph`, with the scene's stays and exits on failure.
 fn assert_on_stage(scene: &super::scenes::Scene, paragraph: usize, id: &str, on_stage: bool) {
     assert_eq!(
@@ -597,14 +610,7 @@ fn a_stranger_the_narration_brings_in_is_the_next_he_not_a_listed_character() {
                 \"I am Miss Morstan,\" said she.\n\n\
                 Holmes looked at the man like a man who knows. \"Quite so,\" he said.";
     let scene = attributed(list, text);
-    let speakers: Vec<String> = scene
-        .utterances
-        .iter()
-        .map(|u| match &u.speaker {
-            Speaker::Focus(id) => id.clone(),
-            Speaker::Other(n) => format!("other:{n}"),
-        })
-        .collect();
+    let speakers = all_speakers(&scene);
     assert_eq!(
         speakers,
         ["other:the man", "mary-morstan", "sherlock-holmes"],
@@ -904,14 +910,7 @@ fn a_speaker_named_by_title_and_surname_keeps_both() {
                 \"Then come in,\" said Inspector Gregson, \"and be quick.\"\n\n\
                 \"Who is there?\" asked Mrs, and no more.";
     let scene = attributed(list, text);
-    let speakers: Vec<String> = scene
-        .utterances
-        .iter()
-        .map(|u| match &u.speaker {
-            Speaker::Focus(id) => id.clone(),
-            Speaker::Other(n) => format!("other:{n}"),
-        })
-        .collect();
+    let speakers = all_speakers(&scene);
     assert_eq!(
         &speakers[..4],
         [
