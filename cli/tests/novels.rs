@@ -150,6 +150,18 @@ fn no_narrator_view_reaches_others(book: &str, path: &std::path::Path, narrator:
             scene.id,
             scene.opening
         );
+        // An omniscient narrator's view into one mind ("John Ferrier's heart was sore
+        // within him … He had always determined …") is not told to the room either.
+        let mind = ["heart", "thought", "felt", "determined", "knew", "feared"];
+        assert!(
+            !scene
+                .opening
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| mind.contains(&w)),
+            "{book}: {} opens inside someone's mind: {}",
+            scene.id,
+            scene.opening
+        );
     }
     for c in &scenario.characters {
         let first = c.known_as.split_whitespace().next().unwrap_or("");

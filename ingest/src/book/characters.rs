@@ -51,31 +51,6 @@ pub fn is_narrators_own(form: &str) -> bool {
     matches!(first.to_lowercase().as_str(), "my" | "our")
 }
 
-/// Whether `sentence` speaks in the first person ("I", "me", "our"…): in a book's
-/// narration, the narrator's own view, which no one else shares.
-#[must_use]
-pub fn in_first_person(sentence: &str) -> bool {
-    sentence
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| {
-            matches!(
-                w,
-                "I" | "me"
-                    | "my"
-                    | "My"
-                    | "mine"
-                    | "myself"
-                    | "we"
-                    | "We"
-                    | "us"
-                    | "our"
-                    | "Our"
-                    | "ours"
-                    | "ourselves"
-            )
-        })
-}
-
 /// Reads the character list: one `Canonical Name | alias, alias | marks` per line (the
 /// aliases and marks may be left out; the only mark is `narrator`); blank lines and `#`
 /// comments are skipped. Ids are the name without its titles, lowercased, words joined

@@ -30,6 +30,51 @@ pub fn first_person(text: &str) -> bool {
     first >= 3 && first * 200 >= total
 }
 
+/// Whether `sentence` speaks in the first person ("I", "me", "our"…): in a book's
+/// narration, the narrator's own view, which no one else shares.
+#[must_use]
+pub fn in_first_person(sentence: &str) -> bool {
+    sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| {
+            matches!(
+                w,
+                "I" | "me"
+                    | "my"
+                    | "My"
+                    | "mine"
+                    | "myself"
+                    | "we"
+                    | "We"
+                    | "us"
+                    | "our"
+                    | "Our"
+                    | "ours"
+                    | "ourselves"
+            )
+        })
+}
+
+/// Whether `sentence` tells someone's inner life: a word of thinking or feeling
+/// (`INNER_LIFE`, lowercase as written, so "Jefferson Hope" is not "hope"). An
+/// omniscient narrator tells what a character felt or resolved ("He had always
+/// determined, deep down in his resolute heart, that nothing would ever induce him to
+/// allow his daughter to wed a Mormon"), which those beside him did not perceive.
+#[must_use]
+pub fn tells_inner_life(sentence: &str) -> bool {
+    sentence
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .any(|w| !w.is_empty() && INNER_LIFE.split_whitespace().any(|i| i == w))
+}
+
+/// Words that tell what someone thought, felt, knew or resolved: a sentence holding one
+/// is a view into a mind, not something those present perceived.
+const INNER_LIFE: &str = "thought thoughts thinking felt feel feeling feelings feared fears \
+    hoped hopes hope wished longed longing dreaded wondered knew believed suspected \
+    determined resolved resolve regarded imagined remembered recollected reflected \
+    pondered doubted realised realized decided intended secretly inwardly privately heart \
+    mind soul conscious conscience yearned despaired grieved";
+
 /// The narrator of each first-person chapter (1-based chapter → character id).
 ///
 /// A character marked `narrator` in the list tells every first-person chapter; with

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::characters::{in_first_person, is_narrators_own};
+use super::characters::is_narrators_own;
+use super::narration::{in_first_person, tells_inner_life};
 use super::text::{FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences};
 use super::{Analysis, personality};
 use crate::file::{
@@ -391,17 +392,22 @@ fn beat(text: &str) -> String {
 }
 
 /// The opening narration, which everyone present perceives: the scene's first run of
-/// narration told wholly in the third person. A first-person passage is the narrator's
-/// own view ("I was limp and weary … I had heard little good of him"), and so is a
-/// sentence of reflection among its first-person ones ("The treasure, however, was a
-/// different matter"), so a run holding any is passed over rather than told to the
+/// narration told wholly in the third person and outside anyone's mind. A first-person
+/// passage is the narrator's own view ("I was limp and weary … I had heard little good
+/// of him"), and so is a sentence of reflection among its first-person ones ("The
+/// treasure, however, was a different matter"); an omniscient narrator's account of
+/// what someone felt or resolved ("John Ferrier's heart was sore within him") is that
+/// character's alone. A run holding any of these is passed over rather than told to the
 /// others; a scene with nothing else opens with no narration.
 fn opening(text: &str) -> String {
     narration(text)
         .iter()
         .find_map(|run| {
             let all = sentences(run);
-            if all.iter().any(|s| in_first_person(s)) {
+            if all
+                .iter()
+                .any(|s| in_first_person(s) || tells_inner_life(s))
+            {
                 return None;
             }
             let kept: Vec<&str> = all.into_iter().filter(|s| told_whole(s)).collect();
@@ -487,6 +493,15 @@ mod tests {
         assert_eq!(
             opening(text),
             "The fog lay thick upon the river. Holmes stood at the window."
+        );
+        // An omniscient narrator's view into one mind is passed over too.
+        let text = "John Ferrier's heart was sore within him. He had always determined \
+                    that his daughter would not wed a Mormon.\n\n\
+                    \"Come in,\" said Brigham Young.\n\n\
+                    The prophet sat down in the chair by the window.";
+        assert_eq!(
+            opening(text),
+            "The prophet sat down in the chair by the window."
         );
         // Nothing but the narrator's view: no opening at all.
         assert_eq!(opening("I was tired, and I slept.\n\nI woke."), "");
