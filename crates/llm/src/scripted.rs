@@ -187,15 +187,11 @@ fn minimal_instance(schema: &serde_json::Value, line: &str) -> serde_json::Value
 /// `call` as [`FIXED_DIGITS`] digits, each a word of its own ("0 0 1 2 3 4"); a call
 /// past the width keeps all its digits.
 fn fixed_width(call: u64) -> String {
-    let digits = format!("{call:0FIXED_DIGITS$}");
-    let mut spaced = String::with_capacity(digits.len() * 2);
-    for digit in digits.chars() {
-        if !spaced.is_empty() {
-            spaced.push(' ');
-        }
-        spaced.push(digit);
-    }
-    spaced
+    let digits: Vec<String> = format!("{call:0FIXED_DIGITS$}")
+        .chars()
+        .map(String::from)
+        .collect();
+    digits.join(" ")
 }
 
 #[async_trait]

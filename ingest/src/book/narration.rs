@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::lexicon::{EMOTIONS, PLACE_LINKS, PLACE_NOUNS, PLACE_STOPS};
 use super::partition::Span;
 use super::speech::vocative;
-use super::text::{FocusCharacter, Namer, Segment, paragraphs, words};
+use super::text::{FocusCharacter, Namer, Segment, paragraphs, words, written_words};
 
 /// Narration (outside quotes) that says "I", "me" or "my" at least once in 200 words,
 /// and at least three times: a first-person telling. Third-person chapters of the
@@ -18,10 +18,7 @@ pub fn first_person(text: &str) -> bool {
     for para in paragraphs(text) {
         for seg in &para {
             let Segment::Narration(n) = seg else { continue };
-            for w in n.split(|c: char| !c.is_alphanumeric() && c != '\'') {
-                if w.is_empty() {
-                    continue;
-                }
+            for w in written_words(n) {
                 total += 1;
                 first += usize::from(matches!(w, "I" | "me" | "my" | "My" | "myself"));
             }
@@ -34,25 +31,23 @@ pub fn first_person(text: &str) -> bool {
 /// narration, the narrator's own view, which no one else shares.
 #[must_use]
 pub fn in_first_person(sentence: &str) -> bool {
-    sentence
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| {
-            matches!(
-                w,
-                "I" | "me"
-                    | "my"
-                    | "My"
-                    | "mine"
-                    | "myself"
-                    | "we"
-                    | "We"
-                    | "us"
-                    | "our"
-                    | "Our"
-                    | "ours"
-                    | "ourselves"
-            )
-        })
+    written_words(sentence).any(|w| {
+        matches!(
+            w,
+            "I" | "me"
+                | "my"
+                | "My"
+                | "mine"
+                | "myself"
+                | "we"
+                | "We"
+                | "us"
+                | "our"
+                | "Our"
+                | "ours"
+                | "ourselves"
+        )
+    })
 }
 
 /// Whether `sentence` tells someone's inner life: a word of thinking or feeling
@@ -62,9 +57,7 @@ pub fn in_first_person(sentence: &str) -> bool {
 /// allow his daughter to wed a Mormon"), which those beside him did not perceive.
 #[must_use]
 pub fn tells_inner_life(sentence: &str) -> bool {
-    sentence
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .any(|w| !w.is_empty() && INNER_LIFE.split_whitespace().any(|i| i == w))
+    written_words(sentence).any(|w| INNER_LIFE.split_whitespace().any(|i| i == w))
 }
 
 /// Words that tell what someone thought, felt, knew or resolved: a sentence holding one

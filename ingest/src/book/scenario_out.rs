@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::characters::is_narrators_own;
 use super::narration::{in_first_person, tells_inner_life};
-use super::text::{FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences};
+use super::text::{
+    FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences, starts_upper,
+};
 use super::{Analysis, personality};
 use crate::file::{
     Character, Fact, Location, Memory, Open, PathEntry, Pattern, ScenarioFile, Scene, World,
@@ -419,8 +421,7 @@ fn opening(text: &str) -> String {
 /// A sentence of narration that stands alone: not the tail of a speech tag ("said
 /// Holmes, lifting him down"), and of four words at least.
 fn told_whole(sentence: &str) -> bool {
-    sentence.chars().next().is_some_and(char::is_uppercase)
-        && sentence.split_whitespace().count() >= 4
+    starts_upper(sentence) && sentence.split_whitespace().count() >= 4
 }
 
 /// The character's own description, as the prompt gives it after the name: how

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::characters::is_title_word;
 use super::lexicon::{FEMALE_HINTS, MALE_HINTS, SPEECH_VERBS, is_past_verb};
 use super::scenes::{BookFacts, ELDER_WORDS, FADE_PARAGRAPHS, Gender, Speaker, Tag};
-use super::text::{FocusCharacter, Namer, Segment, paragraphs, sentences, words};
+use super::text::{FocusCharacter, Namer, Segment, paragraphs, sentences, starts_upper, words};
 
 /// Words that open a description ("my companion", "the inspector").
 pub(super) const DETERMINERS: &[&str] = &[
@@ -16,10 +16,6 @@ pub(super) const DETERMINERS: &[&str] = &[
 pub(super) fn clean_word(w: &str) -> String {
     w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
         .to_owned()
-}
-
-fn starts_upper(word: &str) -> bool {
-    word.chars().next().is_some_and(char::is_uppercase)
 }
 
 pub(super) fn is_speech_verb(word: &str) -> bool {

@@ -334,9 +334,21 @@ pub fn contains_phrase(text: &str, phrase: &str) -> bool {
 
 /// Lowercased alphabetic words of a text.
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+    written_words(text)
         .map(|w| w.trim_matches('\'').to_lowercase())
         .filter(|w| !w.is_empty())
+}
+
+/// The words of a text as written (case kept): "Hope" the name is not "hope".
+pub fn written_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether `word` begins with a capital.
+#[must_use]
+pub fn starts_upper(word: &str) -> bool {
+    word.chars().next().is_some_and(char::is_uppercase)
 }
 
 /// Counts of each word over texts.
