@@ -100,6 +100,11 @@ impl OnnxEmbedder {
             .map_err(runtime)?
             .with_intra_threads(config.threads.max(1))
             .map_err(runtime)?
+            // Idle intra-op threads sleep instead of spinning: on a small machine a
+            // spinning pool takes the cores the world, the other agents and the next
+            // line's I/O need between two embeddings.
+            .with_intra_op_spinning(false)
+            .map_err(runtime)?
             .commit_from_file(&model)
             .map_err(runtime)?;
         let token_type_ids = session
