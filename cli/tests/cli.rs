@@ -212,7 +212,7 @@ async fn bad_input_is_refused_with_a_clear_message() {
 
 fn embedder_present() -> bool {
     let present = repo()
-        .join("models/all-MiniLM-L6-v2-int8/model.onnx")
+        .join("models/all-MiniLM-L6-v2-int8-nbits/model.onnx")
         .is_file();
     if !present {
         eprintln!("SKIPPED: embedding model is absent; run `bash scripts/setup.sh`");

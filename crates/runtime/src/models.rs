@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 /// The built-in language model (SmolLM2-135M-Instruct, Q4_1 GGUF).
 pub const DEFAULT_LLM_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// The default sentence-embedding model directory (all-MiniLM-L6-v2, int8 ONNX).
-pub const DEFAULT_EMBEDDER_DIR: &str = "all-MiniLM-L6-v2-int8";
+/// The default sentence-embedding model directory: all-MiniLM-L6-v2 (int8 ONNX) as
+/// set-up rewrites it so ONNX Runtime keeps the weights in eight bits
+/// (`scripts/embedder_int8.py`).
+pub const DEFAULT_EMBEDDER_DIR: &str = "all-MiniLM-L6-v2-int8-nbits";
 
 /// The ONNX Runtime library the embedder loads.
 pub const ONNX_RUNTIME_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
