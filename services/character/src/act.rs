@@ -191,6 +191,7 @@ impl Character {
             .await?;
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let action = into_action(&mut shard, parsed, deflect, moment, usage);
+        agents.warm_words(&action);
         // Not saved here: the turn's audited prompts and feeling go to disk with the
         // character's own event, which the world delivers as soon as it has logged the
         // line (one durable write instead of two per line). A snapshot shows them
@@ -336,6 +337,35 @@ impl CharacterAgents {
 
 /// The action a turn ends with: the parsed one (its goal and feeling kept on the
 /// shard), or an in-character line when nothing usable came or the guard gave up.
+impl CharacterAgents {
+    /// Starts embedding the words of a line just made, in the background. They are
+    /// what everyone who perceives the line embeds (this process's characters among
+    /// them) and what the next turn's recall embeds first; started now, the model run
+    /// overlaps the world's durable write of the line instead of following it. The
+    /// process's embedder cache keeps the vector, or hands the run under way to
+    /// whoever asks next, so nothing is embedded twice. A failure here is left to that
+    /// later call, which embeds again and reports it.
+    fn warm_words(&self, action: &Action) {
+        // The world logs speech and action words as given (trimmed); a movement's
+        // line is written by the world.
+        if !matches!(
+            action.kind(),
+            ActionKind::Speech | ActionKind::Action | ActionKind::Unspecified
+        ) {
+            return;
+        }
+        let words = action.text.trim();
+        if words.is_empty() {
+            return;
+        }
+        let embedder = std::sync::Arc::clone(&self.options.embedder);
+        let words = vec![words.to_owned()];
+        self.tasks.spawn(async move {
+            let _ = embedder.embed(&words).await;
+        });
+    }
+}
+
 fn into_action(
     shard: &mut Shard,
     parsed: Option<ParsedAction>,

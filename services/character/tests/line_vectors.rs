@@ -104,3 +104,82 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
         "no text embedded twice: {texts:#?}"
     );
 }
+
+#[tokio::test]
+async fn a_lines_words_are_embedded_as_it_is_made_and_not_again_when_perceived() {
+    let recording = Arc::new(RecordingEmbedder::new(64));
+    let agents = CharacterAgents::new(AgentOptions::new(
+        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
+        recording.clone(),
+    ));
+    for (id, name) in CAST {
+        let profile = CharacterProfile {
+            id: id.into(),
+            name: name.into(),
+            profile: format!("{name}, of London."),
+            ..CharacterProfile::default()
+        };
+        agents.attach("w", id, profile).await.expect("attached");
+    }
+    let perceive_all = |events: Vec<Event>| {
+        let agents = &agents;
+        async move {
+            for (id, _) in CAST {
+                agents
+                    .character("w", id)
+                    .expect("attached")
+                    .perceive(&events)
+                    .await
+                    .expect("perceived");
+            }
+        }
+    };
+    perceive_all(vec![event(
+        1,
+        "s1",
+        EventKind::SceneStart,
+        0,
+        "Brixton Road",
+    )])
+    .await;
+    let frame = SceneFrame {
+        scene_id: "s1".into(),
+        location_name: "Brixton Road".into(),
+        present: CAST
+            .iter()
+            .map(|(id, name)| PresentCharacter {
+                id: (*id).into(),
+                name: (*name).into(),
+            })
+            .collect(),
+        ..SceneFrame::default()
+    };
+    let made = agents
+        .character("w", CAST[0].0)
+        .expect("attached")
+        .act(&frame, None)
+        .await
+        .expect("act");
+    let words = made.action.text.trim().to_owned();
+    assert!(!words.is_empty());
+    let times = |texts: &[String]| texts.iter().filter(|t| **t == words).count();
+    // Started before the turn returned: the embedding runs while the world logs it.
+    for _ in 0..1_000 {
+        if times(&recording.asked()) > 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let asked = recording.asked();
+    assert_eq!(times(&asked), 1, "before anyone perceived it: {asked:#?}");
+    // Logged and delivered, then the next turn recalls with it: the vector is reused.
+    perceive_all(vec![event(2, "s1", EventKind::Speech, 0, &words)]).await;
+    agents
+        .character("w", CAST[1].0)
+        .expect("attached")
+        .act(&frame, None)
+        .await
+        .expect("act");
+    let asked = recording.asked();
+    assert_eq!(times(&asked), 1, "embedded once in all: {asked:#?}");
+}
