@@ -35,9 +35,25 @@ fn folded_header() -> String {
 }
 
 /// Stems that mean the same as a stem.
+///
+/// Every agent process holds one, so it is kept compact: the stems sorted in one
+/// string and found by binary search, each stem's synonyms as numbers in one list
+/// (about 1 MB for WordNet's stems, where a map of strings to lists of numbers took 7).
 #[derive(Debug, Default, Clone)]
 pub struct Thesaurus {
-    /// Every stem that has synonyms, by number.
+    /// Every stem, sorted, one after another.
+    text: String,
+    /// Where each stem ends in `text`.
+    ends: Vec<u32>,
+    /// Where each stem's synonyms end in `related`.
+    related_ends: Vec<u32>,
+    /// The synonyms of every stem, by number, stem after stem.
+    related: Vec<u32>,
+}
+
+/// A thesaurus being built: stems numbered as they come.
+#[derive(Debug, Default)]
+struct Builder {
     names: Vec<String>,
     numbers: HashMap<String, u32>,
     /// Per stem number, the numbers of its synonyms.
@@ -56,16 +72,16 @@ impl Thesaurus {
     /// A thesaurus from groups of words that mean the same (each group one sense).
     #[must_use]
     pub fn from_groups<'a>(groups: impl IntoIterator<Item = &'a [&'a str]>) -> Self {
-        let mut thesaurus = Self::default();
+        let mut builder = Builder::default();
         for group in groups {
             let group: Vec<String> = group.iter().filter_map(|w| stem_of(w)).collect();
             for a in &group {
                 for b in &group {
-                    thesaurus.relate(a, b);
+                    builder.relate(a, b);
                 }
             }
         }
-        thesaurus
+        builder.freeze()
     }
 
     /// WordNet's dictionary files in `dir` (`data.noun`, `index.noun`, … as WordNet
@@ -104,7 +120,7 @@ impl Thesaurus {
             dir: dir.display().to_string(),
             reason: e.to_string(),
         })?;
-        let mut thesaurus = Self::default();
+        let mut builder = Builder::default();
         let mut seen = std::collections::HashSet::new();
         for synset in wordnet.iter_synsets() {
             for lemma in &synset.words {
@@ -125,13 +141,13 @@ impl Thesaurus {
                     };
                     for other in &sense.words {
                         if let Some(other) = stem_of(&lemma_word(other.text)) {
-                            thesaurus.relate(&stem, &other);
+                            builder.relate(&stem, &other);
                         }
                     }
                 }
             }
         }
-        Ok(thesaurus)
+        Ok(builder.freeze())
     }
 
     /// One line per stem with synonyms: the stem, a tab, its synonyms separated by
@@ -139,16 +155,14 @@ impl Thesaurus {
     fn folded(&self) -> String {
         let mut out = folded_header();
         out.push('\n');
-        for (n, related) in self.related.iter().enumerate() {
+        for n in 0..self.ends.len() {
+            let related = self.related_of(n);
             if related.is_empty() {
                 continue;
             }
-            out.push_str(&self.names[n]);
+            out.push_str(self.name(n));
             out.push('\t');
-            let words: Vec<&str> = related
-                .iter()
-                .map(|r| self.names[*r as usize].as_str())
-                .collect();
+            let words: Vec<&str> = related.iter().map(|r| self.name(*r as usize)).collect();
             out.push_str(&words.join(" "));
             out.push('\n');
         }
@@ -161,16 +175,82 @@ impl Thesaurus {
         if lines.next() != Some(folded_header().as_str()) {
             return None;
         }
-        let mut thesaurus = Self::default();
+        let mut builder = Builder::default();
         for line in lines {
             let (stem, related) = line.split_once('\t')?;
             for other in related.split(' ') {
-                thesaurus.relate(stem, other);
+                builder.relate(stem, other);
             }
         }
-        Some(thesaurus)
+        Some(builder.freeze())
     }
 
+    /// Stem number `n`.
+    fn name(&self, n: usize) -> &str {
+        let start = n.checked_sub(1).map_or(0, |p| self.ends[p] as usize);
+        &self.text[start..self.ends[n] as usize]
+    }
+
+    /// The synonyms of stem number `n`, by number.
+    fn related_of(&self, n: usize) -> &[u32] {
+        let start = n
+            .checked_sub(1)
+            .map_or(0, |p| self.related_ends[p] as usize);
+        &self.related[start..self.related_ends[n] as usize]
+    }
+
+    /// The number of `stem`, by binary search of the sorted stems.
+    fn find(&self, stem: &str) -> Option<usize> {
+        let (mut low, mut high) = (0, self.ends.len());
+        while low < high {
+            let middle = low + (high - low) / 2;
+            match self.name(middle).cmp(stem) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(middle),
+            }
+        }
+        None
+    }
+
+    /// The stems that mean what `stem` means in one of its frequent senses.
+    pub fn synonyms<'a>(&'a self, stem: &str) -> impl Iterator<Item = &'a str> + 'a {
+        self.find(stem)
+            .map(|n| self.related_of(n))
+            .unwrap_or_default()
+            .iter()
+            .map(|n| self.name(*n as usize))
+    }
+
+    /// Whether `a` and `b` mean the same in a frequent sense of either.
+    #[must_use]
+    pub fn alike(&self, a: &str, b: &str) -> bool {
+        a == b || self.synonyms(a).any(|s| s == b) || self.synonyms(b).any(|s| s == a)
+    }
+
+    /// How many stems have synonyms.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        (0..self.ends.len())
+            .filter(|n| !self.related_of(*n).is_empty())
+            .count()
+    }
+
+    /// Bytes it holds on the heap.
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + 4 * (self.ends.capacity() + self.related_ends.capacity() + self.related.capacity())
+    }
+
+    /// Whether it knows no synonyms at all (no WordNet files were found).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Builder {
     fn number(&mut self, stem: &str) -> u32 {
         if let Some(n) = self.numbers.get(stem) {
             return *n;
@@ -194,32 +274,25 @@ impl Thesaurus {
         }
     }
 
-    /// The stems that mean what `stem` means in one of its frequent senses.
-    pub fn synonyms<'a>(&'a self, stem: &str) -> impl Iterator<Item = &'a str> + 'a {
-        self.numbers
-            .get(stem)
-            .map(|n| self.related[*n as usize].as_slice())
-            .unwrap_or_default()
-            .iter()
-            .map(|n| self.names[*n as usize].as_str())
-    }
-
-    /// Whether `a` and `b` mean the same in a frequent sense of either.
-    #[must_use]
-    pub fn alike(&self, a: &str, b: &str) -> bool {
-        a == b || self.synonyms(a).any(|s| s == b) || self.synonyms(b).any(|s| s == a)
-    }
-
-    /// How many stems have synonyms.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.related.iter().filter(|r| !r.is_empty()).count()
-    }
-
-    /// Whether it knows no synonyms at all (no WordNet files were found).
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// The compact thesaurus: stems sorted, each one's synonyms in their order.
+    fn freeze(self) -> Thesaurus {
+        let mut order: Vec<usize> = (0..self.names.len()).collect();
+        order.sort_unstable_by(|a, b| self.names[*a].cmp(&self.names[*b]));
+        let mut place = vec![0u32; order.len()];
+        for (at, old) in order.iter().enumerate() {
+            place[*old] = u32::try_from(at).unwrap_or(u32::MAX);
+        }
+        let offset = |length: usize| u32::try_from(length).unwrap_or(u32::MAX);
+        let mut thesaurus = Thesaurus::default();
+        for old in order {
+            thesaurus.text.push_str(&self.names[old]);
+            thesaurus.ends.push(offset(thesaurus.text.len()));
+            thesaurus
+                .related
+                .extend(self.related[old].iter().map(|r| place[*r as usize]));
+            thesaurus.related_ends.push(offset(thesaurus.related.len()));
+        }
+        thesaurus
     }
 }
 
@@ -299,6 +372,13 @@ mod tests {
         assert_eq!(lines(&loaded), lines(&t));
         assert!(dir.join(FOLDED).is_file());
         assert!(t.len() > 20_000, "{} stems", t.len());
+        // Every agent process holds it: compact, not a map of strings.
+        assert!(t.heap_bytes() < 2 << 20, "{} bytes", t.heap_bytes());
+        assert!(
+            loaded.heap_bytes() < 2 << 20,
+            "{} bytes",
+            loaded.heap_bytes()
+        );
         for (a, b) in [
             ("ledger", "book"),
             ("littl", "small"),

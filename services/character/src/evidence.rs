@@ -169,7 +169,11 @@ pub fn thesaurus() -> &'static Thesaurus {
         let dir = dramatis_runtime::models::model_path(WORDNET_DIR);
         match Thesaurus::load(&dir) {
             Ok(thesaurus) => {
-                tracing::debug!(stems = thesaurus.len(), "synonyms loaded");
+                tracing::debug!(
+                    stems = thesaurus.len(),
+                    bytes = thesaurus.heap_bytes(),
+                    "synonyms loaded"
+                );
                 thesaurus
             }
             Err(e) => {
