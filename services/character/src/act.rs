@@ -361,6 +361,8 @@ impl CharacterAgents {
         let embedder = std::sync::Arc::clone(&self.options.embedder);
         let words = vec![words.to_owned()];
         self.tasks.spawn(async move {
+            // Only the cache wants the vector; a failure is met again, and reported,
+            // by whoever embeds these words next.
             let _ = embedder.embed(&words).await;
         });
     }

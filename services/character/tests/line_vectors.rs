@@ -36,8 +36,8 @@ fn event(seq: u64, scene: &str, kind: EventKind, speaker: usize, text: &str) -> 
     }
 }
 
-#[tokio::test]
-async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
+/// The three characters attached to one process whose embedder records every text.
+async fn cast() -> (CharacterAgents, Arc<RecordingEmbedder>) {
     let recording = Arc::new(RecordingEmbedder::new(64));
     let agents = CharacterAgents::new(AgentOptions::new(
         RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
@@ -52,25 +52,26 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
         };
         agents.attach("w", id, profile).await.expect("attached");
     }
-    // A scene all three lived through, then a turn of each in the next one.
-    let mut events = vec![event(1, "s1", EventKind::SceneStart, 0, "Brixton Road")];
-    for (i, line) in LINES.iter().enumerate() {
-        events.push(event(i as u64 + 2, "s1", EventKind::Speech, i, line));
-    }
-    events.push(event(5, "s1", EventKind::SceneEnd, 0, ""));
-    events.push(event(6, "s2", EventKind::SceneStart, 0, "Baker Street"));
-    events.push(event(7, "s2", EventKind::Speech, 1, LINES[0]));
+    (agents, recording)
+}
+
+/// `events`, perceived by all three.
+async fn perceive_all(agents: &CharacterAgents, events: &[Event]) {
     for (id, _) in CAST {
         agents
             .character("w", id)
             .expect("attached")
-            .perceive(&events)
+            .perceive(events)
             .await
             .expect("perceived");
     }
-    let frame = SceneFrame {
-        scene_id: "s2".into(),
-        location_name: "Baker Street".into(),
+}
+
+/// A turn's frame in `scene` at `place`, with all three present.
+fn frame(scene: &str, place: &str) -> SceneFrame {
+    SceneFrame {
+        scene_id: scene.into(),
+        location_name: place.into(),
         present: CAST
             .iter()
             .map(|(id, name)| PresentCharacter {
@@ -79,7 +80,22 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
             })
             .collect(),
         ..SceneFrame::default()
-    };
+    }
+}
+
+#[tokio::test]
+async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
+    let (agents, recording) = cast().await;
+    // A scene all three lived through, then a turn of each in the next one.
+    let mut events = vec![event(1, "s1", EventKind::SceneStart, 0, "Brixton Road")];
+    for (i, line) in LINES.iter().enumerate() {
+        events.push(event(i as u64 + 2, "s1", EventKind::Speech, i, line));
+    }
+    events.push(event(5, "s1", EventKind::SceneEnd, 0, ""));
+    events.push(event(6, "s2", EventKind::SceneStart, 0, "Baker Street"));
+    events.push(event(7, "s2", EventKind::Speech, 1, LINES[0]));
+    perceive_all(&agents, &events).await;
+    let frame = frame("s2", "Baker Street");
     for (id, _) in CAST {
         agents
             .character("w", id)
@@ -107,53 +123,10 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
 
 #[tokio::test]
 async fn a_lines_words_are_embedded_as_it_is_made_and_not_again_when_perceived() {
-    let recording = Arc::new(RecordingEmbedder::new(64));
-    let agents = CharacterAgents::new(AgentOptions::new(
-        RoleModels::uniform(Arc::new(ScriptedModel::new(Vec::new()))),
-        recording.clone(),
-    ));
-    for (id, name) in CAST {
-        let profile = CharacterProfile {
-            id: id.into(),
-            name: name.into(),
-            profile: format!("{name}, of London."),
-            ..CharacterProfile::default()
-        };
-        agents.attach("w", id, profile).await.expect("attached");
-    }
-    let perceive_all = |events: Vec<Event>| {
-        let agents = &agents;
-        async move {
-            for (id, _) in CAST {
-                agents
-                    .character("w", id)
-                    .expect("attached")
-                    .perceive(&events)
-                    .await
-                    .expect("perceived");
-            }
-        }
-    };
-    perceive_all(vec![event(
-        1,
-        "s1",
-        EventKind::SceneStart,
-        0,
-        "Brixton Road",
-    )])
-    .await;
-    let frame = SceneFrame {
-        scene_id: "s1".into(),
-        location_name: "Brixton Road".into(),
-        present: CAST
-            .iter()
-            .map(|(id, name)| PresentCharacter {
-                id: (*id).into(),
-                name: (*name).into(),
-            })
-            .collect(),
-        ..SceneFrame::default()
-    };
+    let (agents, recording) = cast().await;
+    let start = event(1, "s1", EventKind::SceneStart, 0, "Brixton Road");
+    perceive_all(&agents, &[start]).await;
+    let frame = frame("s1", "Brixton Road");
     let made = agents
         .character("w", CAST[0].0)
         .expect("attached")
@@ -173,7 +146,7 @@ async fn a_lines_words_are_embedded_as_it_is_made_and_not_again_when_perceived()
     let asked = recording.asked();
     assert_eq!(times(&asked), 1, "before anyone perceived it: {asked:#?}");
     // Logged and delivered, then the next turn recalls with it: the vector is reused.
-    perceive_all(vec![event(2, "s1", EventKind::Speech, 0, &words)]).await;
+    perceive_all(&agents, &[event(2, "s1", EventKind::Speech, 0, &words)]).await;
     agents
         .character("w", CAST[1].0)
         .expect("attached")
