@@ -333,11 +333,7 @@ impl CharacterAgents {
             Guarded::GivenUp => (None, true),
         })
     }
-}
 
-/// The action a turn ends with: the parsed one (its goal and feeling kept on the
-/// shard), or an in-character line when nothing usable came or the guard gave up.
-impl CharacterAgents {
     /// Starts embedding the words of a line just made, in the background. They are
     /// what everyone who perceives the line embeds (this process's characters among
     /// them) and what the next turn's recall embeds first; started now, the model run
@@ -368,6 +364,8 @@ impl CharacterAgents {
     }
 }
 
+/// The action a turn ends with: the parsed one (its goal and feeling kept on the
+/// shard), or an in-character line when nothing usable came or the guard gave up.
 fn into_action(
     shard: &mut Shard,
     parsed: Option<ParsedAction>,
