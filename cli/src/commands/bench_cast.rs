@@ -10,7 +10,7 @@ use dramatis_eval::bench::story_spec;
 use dramatis_proto::v1::{DeleteWorldRequest, create_world_request};
 use dramatis_runtime::Shutdown;
 use dramatis_runtime::client::{ClientOptions, advance_to_end, create_world, world_client};
-use dramatis_runtime::memory_use::{peak_rss_mb_of, rss_mb};
+use dramatis_runtime::memory_use::{peak_rss_mb_of, private_mb, rss_mb};
 use serde::Serialize;
 
 use super::bench::{JsonArg, print_json};
@@ -84,6 +84,11 @@ struct Run {
     /// Their resident memory once the story has ended (every character still attached,
     /// idle).
     idle_rss_mb_per_character: f64,
+    /// Of that, what the agents hold alone (private pages), per character: what each
+    /// more agent process costs the machine. The rest of VmRSS is code and data files
+    /// every agent maps and the machine holds once (ONNX Runtime, the executable, the
+    /// embedder's weights file).
+    idle_private_mb_per_character: f64,
     /// Why the run was skipped, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<String>,
@@ -187,6 +192,7 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
             "prompt_tokens_per_turn": column(|r| r.prompt_tokens_per_turn.into()),
             "rss_mb_per_character": column(|r| r.peak_rss_mb_per_character.into()),
             "idle_rss_mb_per_character": column(|r| r.idle_rss_mb_per_character.into()),
+            "idle_private_mb_per_character": column(|r| r.idle_private_mb_per_character.into()),
             "lines_per_s": column(|r| r.lines_per_s.into()),
             "processes": column(|r| r.processes.into()),
             "startup_s": column(|r| r.startup_s.into()),
@@ -254,7 +260,7 @@ impl Run {
 
 fn print_table(runs: &[Run]) {
     println!(
-        "{:<10} {:>6} {:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>10} {:>12} {:>12}",
+        "{:<10} {:>6} {:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>10} {:>12} {:>12} {:>12}",
         "layout",
         "chars",
         "attn",
@@ -265,7 +271,8 @@ fn print_table(runs: &[Run]) {
         "procs",
         "peak MB",
         "peak MB/ch",
-        "idle MB/ch"
+        "idle MB/ch",
+        "own MB/ch"
     );
     for run in runs {
         let attention = match run.attention {
@@ -280,7 +287,7 @@ fn print_table(runs: &[Run]) {
             continue;
         }
         println!(
-            "{:<10} {:>6} {attention:>6} {:>10.1} {:>7} {:>8.1} {:>9.0} {:>6} {:>10.0} {:>12.2} {:>12.2}",
+            "{:<10} {:>6} {attention:>6} {:>10.1} {:>7} {:>8.1} {:>9.0} {:>6} {:>10.0} {:>12.2} {:>12.2} {:>12.2}",
             run.layout,
             run.characters,
             run.startup_s,
@@ -290,7 +297,8 @@ fn print_table(runs: &[Run]) {
             run.processes,
             run.peak_rss_mb,
             run.peak_rss_mb_per_character,
-            run.idle_rss_mb_per_character
+            run.idle_rss_mb_per_character,
+            run.idle_private_mb_per_character
         );
     }
 }
@@ -329,6 +337,7 @@ async fn one(
     let pids = stack.agents.pids();
     let peak: f64 = pids.iter().map(|p| peak_rss_mb_of(*p)).sum();
     let idle: f64 = pids.iter().map(|p| rss_mb(*p)).sum();
+    let private: f64 = pids.iter().map(|p| private_mb(*p)).sum();
     // The stack, and the world with it, is torn down next.
     let _ = client
         .delete_world(DeleteWorldRequest {
@@ -349,6 +358,7 @@ async fn one(
         peak_rss_mb: peak,
         peak_rss_mb_per_character: peak / n,
         idle_rss_mb_per_character: idle / n,
+        idle_private_mb_per_character: private / n,
         skipped: None,
     })
 }
