@@ -160,6 +160,31 @@ impl Graph {
             self.entry = Some(id);
             return;
         };
+        self.link(vectors, id, entry);
+        if level > usize::from(self.levels[entry as usize]) {
+            self.entry = Some(id);
+        }
+    }
+
+    /// Links `node` again once its vector has changed: its own neighbours are chosen
+    /// anew for the new vector, and each links back to it. What the rest of the graph
+    /// holds is not rebuilt: links other nodes keep to it still lead near where it
+    /// was, and their next prune judges them by the new vector. The cost of one
+    /// insertion, where rebuilding the graph cost one per node.
+    pub fn relink(&mut self, vectors: &impl Vectors, node: usize) {
+        let (Some(entry), Ok(id)) = (self.entry, u32::try_from(node)) else {
+            return;
+        };
+        if node < self.len() {
+            self.link(vectors, id, entry);
+        }
+    }
+
+    /// Chooses `id`'s neighbours on each of its layers by a search from `entry`, and
+    /// links each of them back to it.
+    fn link(&mut self, vectors: &impl Vectors, id: u32, entry: u32) {
+        let node = id as usize;
+        let level = usize::from(self.levels[node]);
         let query = vectors.row(node);
         let top = usize::from(self.levels[entry as usize]);
         let mut nearest = Near {
@@ -171,19 +196,22 @@ impl Graph {
         }
         let mut entries = vec![nearest];
         for layer in (0..=level.min(top)).rev() {
-            let found =
+            let mut found =
                 self.search_layer(vectors, query, &entries, EF_CONSTRUCTION, layer, &|_| true);
+            // A node linked before is found through the links others keep to it.
+            found.retain(|n| n.node != id);
             let cap = if layer == 0 { M0 } else { M };
             let chosen = select(vectors, &found, cap);
             for &neighbour in &chosen {
-                self.links[layer][neighbour as usize].push(id);
-                self.prune(vectors, neighbour, layer, cap);
+                if !self.links[layer][neighbour as usize].contains(&id) {
+                    self.links[layer][neighbour as usize].push(id);
+                    self.prune(vectors, neighbour, layer, cap);
+                }
             }
             self.links[layer][node] = chosen;
-            entries = found;
-        }
-        if level > top {
-            self.entry = Some(id);
+            if !found.is_empty() {
+                entries = found;
+            }
         }
     }
 

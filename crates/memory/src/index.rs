@@ -1,8 +1,9 @@
 //! Nearest-neighbour search by cosine similarity over L2-normalised vectors. Below
 //! [`ANN_THRESHOLD`] vectors a search is an exact scan (about 2 ms at 10k x 384);
 //! past it, an HNSW graph ([`crate::hnsw`]) finds candidates and their exact scores
-//! rank them. The graph is built once, when the index reaches the threshold, then grows
-//! with every insertion and is saved with the vectors.
+//! rank them. The graph is linked a few vectors per insertion from [`ANN_LINK_FROM`]
+//! on, so that it is whole when the index reaches the threshold and no one insertion
+//! links thousands; it is saved with the vectors.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,17 @@ use crate::vector::dot;
 
 /// Vectors from which searches go through the HNSW graph.
 pub const ANN_THRESHOLD: usize = 8192;
+
+/// Vectors from which the graph is linked: each insertion past this links two, so the
+/// graph takes in every vector by [`ANN_THRESHOLD`]. Built all at once there, it held
+/// up the insertion that crossed it for as long as 8,192 insertions take (2.5 s or
+/// more), and that insertion is a line's memory, on the line's path.
+pub const ANN_LINK_FROM: usize = ANN_THRESHOLD / 2;
+
+/// The most vectors one insertion links: its own share and some of a backlog (a saved
+/// index that crossed [`ANN_LINK_FROM`] before the graph was linked this way). Until
+/// the graph holds every vector, searches scan.
+const LINKS_PER_PUSH: usize = 4;
 
 /// Candidates a graph search keeps (its `ef`): one per 800 vectors, between 64 and 128.
 /// With the visibility filter inside the walk these are all admitted. At 10k, 64 keep
@@ -40,18 +52,8 @@ impl Vectors for Rows<'_> {
     }
 }
 
-fn build_graph(data: &[f32], dimension: usize) -> Graph {
-    let rows = Rows { data, dimension };
-    let mut graph = Graph::default();
-    for _ in 0..data.len() / dimension {
-        // Each insertion reads the rows up to and including its own.
-        graph.insert(&rows);
-    }
-    graph
-}
-
-/// Vectors kept in insertion order; positions are stable. The graph exists once the
-/// index has reached [`ANN_THRESHOLD`] vectors.
+/// Vectors kept in insertion order; positions are stable. The graph holds the first
+/// [`VectorIndex::linked`] of them, all of them from [`ANN_THRESHOLD`] on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct VectorIndex {
     dimension: usize,
@@ -102,18 +104,42 @@ impl VectorIndex {
         let mut row = vector.to_vec();
         row.resize(self.dimension, 0.0);
         self.data.extend_from_slice(&row);
+        self.link_some();
+        position
+    }
+
+    /// Vectors the graph holds (searches go through it once it holds them all, from
+    /// [`ANN_THRESHOLD`] on).
+    #[must_use]
+    pub fn linked(&self) -> usize {
+        self.graph.as_ref().map_or(0, Graph::len)
+    }
+
+    /// Links what this many vectors are due: two per insertion past [`ANN_LINK_FROM`],
+    /// every one from [`ANN_THRESHOLD`] on, at most [`LINKS_PER_PUSH`] at a time.
+    fn link_some(&mut self) {
+        let len = self.len();
+        if len <= ANN_LINK_FROM {
+            return;
+        }
+        let due = (2 * (len - ANN_LINK_FROM)).min(len);
         let rows = Rows {
             data: &self.data,
             dimension: self.dimension,
         };
-        match &mut self.graph {
-            Some(graph) => graph.insert(&rows),
-            None if position + 1 >= ANN_THRESHOLD => {
-                self.graph = Some(build_graph(&self.data, self.dimension));
-            }
-            None => {}
+        let graph = self.graph.get_or_insert_with(Graph::default);
+        let target = due.min(graph.len() + LINKS_PER_PUSH);
+        while graph.len() < target {
+            // Each insertion reads the rows up to and including its own.
+            graph.insert(&rows);
         }
-        position
+    }
+
+    /// The graph, when it holds every vector.
+    fn whole_graph(&self) -> Option<&Graph> {
+        self.graph
+            .as_ref()
+            .filter(|graph| graph.len() == self.len())
     }
 
     /// Replaces the vector at `position` (ignored when out of range).
@@ -129,9 +155,14 @@ impl VectorIndex {
             {
                 *slot = *value;
             }
-            // The graph was linked with the old vector: relink everything.
-            if self.graph.is_some() {
-                self.graph = Some(build_graph(&self.data, self.dimension));
+            // The graph linked the old vector: this node's links are chosen again. (One
+            // not linked yet is linked with its new vector when its turn comes.)
+            if let Some(graph) = &mut self.graph {
+                let rows = Rows {
+                    data: &self.data,
+                    dimension,
+                };
+                graph.relink(&rows, position);
             }
         }
     }
@@ -180,7 +211,7 @@ impl VectorIndex {
         if k == 0 || self.dimension == 0 {
             return vec![Vec::new(); queries.len()];
         }
-        if self.graph.is_some() {
+        if self.whole_graph().is_some() {
             return queries
                 .iter()
                 .map(|query| self.search(query, k, &admit))
@@ -233,7 +264,7 @@ impl VectorIndex {
         ef: usize,
         admit: &impl Fn(usize) -> bool,
     ) -> Option<Vec<Hit>> {
-        let graph = self.graph.as_ref()?;
+        let graph = self.whole_graph()?;
         let mut query = query.to_vec();
         query.resize(self.dimension, 0.0);
         let rows = Rows {
@@ -527,5 +558,76 @@ mod tests {
             loaded.search(&queries[0], 10, admit),
             index.search(&queries[0], 10, admit)
         );
+    }
+
+    /// The graph is linked a few vectors per insertion, never thousands in one (it was
+    /// built whole by the insertion that reached the threshold), is whole from the
+    /// threshold on, and until then every search is the exact scan.
+    #[test]
+    fn the_graph_is_linked_a_few_vectors_per_insertion_and_whole_at_the_threshold() {
+        let dimension = 16;
+        let data = clustered(ANN_THRESHOLD + 20, dimension, 3);
+        let mut index = VectorIndex::new(dimension);
+        let mut most = 0;
+        for (i, v) in data.iter().enumerate() {
+            let before = index.linked();
+            index.push(v);
+            let len = i + 1;
+            most = most.max(index.linked() - before);
+            if len <= ANN_LINK_FROM {
+                assert_eq!(index.linked(), 0, "nothing linked at {len}");
+            }
+            if len >= ANN_THRESHOLD {
+                assert_eq!(index.linked(), len, "whole at {len}");
+            }
+            if len == ANN_THRESHOLD - 1 {
+                assert!(index.linked() < len);
+                let query = &data[17];
+                assert_eq!(
+                    index.search(query, 5, |p| p % 2 == 0),
+                    index.search_exact(query, 5, |p| p % 2 == 0),
+                    "a graph that lacks some vectors is not searched"
+                );
+            }
+        }
+        assert!(most <= LINKS_PER_PUSH, "one insertion linked {most}");
+        // An index saved before it was linked this way catches up a few at a time.
+        let mut saved = serde_json::to_value(&index).expect("saved");
+        saved.as_object_mut().expect("fields").remove("graph");
+        let mut loaded: VectorIndex = serde_json::from_value(saved).expect("loaded");
+        assert_eq!(loaded.linked(), 0);
+        let fresh = clustered(1, dimension, 4_242).remove(0);
+        let position = loaded.push(&fresh);
+        assert_eq!(loaded.linked(), LINKS_PER_PUSH);
+        assert_eq!(loaded.search(&fresh, 1, |_| true)[0].position, position);
+    }
+
+    /// A vector replaced past the threshold is found where it now is, through the
+    /// graph, without the graph being built again.
+    #[test]
+    fn a_replaced_vector_is_relinked_where_it_now_is() {
+        let dimension = 24;
+        let data = clustered(ANN_THRESHOLD + 200, dimension, 11);
+        let mut index = VectorIndex::new(dimension);
+        for v in &data {
+            index.push(v);
+        }
+        let linked = index.linked();
+        // Position 40 takes the vector of a far cluster, with a little noise.
+        let moved: Vec<f32> = {
+            let mut v: Vec<f32> = data[1_001]
+                .iter()
+                .zip(&clustered(1, dimension, 5_151)[0])
+                .map(|(a, b)| a + 0.05 * b)
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter_mut().for_each(|x| *x /= norm);
+            v
+        };
+        index.set(40, &moved);
+        assert_eq!(index.linked(), linked);
+        assert_eq!(index.vector(40), Some(moved.as_slice()));
+        let hits = index.search(&moved, 3, |_| true);
+        assert_eq!(hits[0].position, 40, "{hits:?}");
     }
 }

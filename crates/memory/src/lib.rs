@@ -24,7 +24,7 @@ pub mod thesaurus;
 pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
-pub use index::{ANN_THRESHOLD, Hit, Indexed, VectorIndex};
+pub use index::{ANN_LINK_FROM, ANN_THRESHOLD, Hit, Indexed, VectorIndex};
 pub use layers::{ReverieLayers, ShardError, load_json, save_json, write_atomic};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};
