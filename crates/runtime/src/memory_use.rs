@@ -1,18 +1,23 @@
 //! Resident memory of processes, read from `/proc` (Linux): what the benchmarks report.
 //! Elsewhere every figure is zero.
 
+/// The sum of the `kB` fields named `fields` in `/proc/<pid>/<file>`, in MB (0 when
+/// unreadable).
+fn fields_mb(pid: &str, file: &str, fields: &[&str]) -> f64 {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/{file}")) else {
+        return 0.0;
+    };
+    let kb: f64 = text
+        .lines()
+        .filter_map(|l| fields.iter().find_map(|f| l.strip_prefix(f)))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
+        .sum();
+    kb / 1024.0
+}
+
 /// A `kB` field of `/proc/<pid>/status`, in MB (0 when unreadable).
 fn status_mb(pid: &str, field: &str) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(field))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kb| kb.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    fields_mb(pid, "status", &[field])
 }
 
 /// This process's peak resident memory (VmHWM), in MB.
@@ -40,18 +45,11 @@ pub fn peak_rss_mb_of(pid: u32) -> f64 {
 /// holds it once. 0 once it is gone.
 #[must_use]
 pub fn private_mb(pid: u32) -> f64 {
-    let Ok(rollup) = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) else {
-        return 0.0;
-    };
-    let kb: f64 = rollup
-        .lines()
-        .filter_map(|l| {
-            l.strip_prefix("Private_Clean:")
-                .or_else(|| l.strip_prefix("Private_Dirty:"))
-        })
-        .filter_map(|rest| rest.split_whitespace().next()?.parse::<f64>().ok())
-        .sum();
-    kb / 1024.0
+    fields_mb(
+        &pid.to_string(),
+        "smaps_rollup",
+        &["Private_Clean:", "Private_Dirty:"],
+    )
 }
 
 #[cfg(test)]
