@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::Indexed;
+use crate::index::{Indexed, Keyed};
 
 /// A scene as the character remembers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -11,6 +11,12 @@ pub struct EpisodicMemory {
     pub scene_id: String,
     /// In the character's own voice: what it did, felt, perceived, inferred.
     pub text: String,
+}
+
+impl Keyed for EpisodicMemory {
+    fn key(&self) -> &str {
+        &self.id
+    }
 }
 
 /// The layer and its index.
@@ -32,17 +38,7 @@ impl EpisodicLayer {
     /// Replaces the memory with the same id (a rewrite of the same scene); adds it when
     /// there is none. Returns its position.
     pub fn upsert(&mut self, memory: EpisodicMemory, vector: &[f32]) -> usize {
-        let id = memory.id.clone();
-        match self.memories.position(|m| m.id == id) {
-            Some(position) => {
-                self.memories.replace(|m| m.id == id, memory, vector);
-                position
-            }
-            None => {
-                self.memories.push(memory, vector);
-                self.memories.items().len() - 1
-            }
-        }
+        self.memories.upsert(memory, vector)
     }
 
     /// The stored embedding of the memory at `position`.
@@ -54,7 +50,7 @@ impl EpisodicLayer {
     /// The stored embedding of the memory `id`.
     #[must_use]
     pub fn vector_of(&self, id: &str) -> Option<&[f32]> {
-        self.memories.vector_of(|m| m.id == id)
+        self.memories.vector_of(id)
     }
 
     /// `Anchor(q, c)`: the `k` scene memories nearest the query, best first.

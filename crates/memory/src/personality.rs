@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::Indexed;
+use crate::index::{Indexed, Keyed};
 use crate::vector::dot;
 
 /// A way the character behaves in a kind of situation.
@@ -12,6 +12,12 @@ pub struct PersonalityPattern {
     pub id: String,
     pub description: String,
     pub excerpts: Vec<String>,
+}
+
+impl Keyed for PersonalityPattern {
+    fn key(&self) -> &str {
+        &self.id
+    }
 }
 
 /// One step of the character's emotional trajectory, from one of its utterances.

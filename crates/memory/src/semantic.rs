@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::Indexed;
+use crate::index::{Indexed, Keyed};
 use crate::lexical::Lexical;
 use crate::sight::Sight;
 
@@ -35,6 +35,12 @@ pub struct Fact {
     pub route: VisibilityRoute,
     /// The fact as a sentence (what is embedded and shown in prompts).
     pub text: String,
+}
+
+impl Keyed for Fact {
+    fn key(&self) -> &str {
+        &self.id
+    }
 }
 
 /// The layer, its vector index and its word index.
@@ -111,6 +117,12 @@ impl SemanticLayer {
     #[must_use]
     pub fn facts(&self) -> &[Fact] {
         self.facts.items()
+    }
+
+    /// The stored embedding of the fact `id`.
+    #[must_use]
+    pub fn vector_of(&self, id: &str) -> Option<&[f32]> {
+        self.facts.vector_of(id)
     }
 
     /// The stored embedding of the fact at `position`.

@@ -48,10 +48,7 @@ fn option_fits(
     found: &[Found],
 ) -> Fits {
     let semantic = &shard.layers().semantic;
-    let fact_vector = |id: &str| {
-        let at = semantic.facts().iter().position(|f| f.id == id)?;
-        semantic.vector_at(at)
-    };
+    let fact_vector = |id: &str| semantic.vector_of(id);
     let mut fits = Fits::new();
     let held = pool
         .iter()
@@ -137,10 +134,7 @@ pub(super) async fn weigh_options(
         // words they share, never by closeness: a distractor's word turns up in
         // memories about anything.
         let closeness = semantic
-            .facts()
-            .iter()
-            .position(|f| f.id == fact.id)
-            .and_then(|p| semantic.vector_at(p))
+            .vector_of(&fact.id)
             .filter(|_| usual.contains(&fact.id))
             .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
         found.push(Found {
