@@ -80,19 +80,54 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
+    /// Two vectors of `n` small values with exact products.
+    fn pair(n: usize) -> (Vec<f32>, Vec<f32>) {
+        let a = (0..n).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
+        let b = (0..n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0).collect();
+        (a, b)
+    }
+
+    /// The dot product summed one term at a time in double precision.
+    fn plain_dot(a: &[f32], b: &[f32]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum()
+    }
+
+    /// Each instruction set the processor has, the scalar fallback included, gives the
+    /// plain sum: a machine with AVX2 only, or none, runs a path this one's dispatch
+    /// would not choose.
+    #[test]
+    fn every_instruction_set_present_gives_the_plain_sum() {
+        let (a, b) = pair(389);
+        let plain = plain_dot(&a, &b);
+        let mut sums = vec![("scalar", Simd::vectorize(pulp::Scalar::new(), Dot(&a, &b)))];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if let Some(avx2) = pulp::x86::V3::try_new() {
+                sums.push(("avx2", Simd::vectorize(avx2, Dot(&a, &b))));
+            }
+            if let Some(avx512) = pulp::x86::V4::try_new() {
+                sums.push(("avx512", Simd::vectorize(avx512, Dot(&a, &b))));
+            }
+        }
+        for (set, sum) in sums {
+            assert!(
+                (f64::from(sum) - plain).abs() < 1e-3,
+                "{set}: {sum} against {plain}"
+            );
+        }
+    }
+
     /// The widest registers hold 16 numbers, and four are summed at once: lengths
     /// around and between those multiples, and the embedder's 384, all come out as the
     /// plain sum, and unequal lengths are read to the shorter.
     #[test]
     fn dot_is_the_plain_sum_at_every_length_on_the_instructions_present() {
         for n in (0..=130).chain([383, 384, 385]) {
-            let a: Vec<f32> = (0..n).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
-            let b: Vec<f32> = (0..n).map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0).collect();
-            let plain: f64 = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| f64::from(*x) * f64::from(*y))
-                .sum();
+            let (a, b) = pair(n);
+            let plain = plain_dot(&a, &b);
             let got = f64::from(dot(&a, &b));
             assert!(
                 (got - plain).abs() < 1e-3,
@@ -100,12 +135,7 @@ mod tests {
             );
             if n > 3 {
                 let short = f64::from(dot(&a, &b[..n - 3]));
-                let plain_short: f64 = plain
-                    - a[n - 3..]
-                        .iter()
-                        .zip(&b[n - 3..])
-                        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-                        .sum::<f64>();
+                let plain_short = plain_dot(&a, &b[..n - 3]);
                 assert!(
                     (short - plain_short).abs() < 1e-3,
                     "length {n} against {}",
