@@ -1,5 +1,6 @@
 //! Nearest-neighbour search by cosine similarity over L2-normalised vectors. Below
-//! [`ANN_THRESHOLD`] vectors a search is an exact scan (about 2 ms at 10k x 384);
+//! [`ANN_THRESHOLD`] vectors a search is an exact scan (about 0.2 ms for one query at
+//! 10k x 384 on AVX-512, through [`crate::vector::run`]);
 //! past it, an HNSW graph ([`crate::hnsw`]) finds candidates and their exact scores
 //! rank them. The graph is linked a few vectors per insertion from [`ANN_LINK_FROM`]
 //! on, so that it is whole when the index reaches the threshold and no one insertion
