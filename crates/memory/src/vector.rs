@@ -1,20 +1,20 @@
 //! Vector math for embeddings, in one place: the dot product (the similarity of the
 //! unit vectors every embedder here produces) and the cosine of any two vectors.
 
-use pulp::{Arch, WithSimd};
+use pulp::Arch;
 
 /// Dot product. For unit vectors it is their cosine similarity. It runs on the widest
-/// vector instructions the processor offers (AVX2 with FMA where present), chosen at run
+/// vector instructions the processor offers (AVX2 with FMA, or AVX-512), chosen at run
 /// time: the build targets plain x86-64, and a scan that calls this once per vector
 /// should go through [`Kernel`] instead, so the choice is made once per scan.
 #[must_use]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    Arch::new().dispatch(Dot(a, b))
+    run(Dot(a, b))
 }
 
 struct Dot<'a>(&'a [f32], &'a [f32]);
 
-impl WithSimd for Dot<'_> {
+impl Kernel for Dot<'_> {
     type Output = f32;
 
     #[inline(always)]
