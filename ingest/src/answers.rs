@@ -98,6 +98,21 @@ pub struct AnswerFile {
     pub scenes: Vec<SceneAnswer>,
     #[serde(default)]
     pub facts: Vec<FactAnswer>,
+    /// A book of documents (journals, letters, cuttings): each one's start and writer.
+    #[serde(default)]
+    pub documents: Vec<DocumentAnswer>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentAnswer {
+    pub starts: String,
+    /// Canonical name of whoever wrote it; empty when not on the list (a newspaper).
+    #[serde(default)]
+    pub writer: String,
+    /// journal, diary, letter, telegram, memorandum, cutting, log or other.
+    #[serde(default)]
+    pub kind: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -168,6 +183,8 @@ pub struct Answers {
     pub lines: Vec<(usize, String, Option<String>)>,
     pub scenes: Vec<ResolvedScene>,
     pub facts: Vec<ResolvedFact>,
+    /// (start offset, writer id or None).
+    pub documents: Vec<(usize, Option<String>)>,
 }
 
 #[derive(Debug, Clone)]
@@ -294,6 +311,13 @@ impl Answers {
             });
         }
         let facts = resolve_facts(file, &anchors, &ids)?;
+        let mut documents = Vec::new();
+        for (i, d) in file.documents.iter().enumerate() {
+            let at = anchors
+                .find(&d.starts)
+                .with_context(|| format!("documents[{i}].starts"))?;
+            documents.push((at, id(&d.writer, &format!("documents[{i}].writer"))?));
+        }
         Ok(Self {
             book: file.book.clone(),
             characters,
@@ -301,6 +325,7 @@ impl Answers {
             lines,
             scenes,
             facts,
+            documents,
         })
     }
 }

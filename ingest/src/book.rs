@@ -126,10 +126,14 @@ impl Analysis {
     /// The first-person narrator of each chapter that has one (1-based chapter → id).
     #[must_use]
     pub fn narrators(&self) -> std::collections::BTreeMap<usize, String> {
-        self.scenes
-            .iter()
-            .filter_map(|s| Some((s.span.chapter, s.narrator.clone()?)))
-            .collect()
+        let mut out = std::collections::BTreeMap::new();
+        for s in &self.scenes {
+            // A chapter of documents by several writers: the first one's.
+            if let Some(n) = &s.narrator {
+                out.entry(s.span.chapter).or_insert_with(|| n.clone());
+            }
+        }
+        out
     }
 
     /// Focus characters on stage in at least one scene: the world's characters, each
@@ -284,20 +288,114 @@ async fn scene_stage(
     progress: &dyn Progress,
 ) -> (Option<String>, usize, Vec<Scene>) {
     let parts = partition(book);
-    let facts = BookFacts::read(book, characters, namer);
-    let narrators = narration::narrators(book, &parts.scenes, characters, namer);
     progress.start("scenes", parts.scenes.len() as u64);
-    let mut scenes = Vec::with_capacity(parts.scenes.len());
-    for (i, span) in parts.scenes.iter().enumerate() {
-        let text = &book[span.start..span.end];
-        let narrator = narrators.get(&span.chapter).map(String::as_str);
-        let mut scene = prepare::prepare(i + 1, *span, text, namer, &facts, narrator);
+    let read = read_scenes(book, characters, namer, &parts, &parts.scenes);
+    let mut scenes = Vec::with_capacity(read.len());
+    for mut scene in read {
+        let text = &book[scene.span.start..scene.span.end];
         refine_scene(refiner, &mut scene, text, namer).await;
         refine_speakers(refiner, &mut scene, book, characters, namer).await;
         scenes.push(scene);
         progress.step();
     }
     (parts.title, parts.chapters, scenes)
+}
+
+/// Stage 1's deterministic path: the scenes `spans` cut the book into (`parts.scenes`,
+/// or another grouping of the same book). Each of the book's reading units
+/// (`parts.units`) is read whole, told by its document's writer or its chapter's
+/// narrator; a scene is the units it covers, each cut to the scene where the scene
+/// cuts it. A span that runs across the start of a document is two scenes.
+#[must_use]
+pub fn read_scenes(
+    book: &str,
+    characters: &[FocusCharacter],
+    namer: &Namer,
+    parts: &partition::Partition,
+    spans: &[partition::Span],
+) -> Vec<Scene> {
+    let facts = BookFacts::read(book, characters, namer);
+    let chapters = narration::narrators(book, spans, characters, namer);
+    let tellers = narration::Tellers::new(book, &parts.documents, chapters, namer);
+    let read = |number: usize, span: &partition::Span| {
+        let narrator = tellers.at(span.start, span.chapter);
+        let text = &book[span.start..span.end];
+        prepare::prepare(number, *span, text, (namer, &facts), narrator.as_deref())
+    };
+    let units: Vec<Scene> = parts
+        .units
+        .iter()
+        .enumerate()
+        .map(|(i, u)| read(i + 1, u))
+        .collect();
+    let mut cut = Vec::with_capacity(spans.len());
+    for span in spans {
+        let mut start = span.start;
+        for at in tellers
+            .starts()
+            .filter(|at| span.start < *at && *at < span.end)
+        {
+            cut.push(partition::Span {
+                start,
+                end: at,
+                ..*span
+            });
+            start = at;
+        }
+        cut.push(partition::Span { start, ..*span });
+    }
+    cut.iter()
+        .enumerate()
+        .map(|(i, span)| {
+            let mut pieces: Vec<Scene> = units
+                .iter()
+                .filter(|u| u.span.start < span.end && span.start < u.span.end)
+                .filter_map(|u| {
+                    let from = u.paragraph_starts.partition_point(|at| *at < span.start);
+                    let to = u.paragraph_starts.partition_point(|at| *at < span.end);
+                    match (from, to) {
+                        _ if from >= to => None,
+                        (0, to) if to == u.paragraph_starts.len() => Some(u.clone()),
+                        _ => Some(prepare::slice(u, from, to)),
+                    }
+                })
+                .collect();
+            let mut scene = match pieces.len() {
+                0 => read(i + 1, span),
+                1 => pieces.pop().expect("one piece"),
+                _ => prepare::join(pieces, &book[span.start..span.end]),
+            };
+            scene.number = i + 1;
+            scene.span = *span;
+            scene
+        })
+        .collect()
+}
+
+/// Who may know what, as the deterministic path reads it off `spans`: every (book
+/// offset of the paragraph, sentence as written, character) a fact of the graph
+/// grants. However the scenes are grouped or split, the pairs of a coarser or finer
+/// grouping are among those of the book's own (`ingest/tests/regroup.rs`).
+#[must_use]
+pub fn knowledge_pairs(
+    book: &str,
+    characters: &[FocusCharacter],
+    parts: &partition::Partition,
+    spans: &[partition::Span],
+) -> BTreeSet<(usize, String, String)> {
+    let namer = Namer::new(characters);
+    let scenes = read_scenes(book, characters, &namer, parts, spans);
+    let world: BTreeSet<String> = characters.iter().map(|c| c.id.clone()).collect();
+    let graph = graph::extract(&scenes, characters, &namer, &world);
+    graph
+        .facts
+        .into_iter()
+        .flat_map(|f| {
+            f.known_by
+                .into_iter()
+                .map(move |c| (f.at, f.sentence.clone(), c))
+        })
+        .collect()
 }
 
 /// Stage 3: the knowledge graph of the characters on stage (`world`), read off the

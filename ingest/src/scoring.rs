@@ -52,8 +52,19 @@ pub struct Score {
     pub narrators_bound: usize,
     pub lines: usize,
     pub speakers_right: usize,
+    /// Lines given to someone other than their speaker (a wrong name, which is worse
+    /// than none).
+    pub speakers_wrong: usize,
+    /// Lines the ingest found as quotes but could give no speaker.
+    pub speakers_unknown: usize,
     /// Lines the ingest did not find as a quote at all.
     pub lines_missing: usize,
+    /// The answer file's quotes (folded) that are not among the ingested lines.
+    pub missing_quotes: Vec<String>,
+    /// Documents of the answers (a journal entry, a letter) and how many the ingest
+    /// tells by their writer.
+    pub documents: usize,
+    pub documents_bound: usize,
     pub scenes: usize,
     pub roster: PrecisionRecall,
     pub facts: usize,
@@ -69,9 +80,25 @@ pub struct Score {
 }
 
 impl Score {
+    /// Right speakers of all the answer file's lines.
     #[must_use]
     pub fn speaker_accuracy(&self) -> f64 {
         ratio(self.speakers_right, self.lines)
+    }
+
+    /// Of the lines the ingest gave a speaker, the share it got right.
+    #[must_use]
+    pub fn speaker_precision(&self) -> f64 {
+        ratio(
+            self.speakers_right,
+            self.speakers_right + self.speakers_wrong,
+        )
+    }
+
+    /// Of all the answer file's lines, the share the ingest gave a speaker at all.
+    #[must_use]
+    pub fn speaker_coverage(&self) -> f64 {
+        ratio(self.speakers_right + self.speakers_wrong, self.lines)
     }
 }
 
@@ -116,6 +143,51 @@ impl Ingested {
     }
 }
 
+/// Each of the answers' lines against the ingested utterance that holds its first
+/// words (a line retold inside another's quote is the retold one): right, wrong, found
+/// without a speaker, or not found (its quote).
+fn speakers<'a>(
+    answers: &Answers,
+    containing: &dyn Fn(usize) -> Option<&'a Scene>,
+) -> (usize, usize, usize, Vec<String>) {
+    let (mut speakers_right, mut speakers_wrong, mut speakers_unknown) = (0, 0, 0);
+    let mut missing_quotes = Vec::new();
+    for (at, quote, speaker) in &answers.lines {
+        let holds = |text: &str| fold(text).contains(quote.as_str());
+        let scene = containing(*at);
+        let found = scene.and_then(|s| {
+            s.retold
+                .iter()
+                .chain(&s.utterances)
+                .find(|u| holds(&u.text))
+        });
+        match found {
+            Some(u) => {
+                let right = match (&u.speaker, speaker) {
+                    (Speaker::Focus(id), Some(gold)) => id == gold,
+                    (Speaker::Other(_), None) => true,
+                    _ => false,
+                };
+                if right {
+                    speakers_right += 1;
+                } else {
+                    speakers_wrong += 1;
+                }
+            }
+            None if scene.is_some_and(|s| s.unattributed.iter().any(|(_, t)| holds(t))) => {
+                speakers_unknown += 1;
+            }
+            None => missing_quotes.push(quote.clone()),
+        }
+    }
+    (
+        speakers_right,
+        speakers_wrong,
+        speakers_unknown,
+        missing_quotes,
+    )
+}
+
 /// Compares `ingested` with `answers`.
 #[must_use]
 pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
@@ -136,31 +208,13 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
             narrators_bound += 1;
         }
     }
-    // Speakers: the ingested utterance that holds each quote's first words; a line
-    // retold inside another's quote is the retold one.
-    let mut speakers_right = 0;
-    let mut lines_missing = 0;
-    for (at, quote, speaker) in &answers.lines {
-        let found = containing(*at).and_then(|s| {
-            s.retold
-                .iter()
-                .chain(&s.utterances)
-                .find(|u| fold(&u.text).contains(quote.as_str()))
-        });
-        match found {
-            None => lines_missing += 1,
-            Some(u) => {
-                let right = match (&u.speaker, speaker) {
-                    (Speaker::Focus(id), Some(gold)) => id == gold,
-                    (Speaker::Other(_), None) => true,
-                    _ => false,
-                };
-                if right {
-                    speakers_right += 1;
-                }
-            }
-        }
-    }
+    let (speakers_right, speakers_wrong, speakers_unknown, missing_quotes) =
+        speakers(answers, &containing);
+    let documents_bound = answers
+        .documents
+        .iter()
+        .filter(|(at, writer)| containing(*at).and_then(|s| s.narrator.as_ref()) == writer.as_ref())
+        .count();
     // Rosters: a reader's scene against the ingested scenes that are mostly inside it
     // or hold most of it.
     let mut roster = PrecisionRecall::default();
@@ -211,7 +265,12 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
         narrators_bound,
         lines: answers.lines.len(),
         speakers_right,
-        lines_missing,
+        speakers_wrong,
+        speakers_unknown,
+        lines_missing: missing_quotes.len(),
+        missing_quotes,
+        documents: answers.documents.len(),
+        documents_bound,
         scenes: answers.scenes.len(),
         roster,
         facts: answers.facts.len(),
@@ -298,6 +357,11 @@ mod tests {
             (score.speakers_right, score.lines, score.lines_missing),
             (1, 2, 0)
         );
+        // "How did you know?" went to someone off the list: a wrong name, not an
+        // unknown one.
+        assert_eq!((score.speakers_wrong, score.speakers_unknown), (1, 0));
+        assert!((score.speaker_precision() - 0.5).abs() < 1e-9);
+        assert!((score.speaker_coverage() - 1.0).abs() < 1e-9);
         // Scene one predicted {holmes, watson, lestrade} against {watson, holmes}; scene
         // two {lestrade} against {lestrade}.
         assert_eq!(

@@ -6,34 +6,71 @@ use std::path::PathBuf;
 
 use clap::Args;
 use dramatis_ingest::answers::Answers;
+use dramatis_ingest::book::text::prefix;
 use dramatis_ingest::scoring::{Ingested, Score, score};
 use serde_json::json;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Several books in one call: give their folders and answers in the same \
+order, e.g. `dramatis eval ingest out/ti out/dracula --answers eval/answers/treasure-island \
+--answers eval/answers/dracula --books ../shared/books`; one row per book."
+)]
 pub struct IngestEvalArgs {
-    /// The folder `dramatis ingest` wrote.
-    pub folder: PathBuf,
+    /// The folders `dramatis ingest` wrote, one per book.
+    #[arg(required = true)]
+    pub folders: Vec<PathBuf>,
     /// The answers: a folder with `answers.toml` and `characters.txt` (the character
-    /// list the ingest was given).
-    #[arg(long)]
-    pub answers: PathBuf,
-    /// Where the book named in `answers.toml` is (default: the answers folder).
+    /// list the ingest was given), once per folder, in the same order.
+    #[arg(long, required = true)]
+    pub answers: Vec<PathBuf>,
+    /// Where the books named in the `answers.toml` files are (default: each answers
+    /// folder).
     #[arg(long)]
     pub books: Option<PathBuf>,
-    /// Print one JSON object instead of the table.
+    /// Print one JSON object per book, one per line, instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// List every quote of the answers that is not among the ingested lines.
+    #[arg(long)]
+    pub missing: bool,
 }
 
 pub fn eval_ingest(args: &IngestEvalArgs) -> anyhow::Result<()> {
-    let books = args.books.as_deref().unwrap_or(&args.answers);
-    let (answers, _) = Answers::load(&args.answers, books)?;
-    let ingested = Ingested::load(&args.folder)?;
-    let score = score(&answers, &ingested);
+    if args.folders.len() != args.answers.len() {
+        anyhow::bail!(
+            "{} folders but {} --answers: give one answers folder per ingested folder, in \
+             the same order",
+            args.folders.len(),
+            args.answers.len()
+        );
+    }
+    let mut scores = Vec::new();
+    for (folder, answers) in args.folders.iter().zip(&args.answers) {
+        let books = args.books.as_deref().unwrap_or(answers);
+        let (answers, _) = Answers::load(answers, books)?;
+        let ingested = Ingested::load(folder)?;
+        scores.push(score(&answers, &ingested));
+    }
     if args.json {
-        println!("{}", to_json(&score));
+        for score in &scores {
+            println!("{}", to_json(score));
+        }
+        return Ok(());
+    }
+    if let [one] = &scores[..] {
+        print_table(one);
     } else {
-        print_table(&score);
+        print_rows(&scores);
+    }
+    for score in scores.iter().filter(|_| args.missing) {
+        for quote in &score.missing_quotes {
+            println!(
+                "{}: quote not among the lines: \"{}\"",
+                score.book,
+                prefix(quote, 80)
+            );
+        }
     }
     Ok(())
 }
@@ -43,10 +80,17 @@ fn to_json(score: &Score) -> serde_json::Value {
         "book": score.book,
         "narrators_bound": score.narrators_bound,
         "narrated_chapters": score.narrated_chapters,
+        "documents": score.documents,
+        "documents_bound": score.documents_bound,
         "lines": score.lines,
         "speakers_right": score.speakers_right,
+        "speakers_wrong": score.speakers_wrong,
+        "speakers_unknown": score.speakers_unknown,
         "lines_missing": score.lines_missing,
+        "missing_quotes": score.missing_quotes,
         "speaker_accuracy": score.speaker_accuracy(),
+        "speaker_precision": score.speaker_precision(),
+        "speaker_coverage": score.speaker_coverage(),
         "scenes": score.scenes,
         "roster_precision": score.roster.precision(),
         "roster_recall": score.roster.recall(),
@@ -59,6 +103,38 @@ fn to_json(score: &Score) -> serde_json::Value {
         "ingested_scenes": score.ingested_scenes,
         "ingested_facts": score.ingested_facts,
     })
+}
+
+/// One row per book: the figures issue 59's targets name.
+fn print_rows(scores: &[Score]) {
+    println!(
+        "{:<36} {:>7} {:>9} {:>9} {:>9} {:>9} {:>11} {:>11} {:>6} {:>9}",
+        "book",
+        "narr.",
+        "spk P",
+        "spk cov",
+        "unfound",
+        "docs",
+        "roster P/R",
+        "known P/R",
+        "leaks",
+        "scenes"
+    );
+    for s in scores {
+        println!(
+            "{:<36} {:>7} {:>9.2} {:>9.2} {:>9} {:>9} {:>11} {:>11} {:>6} {:>9}",
+            prefix(&s.book, 36),
+            format!("{}/{}", s.narrators_bound, s.narrated_chapters),
+            s.speaker_precision(),
+            s.speaker_coverage(),
+            format!("{}/{}", s.lines_missing, s.lines),
+            format!("{}/{}", s.documents_bound, s.documents),
+            format!("{:.2}/{:.2}", s.roster.precision(), s.roster.recall()),
+            format!("{:.2}/{:.2}", s.known_by.precision(), s.known_by.recall()),
+            s.leaks.len(),
+            format!("{}/{}", s.ingested_scenes, s.scenes),
+        );
+    }
 }
 
 fn print_table(score: &Score) {
@@ -78,7 +154,27 @@ fn print_table(score: &Score) {
             score.speaker_accuracy()
         ),
     );
+    row(
+        "  speaker precision",
+        format!(
+            "{}/{} {:.2}",
+            score.speakers_right,
+            score.speakers_right + score.speakers_wrong,
+            score.speaker_precision()
+        ),
+    );
+    row(
+        "  speaker coverage",
+        format!("{:.2}", score.speaker_coverage()),
+    );
+    row("  found, no speaker", score.speakers_unknown.to_string());
     row("  quotes not found", score.lines_missing.to_string());
+    if score.documents > 0 {
+        row(
+            "documents by their writer",
+            format!("{}/{}", score.documents_bound, score.documents),
+        );
+    }
     row(
         "roster precision",
         format!("{:.2}", score.roster.precision()),

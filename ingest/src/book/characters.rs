@@ -167,30 +167,48 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
     if list.is_empty() {
         bail!("no characters: write one `Canonical Name | alias, alias` per line");
     }
+    // One person listed twice: a canonical name that is another line's name or alias.
+    // (Two people may share an alias, "the captain"; not a name.)
+    for (line, name, _, _) in &list {
+        if let Some((other, other_name, _, _)) = list.iter().find(|(l, n, a, _)| {
+            l != line
+                && (n.eq_ignore_ascii_case(name) && l < line
+                    || a.iter().any(|a| a.eq_ignore_ascii_case(name)))
+        }) {
+            bail!(
+                "line {line}: `{}` is already on line {other} (`{}`); one person is listed \
+                 once, with every other name as an alias",
+                prefix(name, 60),
+                prefix(other_name, 60)
+            );
+        }
+    }
     // The name without its titles ("Mr. Merryweather" is `merryweather`, "Sherlock
     // Holmes" `sherlock-holmes`); the whole name when two would share one.
-    let untitled = |name: &str| {
+    // A name with no Latin letters or digits ("孙悟空") is `character-N`, N its line.
+    let untitled = |name: &str, line: usize| {
         let words: Vec<&str> = name.split_whitespace().collect();
         let first = words
             .iter()
             .position(|w| !is_title_word(w))
             .unwrap_or(words.len());
+        let fallback = format!("character-{line}");
         if first == words.len() {
-            id_from(name, "character")
+            id_from(name, &fallback)
         } else {
-            id_from(&words[first..].join(" "), "character")
+            id_from(&words[first..].join(" "), &fallback)
         }
     };
     let mut out: Vec<FocusCharacter> = Vec::new();
     for (line, name, aliases, narrator) in &list {
-        let short = untitled(name);
+        let short = untitled(name, *line);
         let shared = list
             .iter()
-            .filter(|(_, n, _, _)| untitled(n) == short)
+            .filter(|(l, n, _, _)| untitled(n, *l) == short)
             .count()
             > 1;
         let id = if shared {
-            id_from(name, "character")
+            id_from(name, &format!("character-{line}"))
         } else {
             short
         };

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 mod facts;
+mod knowledge;
 
 use facts::FactReader;
 
@@ -60,6 +61,13 @@ pub struct GraphFact {
     pub known_by: BTreeSet<String>,
     /// `text` (a sentence of the book) or `model` (a relation the model induced).
     pub source: String,
+    /// The book offset of the paragraph that tells it.
+    #[serde(default)]
+    pub at: usize,
+    /// The sentence as the book words it (`text` may add who said it): with `at`, which
+    /// sentence of the book this is, in this run only (not written out).
+    #[serde(skip)]
+    pub sentence: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -397,5 +405,7 @@ fn spo(
         route: String::new(),
         known_by: BTreeSet::new(),
         source: "text".into(),
+        at: 0,
+        sentence: text.to_owned(),
     }
 }

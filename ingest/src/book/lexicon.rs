@@ -254,17 +254,6 @@ pub const EXIT_PHRASES: &[&str] = &[
     "had left",
 ];
 
-/// Words that introduce common knowledge.
-pub const COMMON_MARKERS: &[&str] = &[
-    "everyone knows",
-    "everybody knows",
-    "the whole town knows",
-    "all the town knows",
-    "as everyone knew",
-    "it is well known",
-    "everyone in",
-];
-
 /// Phrases by which the narrator tells what those present did not see: such a
 /// sentence is known only to the characters it names.
 pub const UNSEEN_MARKERS: &[&str] = &[
@@ -447,6 +436,34 @@ pub(super) const PAST_VERBS: &[&str] = &[
     "whispered",
     "answered",
     "asked",
+    "found",
+    "met",
+    "told",
+    "left",
+    "heard",
+    "kept",
+    "sent",
+    "bore",
+    "wore",
+    "swore",
+    "ate",
+    "drank",
+    "sang",
+    "rang",
+    "flung",
+    "hung",
+    "stole",
+    "woke",
+    "rode",
+    "drove",
+    "knelt",
+    "crept",
+    "slept",
+    "swept",
+    "leapt",
+    "fought",
+    "bought",
+    "sought",
 ];
 
 /// A verb in the simple past: the common irregular ones, or a regular "-ed" form.

@@ -150,6 +150,90 @@ pub fn narrators(
     out
 }
 
+/// Who tells each part of a book, however its scenes are grouped: in a book told in
+/// documents, the writer of the document a part is in, when the writer is listed and
+/// the document is in the first person (a newspaper's cutting, or a listed character's
+/// letter in the third person, has no narrator); before the first document, or in a
+/// book without any, the chapter's narrator ([`narrators`]).
+#[derive(Debug, Clone)]
+pub struct Tellers {
+    /// (heading offset, end of the document, its first-person writer if any).
+    documents: Vec<(usize, usize, Option<String>)>,
+    chapters: BTreeMap<usize, String>,
+}
+
+impl Tellers {
+    #[must_use]
+    pub fn new(
+        book: &str,
+        documents: &[(usize, String)],
+        chapters: BTreeMap<usize, String>,
+        namer: &Namer,
+    ) -> Self {
+        let documents = documents
+            .iter()
+            .enumerate()
+            .map(|(i, (at, heading))| {
+                let end = documents.get(i + 1).map_or(book.len(), |(next, _)| *next);
+                let writer = writer_of(heading, namer).filter(|_| first_person(&book[*at..end]));
+                (*at, end, writer)
+            })
+            .collect();
+        Self {
+            documents,
+            chapters,
+        }
+    }
+
+    /// Who tells the text at book offset `at`, in `chapter`.
+    #[must_use]
+    pub fn at(&self, at: usize, chapter: usize) -> Option<String> {
+        match self
+            .documents
+            .iter()
+            .rev()
+            .find(|(start, _, _)| *start <= at)
+        {
+            Some((_, _, writer)) => writer.clone(),
+            None => self.chapters.get(&chapter).cloned(),
+        }
+    }
+
+    /// Where documents start: a scene never runs across one, since its writer is
+    /// another.
+    pub fn starts(&self) -> impl Iterator<Item = usize> + '_ {
+        self.documents.iter().map(|(at, _, _)| *at)
+    }
+}
+
+/// The listed character a document heading names as its writer: "Jonathan Harker's
+/// Journal", "Letter from Miss Mina Murray to Miss Lucy Westenra", "Telegram, Arthur
+/// Holmwood to Quincey P. Morris". What comes after " to " is whom it is sent to.
+fn writer_of(heading: &str, namer: &Namer) -> Option<String> {
+    let capitals = heading
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .all(char::is_uppercase);
+    // "JONATHAN HARKER'S JOURNAL" read as "Jonathan Harker's Journal".
+    let heading = if capitals {
+        heading
+            .split_whitespace()
+            .map(|w| {
+                let lower = w.to_lowercase();
+                let mut c = lower.chars();
+                c.next()
+                    .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        heading.to_owned()
+    };
+    let from = heading.split(" to ").next().unwrap_or(&heading);
+    namer.mentions(from).first().map(|m| m.character.to_owned())
+}
+
 /// The emotion whose words a text uses most ("" when none).
 #[must_use]
 pub fn dominant_emotion(text: &str) -> &'static str {

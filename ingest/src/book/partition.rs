@@ -8,6 +8,10 @@ use super::text::{lines_with_offsets, sentences, words};
 /// Scenes shorter than this many words join the scene before them (one dramatic unit).
 const MIN_SCENE_WORDS: usize = 150;
 
+/// A document's heading with fewer words under it than this before the next cut opens
+/// the scene after it instead of making one.
+const MIN_HEADING_WORDS: usize = 30;
+
 /// Without chapter headings or scene breaks, the text is cut at paragraph ends into
 /// scenes of about this many words.
 const UNMARKED_SCENE_WORDS: usize = 1500;
@@ -27,6 +31,95 @@ pub struct Partition {
     pub title: Option<String>,
     pub chapters: usize,
     pub scenes: Vec<Span>,
+    /// The reading units: the stretches between the places the text itself marks a
+    /// cut (a chapter's body, a scene-break line, a document's heading, a dated entry,
+    /// a paragraph opening at another time, a cut in unmarked text), in order. Scenes
+    /// are made of them, several short ones joined. Who is on stage is read over each
+    /// unit whole, from its start, so no grouping of scenes hands anyone what was shown
+    /// before a cut (`book::read_scenes`).
+    pub units: Vec<Span>,
+    /// A book told in documents: where each document's heading is ("JONATHAN HARKER'S
+    /// JOURNAL", "_Letter, Lucy Westenra to Mina Murray_."), and the heading as
+    /// written. Its writer, if a listed character, tells what follows up to the next
+    /// one (`narration::narrators`).
+    pub documents: Vec<(usize, String)>,
+}
+
+/// Words that name a kind of document in its heading.
+const DOCUMENT_WORDS: &[&str] = &[
+    "journal",
+    "diary",
+    "letter",
+    "telegram",
+    "memorandum",
+    "log",
+    "cutting",
+    "note",
+    "notes",
+    "postcard",
+    "report",
+    "memo",
+    "extract",
+    "newspaper",
+    "gazette",
+    "chronicle",
+    "herald",
+    "dailygraph",
+];
+
+/// A line of its own that heads a document: short, naming a kind of document, and set
+/// apart as a heading is (in capitals, or in `_italics_`): "JONATHAN HARKER'S JOURNAL",
+/// "_Dr. Seward's Diary._", "_Telegram from Arthur Holmwood to Quincey P. Morris._".
+/// The heading without its marks, or `None`.
+#[must_use]
+pub fn document_heading(line: &str) -> Option<String> {
+    let line = line.trim();
+    let italic = line.starts_with('_') && line.trim_end_matches('.').ends_with('_');
+    let bare = line.trim_matches(|c: char| c == '_' || c == '.' || c.is_whitespace());
+    let letters: Vec<char> = bare.chars().filter(|c| c.is_alphabetic()).collect();
+    let capitals = !letters.is_empty() && letters.iter().all(|c| c.is_uppercase());
+    let count = bare.split_whitespace().count();
+    let names_kind = words(bare).any(|w| DOCUMENT_WORDS.contains(&w.as_str()));
+    ((italic || capitals) && names_kind && (1..=14).contains(&count) && !bare.contains('_'))
+        .then(|| bare.to_owned())
+}
+
+/// Month names, for dated entries.
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// A paragraph that opens a dated entry of a journal or diary: a date or time in
+/// italics at its start ("_3 May. Bistritz._--Left Munich…", "_Later._--I endorse…",
+/// "_11 p. m._--I gave Renfield…").
+fn entry_start(paragraph: &str) -> bool {
+    let Some(rest) = paragraph.trim_start().strip_prefix('_') else {
+        return false;
+    };
+    let Some(close) = rest.find('_').filter(|at| *at <= 60) else {
+        return false;
+    };
+    let head = &rest[..close];
+    let after = rest[close + 1..].trim_start_matches('.');
+    let dated = words(head).any(|w| {
+        MONTHS.contains(&w.as_str())
+            || matches!(
+                w.as_str(),
+                "later" | "midnight" | "morning" | "evening" | "night" | "noon" | "day" | "m"
+            )
+    }) || head.chars().any(|c| c.is_ascii_digit());
+    dated && (after.starts_with("--") || after.starts_with('—') || after.starts_with(' '))
 }
 
 /// A chapter needs at least this many words of body under its heading; a heading with
@@ -246,6 +339,45 @@ fn shifts_time(paragraph: &str) -> bool {
     lasting || (!goes_on && TIME_SHIFTS.iter().any(|m| first.contains(m)))
 }
 
+/// The chapter headings among `blocks`: (heading start, body start) each, and the
+/// titles under them that head a document ("CHAPTER I" over "JONATHAN HARKER'S
+/// JOURNAL").
+type Headings = (Vec<(usize, usize)>, Vec<(usize, String)>);
+
+fn headings(blocks: &[(usize, usize, Vec<&str>)]) -> Headings {
+    let mut headings: Vec<(usize, usize)> = Vec::new();
+    // A title that heads a document ("CHAPTER I" over "JONATHAN HARKER'S JOURNAL").
+    let mut titled_documents: Vec<(usize, String)> = Vec::new();
+    let mut i = 0;
+    while i < blocks.len() {
+        let (start, end, lines) = &blocks[i];
+        // A title on the heading's own block may end with a period ("… John Watson,
+        // M.D.").
+        if lines.len() <= 2
+            && is_heading(lines[0])
+            && (lines.len() == 1 || is_title(lines[1].trim().trim_end_matches('.')))
+        {
+            let mut body = *end;
+            // A title as the next one-line block.
+            if lines.len() == 1
+                && let Some((title_start, title_end, title)) = blocks.get(i + 1)
+                && title.len() == 1
+                && is_title(title[0])
+                && !is_heading(title[0])
+            {
+                if let Some(heading) = document_heading(title[0]) {
+                    titled_documents.push((*title_start, heading));
+                }
+                body = *title_end;
+                i += 1;
+            }
+            headings.push((*start, body));
+        }
+        i += 1;
+    }
+    (headings, titled_documents)
+}
+
 /// Cuts the book into chapters and scenes.
 ///
 /// A heading is a block of its own (blank lines around it): the heading line and, on the
@@ -259,32 +391,7 @@ fn shifts_time(paragraph: &str) -> bool {
 #[must_use]
 pub fn partition(text: &str) -> Partition {
     let blocks = blocks(text);
-    // Headings: (heading start, body start).
-    let mut headings: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < blocks.len() {
-        let (start, end, lines) = &blocks[i];
-        // A title on the heading's own block may end with a period ("… John Watson,
-        // M.D.").
-        if lines.len() <= 2
-            && is_heading(lines[0])
-            && (lines.len() == 1 || is_title(lines[1].trim().trim_end_matches('.')))
-        {
-            let mut body = *end;
-            // A title as the next one-line block.
-            if lines.len() == 1
-                && let Some((_, title_end, title)) = blocks.get(i + 1)
-                && title.len() == 1
-                && is_title(title[0])
-                && !is_heading(title[0])
-            {
-                body = *title_end;
-                i += 1;
-            }
-            headings.push((*start, body));
-        }
-        i += 1;
-    }
+    let (headings, titled_documents) = headings(&blocks);
     let words_in = |s: usize, e: usize| text[s..e].split_whitespace().count();
     let chapters: Vec<(usize, usize)> = headings
         .iter()
@@ -303,17 +410,34 @@ pub fn partition(text: &str) -> Partition {
         chapters
     };
     let mut scenes = Vec::new();
+    let mut units = Vec::new();
+    let mut documents = Vec::new();
+    let mut titled_documents = titled_documents.into_iter().peekable();
     for (c, (start, end)) in bodies.iter().enumerate() {
         // Cuts: scene-break lines (left out) and time shifts (kept, they open the scene).
         let mut pieces = Vec::new();
         let mut at = *start;
         let mut marked = false;
+        while let Some((title_at, _)) = titled_documents.peek()
+            && *title_at < *start
+        {
+            let document = titled_documents.next().expect("peeked");
+            documents.push(document);
+        }
+        // Where a document starts (its heading): a scene of its own, never joined to the
+        // one before, since its writer is another.
+        let mut document_starts = vec![*start];
         for (b_start, b_end, lines) in blocks.iter().filter(|b| b.0 >= *start && b.1 <= *end) {
             if lines.len() == 1 && is_scene_break(lines[0]) {
                 pieces.push((at, *b_start));
                 at = *b_end;
                 marked = true;
-            } else if shifts_time(&lines.join(" ")) {
+            } else if let Some(heading) = document_heading(lines[0]) {
+                documents.push((*b_start, heading));
+                document_starts.push(*b_start);
+                pieces.push((at, *b_start));
+                at = *b_start;
+            } else if shifts_time(&lines.join(" ")) || entry_start(lines[0]) {
                 pieces.push((at, *b_start));
                 at = *b_start;
             }
@@ -325,23 +449,18 @@ pub fn partition(text: &str) -> Partition {
                 .flat_map(|(s, e)| cut_unmarked(text, s, e))
                 .collect();
         }
-        let mut merged: Vec<Span> = Vec::new();
-        for (s, e) in pieces {
-            let words = words_in(s, e);
-            if words == 0 {
-                continue;
-            }
-            match merged.last_mut() {
-                Some(last) if words < MIN_SCENE_WORDS => last.end = e,
-                _ => merged.push(Span {
-                    chapter: c + 1,
-                    start: s,
-                    end: e,
-                }),
-            }
-        }
-        // A short first piece merges forward instead.
-        if merged.len() > 1 && words_in(merged[0].start, merged[0].end) < MIN_SCENE_WORDS {
+        let mut merged = join_short(
+            &pieces,
+            c + 1,
+            (&document_starts, *end),
+            &words_in,
+            &mut units,
+        );
+        // A short first piece merges forward instead, unless a document starts after it.
+        if merged.len() > 1
+            && words_in(merged[0].start, merged[0].end) < MIN_SCENE_WORDS
+            && !documents.iter().any(|(at, _)| *at == merged[1].start)
+        {
             let first = merged.remove(0);
             merged[0].start = first.start;
         }
@@ -351,7 +470,61 @@ pub fn partition(text: &str) -> Partition {
         title,
         chapters: bodies.len(),
         scenes,
+        units,
+        documents,
     }
+}
+
+/// The cut pieces of chapter `chapter` as scenes: each piece is a reading unit (added
+/// to `units`); a piece under [`MIN_SCENE_WORDS`] joins the scene before it unless it
+/// opens a document, and a document's bare heading opens the piece after it.
+fn join_short(
+    pieces: &[(usize, usize)],
+    c: usize,
+    (document_starts, end): (&[usize], usize),
+    words_in: &dyn Fn(usize, usize) -> usize,
+    units: &mut Vec<Span>,
+) -> Vec<Span> {
+    let mut merged: Vec<Span> = Vec::new();
+    // A heading with next to nothing under it before the next cut (a document's
+    // heading over its first dated entry) opens the piece after it.
+    let mut heading_at: Option<usize> = None;
+    for &(s, e) in pieces {
+        let words = words_in(s, e);
+        if words == 0 {
+            continue;
+        }
+        units.push(Span {
+            chapter: c,
+            start: s,
+            end: e,
+        });
+        let opens_document = document_starts.contains(&s) || heading_at.is_some();
+        if document_starts.contains(&s) && words < MIN_HEADING_WORDS {
+            heading_at = Some(s);
+            continue;
+        }
+        let s = heading_at.take().unwrap_or(s);
+        match merged.last_mut() {
+            Some(last) if words < MIN_SCENE_WORDS && !opens_document => last.end = e,
+            _ => merged.push(Span {
+                chapter: c,
+                start: s,
+                end: e,
+            }),
+        }
+    }
+    if let Some(s) = heading_at {
+        match merged.last_mut() {
+            Some(last) => last.end = end,
+            None => merged.push(Span {
+                chapter: c,
+                start: s,
+                end,
+            }),
+        }
+    }
+    merged
 }
 
 fn cut_unmarked(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {

@@ -6,9 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::lexicon::{EXIT_PHRASES, TIME_WORDS, atmosphere_of};
 use super::narration::{dominant_emotion, place_phrase};
 use super::partition::{Span, moves_in_time};
-use super::presence::{comes_back, exit_of, moves_on, newcomer_in, present_mention, they_go};
+use super::presence::{comes_back, exit_of, moves_on, newcomer_in, shows, they_go};
 use super::retelling::Retelling;
-use super::scenes::{BookFacts, FADE_PARAGRAPHS, Scene, Sentence, Speaker, Tag, Utterance};
+use super::scenes::{
+    BookFacts, FADE_PARAGRAPHS, LISTEN_PARAGRAPHS, Scene, Sentence, Speaker, Tag, Utterance,
+};
 use super::speech::{Voices, actors, introduces, subject_at};
 use super::text::{
     Mention, Namer, Paragraph, Segment, prefix, quoted_paragraphs, sentences, words,
@@ -16,15 +18,18 @@ use super::text::{
 
 mod quotes;
 
-/// Prepares one scene from its text (the deterministic path). `narrator` is the focus
-/// character telling it in the first person, if any: on stage throughout, and "I".
+/// Prepares one reading unit from its text (the deterministic path): a stretch
+/// between two breaks the text marks (`Partition::units`), read from its first
+/// paragraph with no one on stage but its narrator. `narrator` is the focus character
+/// telling it in the first person, if any: on stage throughout, and "I". Scenes are
+/// made of units, whole or in part ([`slice`], [`join`]), so who is on stage at a
+/// paragraph follows from the text around it, never from how scenes are grouped.
 #[must_use]
 pub fn prepare(
     number: usize,
     span: Span,
     text: &str,
-    namer: &Namer,
-    facts: &BookFacts,
+    (namer, facts): (&Namer, &BookFacts),
     narrator: Option<&str>,
 ) -> Scene {
     let paras = quoted_paragraphs(text);
@@ -34,6 +39,190 @@ pub fn prepare(
         open_speaker = reading.paragraph(p, para, open_speaker);
     }
     reading.into_scene(span, text, &paras)
+}
+
+/// Paragraphs `[from, to)` of a prepared unit as a scene of their own: what is said,
+/// shown and told there, and each character on stage where it was in the whole unit.
+#[must_use]
+pub fn slice(unit: &Scene, from: usize, to: usize) -> Scene {
+    let to = to.min(unit.paragraph_starts.len());
+    let inside = |p: usize| (from..to).contains(&p);
+    let mut stays: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    for p in from..to {
+        for c in unit.present_at(p) {
+            if unit.narrator.as_ref() == Some(&c) {
+                continue;
+            }
+            let list = stays.entry(c).or_default();
+            match list.last_mut() {
+                Some(last) if last.1 == p - from => last.1 += 1,
+                _ => list.push((p - from, p - from + 1)),
+            }
+        }
+    }
+    let utterances: Vec<Utterance> = unit
+        .utterances
+        .iter()
+        .filter(|u| inside(u.paragraph))
+        .map(|u| Utterance {
+            paragraph: u.paragraph - from,
+            ..u.clone()
+        })
+        .collect();
+    let active: BTreeSet<String> = utterances
+        .iter()
+        .filter_map(|u| u.speaker.focus().map(str::to_owned))
+        .collect();
+    let mut entries: BTreeMap<String, usize> =
+        stays.iter().map(|(c, l)| (c.clone(), l[0].0)).collect();
+    if let Some(n) = &unit.narrator {
+        entries.insert(n.clone(), 0);
+    }
+    let silent: BTreeSet<String> = entries
+        .keys()
+        .filter(|c| !active.contains(*c))
+        .cloned()
+        .collect();
+    let total = to.saturating_sub(from);
+    let exits = stays
+        .iter()
+        .filter_map(|(c, l)| l.last().filter(|r| r.1 < total).map(|r| (c.clone(), r.1)))
+        .collect();
+    for c in &active {
+        if unit.narrator.as_ref() != Some(c) {
+            stays.entry(c.clone()).or_default();
+        }
+    }
+    Scene {
+        referenced: unit
+            .referenced
+            .iter()
+            .chain(unit.present())
+            .filter(|c| !entries.contains_key(*c) && !active.contains(*c))
+            .cloned()
+            .collect(),
+        utterances,
+        retold: unit
+            .retold
+            .iter()
+            .filter(|u| inside(u.paragraph))
+            .map(|u| Utterance {
+                paragraph: u.paragraph - from,
+                ..u.clone()
+            })
+            .collect(),
+        unattributed: unit
+            .unattributed
+            .iter()
+            .filter(|(p, _)| inside(*p))
+            .map(|(p, t)| (p - from, t.clone()))
+            .collect(),
+        sentences: unit
+            .sentences
+            .iter()
+            .filter(|s| inside(s.paragraph))
+            .map(|s| Sentence {
+                paragraph: s.paragraph - from,
+                ..s.clone()
+            })
+            .collect(),
+        active,
+        silent,
+        exits,
+        entries,
+        stays,
+        paragraph_starts: unit.paragraph_starts[from.min(to)..to].to_vec(),
+        unit_starts: vec![0],
+        ..unit.clone()
+    }
+}
+
+/// Parts of scenes (units or their slices, in book order, with one narrator) as one
+/// scene: paragraphs numbered on, each character on stage exactly where it was in its
+/// part, and where each part starts (`Scene::unit_starts`).
+#[must_use]
+pub fn join(parts: Vec<Scene>, text: &str) -> Scene {
+    let mut parts = parts.into_iter();
+    let mut out = parts.next().expect("a first part");
+    let narrator = out.narrator.clone();
+    // Presence as ranges only: entries, stays and exits folded into one list each.
+    let ranges = |s: &Scene, offset: usize| -> BTreeMap<String, Vec<(usize, usize)>> {
+        let mut out: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+        for p in 0..s.paragraph_starts.len() {
+            for c in s.present_at(p) {
+                if narrator.as_ref() == Some(&c) {
+                    continue;
+                }
+                let list = out.entry(c).or_default();
+                match list.last_mut() {
+                    Some(last) if last.1 == p + offset => last.1 += 1,
+                    _ => list.push((p + offset, p + offset + 1)),
+                }
+            }
+        }
+        out
+    };
+    let mut stays = ranges(&out, 0);
+    for part in parts {
+        let offset = out.paragraph_starts.len();
+        out.unit_starts
+            .extend(part.unit_starts.iter().map(|p| p + offset));
+        for (c, list) in ranges(&part, offset) {
+            stays.entry(c).or_default().extend(list);
+        }
+        let shift = |p: usize| p + offset;
+        out.active.extend(part.active);
+        out.referenced.extend(part.referenced);
+        out.utterances
+            .extend(part.utterances.into_iter().map(|u| Utterance {
+                paragraph: shift(u.paragraph),
+                ..u
+            }));
+        out.retold
+            .extend(part.retold.into_iter().map(|u| Utterance {
+                paragraph: shift(u.paragraph),
+                ..u
+            }));
+        out.unattributed
+            .extend(part.unattributed.into_iter().map(|(p, t)| (shift(p), t)));
+        out.sentences
+            .extend(part.sentences.into_iter().map(|s| Sentence {
+                paragraph: shift(s.paragraph),
+                ..s
+            }));
+        out.silent.extend(part.silent);
+        for (c, p) in part.entries {
+            out.entries.entry(c).or_insert(shift(p));
+        }
+        out.paragraph_starts.extend(part.paragraph_starts);
+    }
+    let total = out.paragraph_starts.len();
+    // Whoever is on the roster but never on stage in any part stays nowhere.
+    for c in out.active.iter().chain(&out.silent) {
+        if narrator.as_ref() != Some(c) {
+            stays.entry(c.clone()).or_default();
+        }
+    }
+    out.silent.retain(|c| !out.active.contains(c));
+    out.referenced
+        .retain(|c| !out.active.contains(c) && !out.silent.contains(c));
+    // Gone after its last stay, if that ends before the scene does.
+    out.exits = stays
+        .iter()
+        .filter_map(|(c, list)| {
+            list.last()
+                .filter(|l| l.1 < total)
+                .map(|l| (c.clone(), l.1))
+        })
+        .collect();
+    for (c, list) in &stays {
+        if let Some(first) = list.first() {
+            out.entries.insert(c.clone(), first.0);
+        }
+    }
+    out.stays = stays;
+    out.atmosphere = atmosphere_of(dominant_emotion(text)).to_owned();
+    out
 }
 
 /// A scene read paragraph by paragraph: what the reading has found so far.
@@ -228,7 +417,7 @@ impl<'a> Reading<'a> {
         for m in mentions {
             self.named.insert(m.character.to_owned());
             // Only a mention on stage can be a speaker later.
-            if !present_mention(s, m.start, m.end) {
+            if !shows(s, m, self.narrator.is_some()) {
                 continue;
             }
             tracing::debug!(
@@ -367,13 +556,17 @@ impl<'a> Reading<'a> {
             entries: self.entries,
             stays,
             paragraph_starts: paras.iter().map(|p| span.start + p.start).collect(),
+            unit_starts: vec![0],
             narrator: self.narrator.map(str::to_owned),
         }
     }
 }
 
 /// When each focus character but the narrator is on stage, from the paragraphs the text
-/// shows it: paragraph ranges `[from, until)`.
+/// shows it: paragraph ranges `[from, until)`. One shown stays until
+/// [`FADE_PARAGRAPHS`] paragraphs of narration pass without it, or
+/// [`LISTEN_PARAGRAPHS`] of any kind (a talk between others does not keep a silent
+/// listener in the room for ever), or the narrator moves on without it.
 fn stays(
     voices: &Voices<'_>,
     returns: &BTreeSet<(String, usize)>,
@@ -386,6 +579,8 @@ fn stays(
         (p..paragraphs)
             .find(|q| voices.clock[*q] - voices.clock[p] > FADE_PARAGRAPHS)
             .unwrap_or(paragraphs)
+            .min(p + LISTEN_PARAGRAPHS + 1)
+            .min(paragraphs)
     };
     // …or, when the text does not show them again by then, where the narrator moves on
     // after the last time it did: who is shown again soon went along.

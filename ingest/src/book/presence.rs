@@ -4,7 +4,7 @@
 use super::lexicon::{EXIT_PHRASES, is_past_verb};
 use super::scenes::Gender;
 use super::speech::Voices;
-use super::text::{Namer, words};
+use super::text::{Mention, Namer, words};
 
 /// Words after a name that make the sentence an aside about someone (pluperfect,
 /// modal, present tense): "Kit had lent him the token", "Holmes would have known".
@@ -66,6 +66,42 @@ pub(super) const DEATH_CUES: &[&str] = &[
     "stayed behind",
     "left behind",
 ];
+
+/// Whether mention `m` of narration sentence `s` shows the character on stage. A name
+/// does when [`present_mention`] says so. A description is a reference unless the
+/// sentence places the person there: it is the sentence's subject ("The little man
+/// sprang up", "when young Stamford found me"), or, in a first-person telling, the narrator's own name for someone
+/// ("I turned to my companion"). A description by a relation ("his sister", "their
+/// aunt") names whoever that relation is in the sentence, which a list cannot say:
+/// it shows no one.
+pub(super) fn shows(s: &str, m: &Mention<'_>, first_person: bool) -> bool {
+    if !present_mention(s, m.start, m.end) {
+        return false;
+    }
+    if m.by_name {
+        return true;
+    }
+    let form = &s[m.start..m.end];
+    let first = form.split_whitespace().next().unwrap_or("").to_lowercase();
+    match first.as_str() {
+        "my" | "our" => first_person,
+        "his" | "her" | "their" | "your" | "its" => false,
+        _ => {
+            // The subject: first in the sentence, or right before its verb ("when young
+            // Stamford found me", "old Smith stood").
+            let next = words(&s[m.end..]).find(|w| !w.ends_with("ly"));
+            words(&s[..m.start]).count() <= 1 || next.is_some_and(|w| is_past_verb(&w))
+        }
+    }
+}
+
+/// Whether a sentence tells a death, a burial or a corpse ("he died", "the dead man",
+/// "at his grave"): those it names did not live past what it tells.
+pub(super) fn tells_death(sentence: &str) -> bool {
+    let lower = sentence.to_lowercase();
+    DEATH_CUES.iter().any(|c| lower.contains(c))
+        || words(sentence).any(|w| DEAD_WORDS.contains(&w.as_str()))
+}
 
 /// Words before "to" that tie a name to a thing, not to an action in the room:
 /// "belonged to Miss Morstan", "a letter addressed to Holmes".

@@ -125,14 +125,15 @@ fn check_answer(text: &str, a: &GraphAnswer) -> Result<(), String> {
     Ok(())
 }
 
-/// Adds one relation the model read as a fact, known as the text's facts are: by those
-/// present at the scene's end, the characters it names, and their organisations'
-/// members, all within `world` (the characters on stage). A fact already held is not
-/// added again.
+/// Adds one relation the model read as a fact. Who may know it is never the model's,
+/// nor the scene's roster: it is known as the sentence of the scene that states it
+/// (one naming both its ends) is, by [`super::knowledge`] through the text's own fact
+/// for that sentence. A relation no sentence states is left out; so is one already
+/// held.
 fn add_relation(
     graph: &mut Graph,
     scene: &Scene,
-    (namer, world): (&Namer, &BTreeSet<String>),
+    (_namer, world): (&Namer, &BTreeSet<String>),
     r: RelationAnswer,
 ) {
     let mut text = format!(
@@ -145,30 +146,16 @@ fn add_relation(
         text.push_str(&format!(", because {}", r.cause.trim()));
     }
     text.push('.');
-    // Visibility is never the model's: it follows the same rules as the text's facts.
-    let mut known_by = scene.present_at_end();
-    let mut route = "observation";
-    for part in [&r.subject, &r.object] {
-        if let Some(m) = namer.mentions(part).first()
-            && world.contains(m.character)
-            && known_by.insert(m.character.to_owned())
-        {
-            route = "direct_experience";
-        }
-    }
-    for org in &graph.organisations {
-        if org
-            .aliases
-            .iter()
-            .chain([&org.name])
-            .any(|n| contains_phrase(&text, n))
-            && !org.members.is_subset(&known_by)
-        {
-            known_by.extend(org.members.iter().cloned());
-            route = "organisation_membership";
-        }
-    }
-    let known_by: BTreeSet<String> = known_by.intersection(world).cloned().collect();
+    let Some(told) = graph.facts.iter().find(|f| {
+        f.scene == scene.number
+            && f.source == "text"
+            && contains_phrase(&f.text, r.subject.trim())
+            && contains_phrase(&f.text, r.object.trim())
+    }) else {
+        return;
+    };
+    let known_by: BTreeSet<String> = told.known_by.intersection(world).cloned().collect();
+    let (route, at) = (told.route.clone(), told.at);
     if known_by.is_empty()
         || graph
             .facts
@@ -184,8 +171,10 @@ fn add_relation(
         predicate: r.predicate,
         object: r.object,
         cause: r.cause,
-        route: route.to_owned(),
+        route,
         known_by,
         source: "model".into(),
+        at,
+        sentence: String::new(),
     });
 }

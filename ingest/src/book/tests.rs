@@ -101,7 +101,25 @@ fn character_lists_give_ids_and_refuse_bad_lines() {
     let err = parse_characters("Mary | x\n | nobody\n").expect_err("no name");
     assert!(err.to_string().starts_with("line 2:"), "{err}");
     let err = parse_characters("Mary\nMary\n").expect_err("twice");
-    assert!(err.to_string().contains("listed twice"), "{err}");
+    assert!(err.to_string().contains("already on line 1"), "{err}");
+    // One person under two lines: a name that is another line's alias.
+    let err = parse_characters("Sherlock Holmes | Holmes\nHolmes | Mr. Holmes\n")
+        .expect_err("named twice");
+    assert!(
+        err.to_string()
+            .starts_with("line 2: `Holmes` is already on line 1 (`Sherlock Holmes`)"),
+        "{err}"
+    );
+    // Two who would share an id keep theirs apart; so do two sharing an alias.
+    assert!(
+        parse_characters("Billy Bones | the captain\nCaptain Smollett | the captain\n").is_ok()
+    );
+    // A name in another script is an id of its line.
+    let chinese = parse_characters("孙悟空 | 悟空\n唐僧 | 三藏\n").expect("two names");
+    assert_eq!(
+        chinese.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["character-1", "character-2"]
+    );
     assert!(parse_characters("\n# only comments\n").is_err());
     // Marks: the narrator; an unknown mark is refused with its line.
     let marked =
@@ -135,8 +153,7 @@ fn speakers_come_from_tags_narration_and_turn_taking() {
             end: text.len(),
         },
         text,
-        &namer,
-        &facts,
+        (&namer, &facts),
         None,
     );
     let speakers: Vec<&Speaker> = scene.utterances.iter().map(|u| &u.speaker).collect();
@@ -268,8 +285,7 @@ fn attributed(list: &str, text: &str) -> super::scenes::Scene {
         1,
         span,
         text,
-        &namer,
-        &facts,
+        (&namer, &facts),
         narrators.get(&1).map(String::as_str),
     )
 }

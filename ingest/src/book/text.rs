@@ -31,6 +31,14 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         );
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(encoding) = utf16(&bytes) {
+        bail!(
+            "{} is {encoding} text; ingest reads UTF-8. Convert it first: iconv -f UTF-16 -t \
+             UTF-8 {} > book.txt",
+            path.display(),
+            path.display()
+        );
+    }
     if let Some(at) = bytes.iter().position(|b| *b == 0) {
         bail!(
             "{} is not a text file (a zero byte at offset {at}); ingest reads plain UTF-8 text",
@@ -38,16 +46,116 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         );
     }
     let text = String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let (encoding, iconv) = legacy_encoding(bytes);
         anyhow::anyhow!(
-            "{} is not UTF-8 text (invalid bytes at offset {}); convert it first, e.g. with iconv",
+            "{} is not UTF-8 text (invalid bytes at offset {}); it looks like {encoding}. \
+             Convert it first: iconv -f {iconv} -t UTF-8 {} > book.txt",
             path.display(),
-            e.utf8_error().valid_up_to()
+            e.utf8_error().valid_up_to(),
+            path.display()
         )
     })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if text.trim().is_empty() {
         bail!("{} is empty", path.display());
     }
-    Ok(text.replace("\r\n", "\n").replace('\r', "\n"))
+    let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    paragraphed(&text).with_context(|| path.display().to_string())
+}
+
+/// UTF-16 text: a byte-order mark, or a zero in every other byte of its start.
+fn utf16(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0xff, 0xfe, ..] => return Some("UTF-16 (little-endian)"),
+        [0xfe, 0xff, ..] => return Some("UTF-16 (big-endian)"),
+        _ => {}
+    }
+    let head = &bytes[..bytes.len().min(400) & !1];
+    let zeros = |parity: usize| {
+        head.iter()
+            .skip(parity)
+            .step_by(2)
+            .filter(|b| **b == 0)
+            .count()
+    };
+    let half = head.len() / 2;
+    if half >= 8 && zeros(1) * 10 >= half * 9 && zeros(0) == 0 {
+        Some("UTF-16 (little-endian)")
+    } else if half >= 8 && zeros(0) * 10 >= half * 9 && zeros(1) == 0 {
+        Some("UTF-16 (big-endian)")
+    } else {
+        None
+    }
+}
+
+/// The likeliest legacy encoding of text that is not UTF-8, by its bytes above 0x7f, and
+/// its name for iconv: most of them in lead-and-trail pairs is a Chinese GB encoding;
+/// bytes 0x80–0x9f, which Latin-1 leaves to control codes, are Windows-1252's quotes
+/// and dashes; otherwise Latin-1.
+fn legacy_encoding(bytes: &[u8]) -> (&'static str, &'static str) {
+    let high = bytes.iter().filter(|b| **b >= 0x80).count();
+    let mut pairs = 0;
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if (0x81..=0xfe).contains(&bytes[i]) && (0x40..=0xfe).contains(&bytes[i + 1]) {
+            pairs += 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    if high >= 16 && pairs * 2 * 10 >= high * 9 && high * 10 >= bytes.len() {
+        ("GB18030 (Chinese, also read as GBK or GB2312)", "GB18030")
+    } else if bytes.iter().any(|b| (0x80..=0x9f).contains(b)) {
+        ("Windows-1252 (Western European)", "WINDOWS-1252")
+    } else {
+        ("Latin-1 (ISO-8859-1)", "ISO-8859-1")
+    }
+}
+
+/// Fewer blank-line paragraphs than this many words each, in a text this long, means the
+/// file marks paragraphs some other way.
+const WORDS_PER_PARAGRAPH: usize = 1000;
+
+/// The book with its paragraphs apart by blank lines, as the rest of ingest reads them.
+/// A file with fewer than one blank-line paragraph in [`WORDS_PER_PARAGRAPH`] words that
+/// starts each paragraph on an indented line, or puts each paragraph on one long line,
+/// gets its blank lines; one with no mark of a paragraph at all is refused, since every
+/// rule of presence counts paragraphs.
+fn paragraphed(text: &str) -> anyhow::Result<String> {
+    let words = text.split_whitespace().count();
+    let blocks = text.split("\n\n").filter(|b| !b.trim().is_empty()).count();
+    if words < 2 * WORDS_PER_PARAGRAPH || blocks * WORDS_PER_PARAGRAPH >= words {
+        return Ok(text.to_owned());
+    }
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let indented = lines.iter().filter(|l| l.starts_with([' ', '\t'])).count();
+    let long = lines.iter().filter(|l| l.chars().count() > 200).count();
+    let mut out = String::with_capacity(text.len() + text.len() / 20);
+    // Indents mark paragraphs when some lines have one and most do not (verse
+    // paragraphs in *Paradise Lost*); a file indented throughout marks nothing by it.
+    if indented > 1 && indented * 10 < lines.len() * 9 {
+        for line in text.lines() {
+            if line.starts_with([' ', '\t']) && !line.trim().is_empty() {
+                out.push('\n');
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+    } else if long * 2 >= lines.len() && lines.len() > 1 {
+        for line in lines {
+            out.push_str(line);
+            out.push_str("\n\n");
+        }
+    } else {
+        bail!(
+            "no paragraphs: {words} words in {blocks} blocks, with no blank line, indent or \
+             line of its own to mark where a paragraph starts; put a blank line between \
+             paragraphs"
+        );
+    }
+    Ok(out)
 }
 
 pub use dramatis_runtime::prefix;

@@ -1,13 +1,14 @@
 //! The fact pass of the graph: each sentence that names someone or something becomes a
-//! fact, with who may know it (its visibility) and by which route.
+//! fact, with who may know it (its visibility, `knowledge.rs`) and by which route.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::lexicon::{COMMON_MARKERS, TIME_WORDS, UNSEEN_MARKERS};
+use super::super::lexicon::TIME_WORDS;
 use super::super::proper::{NUMBER_WORDS, proper_phrases};
-use super::super::scenes::{Scene, Sentence, Speaker};
-use super::super::text::{Mention, Namer, contains_phrase, words};
-use super::{GraphFact, Organisation, group_learns, spo};
+use super::super::scenes::{Scene, Speaker};
+use super::super::text::{Namer, words};
+use super::knowledge::{Told, Unseen, knowers};
+use super::{GraphFact, Organisation, spo};
 
 /// What the fact pass reads each sentence with.
 pub(super) struct FactReader<'a> {
@@ -27,9 +28,8 @@ struct Narrated<'a> {
     named_paragraph: Option<usize>,
     /// The focus characters the narration named so far in this paragraph.
     paragraph_names: BTreeSet<&'a str>,
-    /// Characters the narrator says the others did not see, until they speak: what the
-    /// narration tells of them reaches only them.
-    hidden: BTreeSet<String>,
+    /// Characters the narrator says the others did not see, until they speak.
+    unseen: Unseen,
 }
 
 impl FactReader<'_> {
@@ -38,7 +38,14 @@ impl FactReader<'_> {
     pub(super) fn scene(&self, s: &Scene) -> Vec<GraphFact> {
         let mut out = Vec::new();
         let mut narrated = Narrated::default();
+        let mut unit = 0;
         for sentence in &s.sentences {
+            // Whom "he" means and who is unseen start afresh with each reading unit.
+            let here = s.unit_starts.partition_point(|p| *p <= sentence.paragraph);
+            if here != unit {
+                unit = here;
+                narrated = Narrated::default();
+            }
             let text = sentence.text.trim();
             let mentions = self.namer.mentions(text);
             if narrated.named_paragraph != Some(sentence.paragraph) {
@@ -51,10 +58,11 @@ impl FactReader<'_> {
                     .extend(mentions.iter().map(|m| m.character));
             }
             // "he" or "she" is the one the paragraph's narration named, if only one.
-            let last_named = match narrated.paragraph_names.iter().collect::<Vec<_>>()[..] {
-                [one] => Some(self.focus_names[*one]),
+            let last_named_id = match narrated.paragraph_names.iter().collect::<Vec<_>>()[..] {
+                [one] => Some(*one),
                 _ => None,
             };
+            let last_named = last_named_id.map(|one| self.focus_names[one]);
             let pronoun = sentence.spoken_by.is_none()
                 && narrated.named_paragraph == Some(sentence.paragraph)
                 && words(text).any(|w| matches!(w.as_str(), "he" | "his" | "him" | "she" | "her"));
@@ -93,81 +101,24 @@ impl FactReader<'_> {
                 };
                 fact.text = format!("{who} said, \"{text}\"");
             }
-            self.visibility(s, sentence, &mentions, &mut narrated.hidden, &mut fact);
+            fact.at = s
+                .paragraph_starts
+                .get(sentence.paragraph)
+                .copied()
+                .unwrap_or(s.span.start);
+            let told = Told {
+                scene: s,
+                sentence,
+                mentions: &mentions,
+                he_or_she: last_named_id,
+            };
+            let knowers = knowers(&told, &mut narrated.unseen, self.world, self.organisations);
+            fact.known_by = knowers.known_by;
+            fact.route = knowers.route.to_owned();
             if !fact.known_by.is_empty() {
                 out.push(fact);
             }
         }
         out
-    }
-
-    /// Who may know what `sentence` tells, and by which route: everyone for common
-    /// knowledge, only whom it names for what others did not see, else those present,
-    /// with whom it says acted and the members of a group it says learned it.
-    fn visibility(
-        &self,
-        s: &Scene,
-        sentence: &Sentence,
-        mentions: &[Mention<'_>],
-        hidden: &mut BTreeSet<String>,
-        fact: &mut GraphFact,
-    ) {
-        let text = sentence.text.trim();
-        let common = COMMON_MARKERS.iter().any(|m| contains_phrase(text, m));
-        if let Some(Speaker::Focus(id)) = &sentence.spoken_by {
-            hidden.remove(id);
-        }
-        let unseen = UNSEEN_MARKERS.iter().any(|m| contains_phrase(text, m))
-            || mentions.iter().any(|m| hidden.contains(m.character));
-        if unseen && sentence.spoken_by.is_none() {
-            hidden.extend(mentions.iter().map(|m| m.character.to_owned()));
-        }
-        let mut known_by = if common {
-            fact.route = "common_knowledge".into();
-            self.world.clone()
-        } else if unseen {
-            // What those present did not see reaches only whom it names.
-            fact.route = "direct_experience".into();
-            mentions.iter().map(|m| m.character.to_owned()).collect()
-        } else if sentence.paragraph == 0 && sentence.spoken_by.is_none() && s.narrator.is_none() {
-            // The setting a third-person scene opens on (who is there, what they wear
-            // and carry): whoever comes in later sees it too.
-            fact.route = "observation".into();
-            s.present().cloned().collect()
-        } else {
-            fact.route = "observation".into();
-            s.present_at(sentence.paragraph)
-        };
-        // The narration's subject ("Holmes took the lamp"); a line about someone
-        // ("Holmes is a fool") reaches only those there, and whom it says acted.
-        if let Some(m) = mentions.first().filter(|m| m.start == 0)
-            && sentence.spoken_by.is_none()
-            && self.world.contains(m.character)
-            && !common
-        {
-            known_by.insert(m.character.to_owned());
-            fact.route = "direct_experience".into();
-        }
-        // Who lived what the sentence tells knows it, told in the room or not.
-        if !common {
-            for who in sentence.actors.iter().filter(|a| self.world.contains(*a)) {
-                if known_by.insert(who.clone()) {
-                    fact.route = "direct_experience".into();
-                }
-            }
-        }
-        for org in self.organisations {
-            if org
-                .aliases
-                .iter()
-                .chain([&org.name])
-                .any(|a| group_learns(text, a))
-                && !org.members.is_subset(&known_by)
-            {
-                known_by.extend(org.members.iter().cloned());
-                fact.route = "organisation_membership".into();
-            }
-        }
-        fact.known_by = known_by.intersection(self.world).cloned().collect();
     }
 }
