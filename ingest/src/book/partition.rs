@@ -187,7 +187,8 @@ fn is_title(line: &str) -> bool {
 /// `I. The Crossing`, `1.`, `12`, `IV`, `ONE`. What follows the number on the line, if
 /// anything, is the chapter's title.
 fn is_heading(line: &str) -> bool {
-    let line = line.trim();
+    // "Chapter I.]": the end of an illustration's caption that holds the heading.
+    let line = line.trim().trim_end_matches([']', ')']);
     if line.is_empty() || line.chars().count() > 70 {
         return false;
     }

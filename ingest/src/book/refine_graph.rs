@@ -126,10 +126,10 @@ fn check_answer(text: &str, a: &GraphAnswer) -> Result<(), String> {
 }
 
 /// Adds one relation the model read as a fact. Who may know it is never the model's,
-/// nor the scene's roster: it is known as the sentence of the scene that states it
-/// (one naming both its ends) is, by [`super::knowledge`] through the text's own fact
-/// for that sentence. A relation no sentence states is left out; so is one already
-/// held.
+/// nor the scene's roster: it is whoever was told both its ends, a sentence of the
+/// scene naming its subject and one naming its object, each known as the text's own
+/// fact for it is (`graph/knowledge.rs`). A relation whose ends no sentence names is
+/// left out; so is one already held.
 fn add_relation(
     graph: &mut Graph,
     scene: &Scene,
@@ -146,16 +146,29 @@ fn add_relation(
         text.push_str(&format!(", because {}", r.cause.trim()));
     }
     text.push('.');
-    let Some(told) = graph.facts.iter().find(|f| {
-        f.scene == scene.number
-            && f.source == "text"
-            && contains_phrase(&f.text, r.subject.trim())
-            && contains_phrase(&f.text, r.object.trim())
-    }) else {
+    // Who was told a sentence of this scene naming `part`, and the latest such place.
+    let told = |part: &str| {
+        let mut who: BTreeSet<String> = BTreeSet::new();
+        let mut at = None;
+        for f in graph.facts.iter().filter(|f| {
+            f.scene == scene.number && f.source == "text" && contains_phrase(&f.text, part.trim())
+        }) {
+            who.extend(f.known_by.iter().cloned());
+            at = Some(f.at.max(at.unwrap_or(0)));
+        }
+        at.map(|at| (who, at))
+    };
+    let (Some((subject, at_subject)), Some((object, at_object))) =
+        (told(&r.subject), told(&r.object))
+    else {
         return;
     };
-    let known_by: BTreeSet<String> = told.known_by.intersection(world).cloned().collect();
-    let (route, at) = (told.route.clone(), told.at);
+    let known_by: BTreeSet<String> = subject
+        .intersection(&object)
+        .filter(|c| world.contains(*c))
+        .cloned()
+        .collect();
+    let (route, at) = ("observation".to_owned(), at_subject.max(at_object));
     if known_by.is_empty()
         || graph
             .facts

@@ -207,6 +207,8 @@ fn common_heading_forms_start_chapters_and_contents_or_part_headings_do_not() {
         "IV",
         "ONE",
         "PART II\n\nThe Flower of Utah",
+        // The heading at the end of an illustration's caption (Pride and Prejudice).
+        "[Illustration: ·PRIDE AND PREJUDICE·\n\nChapter I.]",
     ];
     for heading in forms {
         let text = format!(
@@ -941,5 +943,69 @@ fn a_speaker_named_by_title_and_surname_keeps_both() {
     assert!(
         speakers.iter().all(|s| s != "other:Mrs" && s != "other:Mr"),
         "{speakers:?}"
+    );
+}
+
+#[test]
+fn a_book_of_documents_cuts_a_scene_at_each_heading_and_entry_told_by_its_writer() {
+    let entry = |date: &str, words: &str| {
+        format!(
+            "_{date}._--I {} and my {} me.",
+            body(20, words),
+            body(20, words)
+        )
+    };
+    let text = format!(
+        "CHAPTER I\n\nJONATHAN HARKER'S JOURNAL\n\n{}\n\n{}\n\n\
+         _Letter from Miss Mina Murray to Miss Lucy Westenra._\n\nI write to you of me and my \
+         {} is mine.\n\n_Dr. Seward's Diary._\n\n{}\n\n\
+         _The Pall Mall Gazette, 18 September._\n\nThe keeper said the wolf {} that night.\n",
+        entry("3 May. Bistritz", "alpha"),
+        entry("4 May", "beta"),
+        body(40, "gamma"),
+        entry("25 May", "delta"),
+        body(40, "epsilon")
+    );
+    let p = partition(&text);
+    let headings: Vec<&str> = p.documents.iter().map(|(_, h)| h.as_str()).collect();
+    assert_eq!(
+        headings,
+        [
+            "JONATHAN HARKER'S JOURNAL",
+            "Letter from Miss Mina Murray to Miss Lucy Westenra",
+            "Dr. Seward's Diary",
+            "The Pall Mall Gazette, 18 September"
+        ]
+    );
+    // Each dated entry is a unit of its own; each document opens a scene, however
+    // short, with its heading (the journal's is the chapter's title, above the body).
+    let starts: Vec<&str> = p
+        .scenes
+        .iter()
+        .map(|s| {
+            text[s.start..s.end]
+                .trim_start()
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(starts, ["_3", "_Letter", "_Dr.", "_The"], "{:?}", p.scenes);
+    assert!(p.units.len() >= 6, "{:?}", p.units);
+    let list = "Jonathan Harker | Harker | narrator\nMina Murray | Mina | narrator\n\
+                Lucy Westenra | Lucy\nJohn Seward | Dr. Seward, Seward | narrator\n";
+    let characters = parse_characters(list).expect("list");
+    let namer = Namer::new(&characters);
+    let scenes = super::read_scenes(&text, &characters, &namer, &p, &p.scenes);
+    let tellers: Vec<Option<&str>> = scenes.iter().map(|s| s.narrator.as_deref()).collect();
+    assert_eq!(
+        tellers,
+        [
+            Some("jonathan-harker"),
+            Some("mina-murray"),
+            Some("john-seward"),
+            None
+        ],
+        "the cutting has no writer on the list"
     );
 }
