@@ -286,6 +286,28 @@ async fn bad_books_and_lists_get_clear_errors() {
     .expect("test data");
     let malformed = dir.path().join("malformed.txt");
     std::fs::write(&malformed, "Maren Hale | Maren\n | the widow\n").expect("test data");
+    // The same book saved as UTF-16 (with its byte-order mark), and in Windows-1252.
+    let utf16 = dir.path().join("utf16.txt");
+    let mut bytes = vec![0xff, 0xfe];
+    bytes.extend(
+        "CHAPTER ONE\n\nThe tide came in.\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes),
+    );
+    std::fs::write(&utf16, bytes).expect("test data");
+    let cp1252 = dir.path().join("cp1252.txt");
+    std::fs::write(&cp1252, b"CHAPTER ONE\n\n\x93Come in,\x94 said Maren.\n").expect("test data");
+    // 3,000 words in wrapped lines with no blank line, indent or long line between
+    // paragraphs.
+    let unbroken = dir.path().join("unbroken.txt");
+    std::fs::write(
+        &unbroken,
+        "The tide came in over the shingle and went out again.\n".repeat(300),
+    )
+    .expect("test data");
+    // One person on two lines: a name that is another line's alias.
+    let twice = dir.path().join("twice.txt");
+    std::fs::write(&twice, "Maren Hale | Maren, the widow\nMaren | Mrs Hale\n").expect("test data");
     let book_file = book().join("book.txt");
     let out = dir.path().join("out");
     for (book_path, list, expect) in [
@@ -315,6 +337,26 @@ async fn bad_books_and_lists_get_clear_errors() {
             &book_file,
             &malformed,
             "malformed.txt: line 2: expected `Canonical Name | alias",
+        ),
+        (
+            &utf16,
+            &characters,
+            "is UTF-16 (little-endian) text; ingest reads UTF-8. Convert it first: iconv -f UTF-16",
+        ),
+        (
+            &cp1252,
+            &characters,
+            "it looks like Windows-1252 (Western European). Convert it first: iconv -f WINDOWS-1252",
+        ),
+        (
+            &unbroken,
+            &characters,
+            "no paragraphs: 3300 words in 1 blocks",
+        ),
+        (
+            &book_file,
+            &twice,
+            "twice.txt: line 2: `Maren` is already on line 1 (`Maren Hale`)",
         ),
     ] {
         let (ok, _, err) = ingest_no_model(book_path, list, &out).await;

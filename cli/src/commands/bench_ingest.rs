@@ -25,10 +25,25 @@ const PLACES: [&str; 7] = [
 ];
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Whether cost grows with length alone: `dramatis bench ingest --book \
+../shared/books/dracula.txt --characters eval/answers/dracula/characters.txt --times 1,2,4` \
+ingests the book, the book twice over and four times over, and prints each stage's seconds \
+side by side, with seconds per 100,000 words."
+)]
 pub struct IngestBenchArgs {
     /// Words in the generated book (the test book repeated until it has this many).
     #[arg(long, default_value_t = 100_000)]
     pub words: usize,
+    /// A book of your own instead of the generated one (with `--characters`).
+    #[arg(long, requires = "characters")]
+    pub book: Option<std::path::PathBuf>,
+    /// The character list for `--book`.
+    #[arg(long, requires = "book")]
+    pub characters: Option<std::path::PathBuf>,
+    /// With `--book`: ingest it this many times over, each a run of its own.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    pub times: Vec<usize>,
     #[command(flatten)]
     pub output: super::bench::JsonArg,
 }
@@ -74,28 +89,25 @@ pub fn long_book(words: usize) -> String {
     out
 }
 
-pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
-    let dir = tempfile::Builder::new()
-        .prefix("dramatis-bench-ingest-")
-        .tempdir()?;
-    let book = dir.path().join("book.txt");
-    let characters = dir.path().join("characters.txt");
-    std::fs::write(&book, long_book(args.words))?;
-    std::fs::write(&characters, CHARACTERS)?;
-    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
+/// One ingest of `book` (already written) on the deterministic path: the figures.
+async fn run_once(
+    book: &std::path::Path,
+    characters: &std::path::Path,
+    out: &std::path::Path,
+    embedder: &OnnxEmbedder,
+) -> anyhow::Result<Figures> {
     let options = Options {
         past: Past::Half,
         patterns: None,
         stop_after: None,
     };
-    let out = dir.path().join("out");
     let started = Instant::now();
-    let done = ingest(&book, &characters, &out, &embedder, None, &options, &Quiet).await?;
+    let done = ingest(book, characters, out, embedder, None, &options, &Quiet).await?;
     let seconds = started.elapsed().as_secs_f64();
     let summaries: usize = done.layers.iter().map(|r| r.memories).sum();
     let graph: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("layers/graph.json"))?)?;
-    let figures = Figures {
+    Ok(Figures {
         words: done.words,
         scenes: done.scenes,
         seconds,
@@ -108,7 +120,76 @@ pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
         peak_rss_mb: dramatis_runtime::memory_use::peak_rss_mb(),
         facts: graph["facts"].as_array().map_or(0, Vec::len),
         summaries,
-    };
+    })
+}
+
+/// `--book`: the book once, twice, four times over (`--times`), each stage's seconds
+/// side by side; cost linear in length keeps seconds per 100,000 words level.
+async fn bench_scaled(args: &IngestBenchArgs, book: &std::path::Path) -> anyhow::Result<()> {
+    let characters = args.characters.as_deref().expect("clap requires it");
+    let text = dramatis_ingest::book::text::read_book(book)?;
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
+    let dir = tempfile::Builder::new()
+        .prefix("dramatis-bench-ingest-")
+        .tempdir()?;
+    let mut runs = Vec::new();
+    for &times in &args.times {
+        let copy = dir.path().join(format!("book-{times}.txt"));
+        std::fs::write(&copy, vec![text.as_str(); times.max(1)].join("\n\n"))?;
+        let out = dir.path().join(format!("out-{times}"));
+        runs.push((times, run_once(&copy, characters, &out, &embedder).await?));
+    }
+    println!(
+        "ingest, deterministic path, real embedder: {}",
+        book.display()
+    );
+    print!("{:<14}", "stage");
+    for (times, f) in &runs {
+        print!(" {:>16}", format!("{times}x ({}k words)", f.words / 1000));
+    }
+    println!();
+    let stages: Vec<String> = runs
+        .first()
+        .map(|(_, f)| f.stage_seconds.iter().map(|(s, _)| s.clone()).collect())
+        .unwrap_or_default();
+    for (i, stage) in stages.iter().enumerate() {
+        print!("{stage:<14}");
+        for (_, f) in &runs {
+            print!(" {:>16.2}", f.stage_seconds.get(i).map_or(0.0, |(_, s)| *s));
+        }
+        println!();
+    }
+    print!("{:<14}", "total");
+    for (_, f) in &runs {
+        print!(" {:>16.2}", f.seconds);
+    }
+    println!();
+    print!("{:<14}", "s / 100k words");
+    for (_, f) in &runs {
+        print!(" {:>16.2}", f.seconds * 100_000.0 / f.words.max(1) as f64);
+    }
+    println!();
+    println!(
+        "peak memory {:.0} MB (this process, the largest run and the embedder included)",
+        dramatis_runtime::memory_use::peak_rss_mb()
+    );
+    let figures: Vec<&Figures> = runs.iter().map(|(_, f)| f).collect();
+    super::bench::print_json(&args.output, "ingest", &figures)
+}
+
+pub async fn bench_ingest(args: &IngestBenchArgs) -> anyhow::Result<()> {
+    if let Some(book) = &args.book {
+        return bench_scaled(args, book).await;
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("dramatis-bench-ingest-")
+        .tempdir()?;
+    let book = dir.path().join("book.txt");
+    let characters = dir.path().join("characters.txt");
+    std::fs::write(&book, long_book(args.words))?;
+    std::fs::write(&characters, CHARACTERS)?;
+    let embedder = OnnxEmbedder::load(&crate::models::embedder_config(None))?;
+    let figures = run_once(&book, &characters, &dir.path().join("out"), &embedder).await?;
     println!(
         "ingest, deterministic path, real embedder: {} words, {} scenes",
         figures.words, figures.scenes

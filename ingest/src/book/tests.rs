@@ -1009,3 +1009,27 @@ fn a_book_of_documents_cuts_a_scene_at_each_heading_and_entry_told_by_its_writer
         "the cutting has no writer on the list"
     );
 }
+
+#[test]
+fn verse_whose_paragraphs_are_indents_gets_its_blank_lines_and_a_book_without_any_mark_is_refused()
+{
+    let dir = tempfile::tempdir().expect("dir");
+    // Blank verse as Paradise Lost is printed: a verse paragraph opens indented.
+    let stanza = format!(
+        "    Of Man's first disobedience, and the fruit\n{}",
+        "Of that forbidden tree whose mortal taste\n".repeat(60)
+    );
+    let path = dir.path().join("verse.txt");
+    std::fs::write(&path, format!("BOOK I\n\n{}", stanza.repeat(8))).expect("write");
+    let text = super::text::read_book(&path).expect("verse is read");
+    assert_eq!(
+        text.matches("\n\n    Of Man's").count(),
+        8,
+        "{}",
+        &text[..300]
+    );
+    // Wrapped prose with no blank line, indent or long line: nothing marks a paragraph.
+    std::fs::write(&path, "The tide came in over the shingle.\n".repeat(500)).expect("write");
+    let err = super::text::read_book(&path).expect_err("no paragraphs");
+    assert!(err.to_string().contains("no paragraphs"), "{err:#}");
+}

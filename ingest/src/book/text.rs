@@ -61,7 +61,7 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         bail!("{} is empty", path.display());
     }
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
-    paragraphed(&text).with_context(|| path.display().to_string())
+    paragraphed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 /// UTF-16 text: a byte-order mark, or a zero in every other byte of its start.
