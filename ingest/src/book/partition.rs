@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::lexicon::TIME_WORDS;
 use super::text::{lines_with_offsets, sentences, words};
 
 /// Scenes shorter than this many words join the scene before them (one dramatic unit).
@@ -84,22 +85,6 @@ pub fn document_heading(line: &str) -> Option<String> {
         .then(|| bare.to_owned())
 }
 
-/// Month names, for dated entries.
-const MONTHS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// A paragraph that opens a dated entry of a journal or diary: a date or time in
 /// italics at its start ("_3 May. Bistritz._--Left Munich…", "_Later._--I endorse…",
 /// "_11 p. m._--I gave Renfield…").
@@ -112,13 +97,9 @@ fn entry_start(paragraph: &str) -> bool {
     };
     let head = &rest[..close];
     let after = rest[close + 1..].trim_start_matches('.');
-    let dated = words(head).any(|w| {
-        MONTHS.contains(&w.as_str())
-            || matches!(
-                w.as_str(),
-                "later" | "midnight" | "morning" | "evening" | "night" | "noon" | "day" | "m"
-            )
-    }) || head.chars().any(|c| c.is_ascii_digit());
+    let dated = words(head)
+        .any(|w| TIME_WORDS.contains(&w.as_str()) || matches!(w.as_str(), "later" | "day" | "m"))
+        || head.chars().any(|c| c.is_ascii_digit());
     dated && (after.starts_with("--") || after.starts_with('—') || after.starts_with(' '))
 }
 

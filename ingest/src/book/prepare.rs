@@ -60,15 +60,16 @@ pub fn slice(unit: &Scene, from: usize, to: usize) -> Scene {
             }
         }
     }
-    let utterances: Vec<Utterance> = unit
-        .utterances
-        .iter()
-        .filter(|u| inside(u.paragraph))
-        .map(|u| Utterance {
-            paragraph: u.paragraph - from,
-            ..u.clone()
-        })
-        .collect();
+    let lines = |list: &[Utterance]| -> Vec<Utterance> {
+        list.iter()
+            .filter(|u| inside(u.paragraph))
+            .map(|u| Utterance {
+                paragraph: u.paragraph - from,
+                ..u.clone()
+            })
+            .collect()
+    };
+    let utterances = lines(&unit.utterances);
     let active: BTreeSet<String> = utterances
         .iter()
         .filter_map(|u| u.speaker.focus().map(str::to_owned))
@@ -102,15 +103,7 @@ pub fn slice(unit: &Scene, from: usize, to: usize) -> Scene {
             .cloned()
             .collect(),
         utterances,
-        retold: unit
-            .retold
-            .iter()
-            .filter(|u| inside(u.paragraph))
-            .map(|u| Utterance {
-                paragraph: u.paragraph - from,
-                ..u.clone()
-            })
-            .collect(),
+        retold: lines(&unit.retold),
         unattributed: unit
             .unattributed
             .iter()

@@ -982,13 +982,7 @@ fn a_book_of_documents_cuts_a_scene_at_each_heading_and_entry_told_by_its_writer
     let starts: Vec<&str> = p
         .scenes
         .iter()
-        .map(|s| {
-            text[s.start..s.end]
-                .trim_start()
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-        })
+        .map(|s| text[s.start..s.end].split_whitespace().next().unwrap_or(""))
         .collect();
     assert_eq!(starts, ["_3", "_Letter", "_Dr.", "_The"], "{:?}", p.scenes);
     assert!(p.units.len() >= 6, "{:?}", p.units);
