@@ -8,9 +8,9 @@
 //! Scarlet*, *The Sign of the Four*); three were added with issue 59, each told another
 //! way: *Pride and Prejudice* (third person, untagged talk), *Dracula* (journals,
 //! letters and cuttings, each by its writer) and *Treasure Island* (two first-person
-//! narrators; "the captain" is two men). *Treasure Island* was kept out while the rules
-//! of that issue were written, so its figures are those of a book the rules were not
-//! tuned on.
+//! narrators; "the captain" is two men, and its list gives the form to both). *Treasure
+//! Island* was kept out while the rules of that issue were written, so its figures are
+//! those of a book the rules were not tuned on.
 
 mod common;
 
@@ -45,7 +45,7 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "the-sign-of-the-four",
-        speakers: 0.78,
+        speakers: 0.77,
         roster_precision: 0.92,
         roster_recall: 0.88,
         known_by_precision: 1.0,
@@ -67,7 +67,7 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "dracula",
-        speakers: 0.22,
+        speakers: 0.24,
         roster_precision: 0.88,
         roster_recall: 0.80,
         known_by_precision: 0.98,
@@ -78,12 +78,12 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "treasure-island",
-        speakers: 0.68,
-        roster_precision: 0.79,
-        roster_recall: 0.71,
-        known_by_precision: 0.87,
+        speakers: 0.63,
+        roster_precision: 0.81,
+        roster_recall: 0.69,
+        known_by_precision: 0.89,
         known_by_recall: 0.52,
-        leaks: 21,
+        leaks: 17,
         narrated: 31,
         documents: 0,
     },

@@ -73,9 +73,9 @@ pub(super) const DEATH_CUES: &[&str] = &[
 /// sprang up", "when young Stamford found me"), or, in a first-person telling, the narrator's own name for someone
 /// ("I turned to my companion"). A description by a relation ("his sister", "their
 /// aunt") names whoever that relation is in the sentence, which a list cannot say:
-/// it shows no one.
+/// it shows no one; nor does a form the list gives two characters ("the captain").
 pub(super) fn shows(s: &str, m: &Mention<'_>, first_person: bool) -> bool {
-    if !present_mention(s, m.start, m.end) {
+    if m.shared || !present_mention(s, m.start, m.end) {
         return false;
     }
     if m.by_name {

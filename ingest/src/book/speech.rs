@@ -33,6 +33,11 @@ pub(super) fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<
         .first()
         .filter(|m| m.start <= 4 || (described && head[..m.start].split_whitespace().count() <= 2))
     {
+        // "said the captain", when two are: nobody the tag alone can name. A wrong
+        // name is worse than none, so the line is left to what else decides it.
+        if m.shared {
+            return None;
+        }
         return Some(Tag::Focus(m.character.to_owned()));
     }
     match first.as_str() {

@@ -1027,3 +1027,27 @@ fn verse_whose_paragraphs_are_indents_gets_its_blank_lines_and_a_book_without_an
     let err = super::text::read_book(&path).expect_err("no paragraphs");
     assert!(err.to_string().contains("no paragraphs"), "{err:#}");
 }
+
+#[test]
+fn a_form_two_characters_share_puts_neither_on_stage_nor_speaks_for_either() {
+    let list = "Jim Hawkins | Jim | narrator\nBilly Bones | Bones, the captain\n\
+                Captain Smollett | Smollett, the captain\n";
+    let text = "I was in the parlour at noon, and I watched the road.\n\n\
+                The captain came in and sat down by the fire.\n\n\
+                \"Rum,\" said the captain.\n\n\
+                Bones drank it off.\n";
+    let scene = attributed(list, text);
+    // "The captain" is either man: neither is shown by it, nor given the line.
+    assert_on_stage(&scene, 1, "smollett", false);
+    assert_on_stage(&scene, 1, "billy-bones", false);
+    assert!(
+        scene
+            .utterances
+            .iter()
+            .all(|u| !matches!(u.speaker.focus(), Some("smollett" | "billy-bones"))),
+        "{:?}",
+        scene.utterances
+    );
+    // The full name shows him.
+    assert_on_stage(&scene, 3, "billy-bones", true);
+}

@@ -3,7 +3,7 @@
 //! character is named. The character list is `characters.rs`'s, the partition into
 //! chapters and scenes `partition.rs`'s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
@@ -353,6 +353,10 @@ pub struct Mention<'a> {
     pub end: usize,
     /// A name form ("Mrs Crane"), not a description ("the widow").
     pub by_name: bool,
+    /// A form the list gives two characters or more ("the captain" for Billy Bones and
+    /// for Captain Smollett): `character` is only the first of them, so the mention is a
+    /// reference that puts no one on stage and speaks for no one by itself.
+    pub shared: bool,
 }
 
 /// Finds the characters' name forms in texts: whole words, longest form first, each
@@ -360,6 +364,8 @@ pub struct Mention<'a> {
 #[derive(Debug, Clone)]
 pub struct Namer {
     forms: Vec<(String, String, bool)>, // (form, character id, by name)
+    /// Forms that more than one character owns.
+    shared: BTreeSet<String>,
 }
 
 impl Namer {
@@ -380,7 +386,16 @@ impl Namer {
             }
         }
         forms.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
-        Self { forms }
+        let mut owners: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (form, id, _) in &forms {
+            owners.entry(form.as_str()).or_default().insert(id.as_str());
+        }
+        let shared = owners
+            .into_iter()
+            .filter(|(_, ids)| ids.len() > 1)
+            .map(|(form, _)| form.to_owned())
+            .collect();
+        Self { forms, shared }
     }
 
     /// Every mention in `text`, in order.
@@ -402,6 +417,7 @@ impl Namer {
                     start,
                     end,
                     by_name: *by_name,
+                    shared: self.shared.contains(form),
                 });
             }
         }
@@ -417,6 +433,7 @@ impl Namer {
                 {
                     last.end = m.end;
                     last.by_name |= m.by_name;
+                    last.shared &= m.shared;
                 }
                 _ => merged.push(m),
             }

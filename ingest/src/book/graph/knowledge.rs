@@ -101,7 +101,7 @@ pub(super) fn knowers(
         // An omniscient narrator's view into one mind: whose, or no one's.
         let whose = mentions
             .first()
-            .filter(|m| m.start == 0)
+            .filter(|m| m.start == 0 && !m.shared)
             .map(|m| m.character)
             .or(*he_or_she);
         Knowers {
@@ -132,6 +132,7 @@ pub(super) fn knowers(
             // says reaches those there whom it names, not every bystander.
             let named: BTreeSet<&str> = mentions
                 .iter()
+                .filter(|m| !m.shared)
                 .map(|m| m.character)
                 .chain(*he_or_she)
                 .collect();
