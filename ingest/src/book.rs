@@ -412,7 +412,7 @@ async fn graph_stage(
     let mut graph = graph::extract(scenes, characters, namer, world);
     progress.step();
     for scene in scenes {
-        refine_graph(refiner, &mut graph, scene, book, namer, world).await;
+        refine_graph(refiner, &mut graph, scene, book, world).await;
         progress.step();
     }
     graph

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::graph::{ENTITY_KINDS, Graph, GraphFact};
 use super::refine::{Ask, Refiner};
 use super::scenes::Scene;
-use super::text::{Namer, contains_phrase, prefix};
+use super::text::{contains_phrase, prefix};
 
 #[derive(Deserialize)]
 pub(super) struct GraphAnswer {
@@ -38,7 +38,6 @@ pub(super) async fn refine_graph(
     graph: &mut Graph,
     scene: &Scene,
     book: &str,
-    namer: &Namer,
     world: &BTreeSet<String>,
 ) {
     if !refiner.has_model() {
@@ -94,7 +93,7 @@ pub(super) async fn refine_graph(
         }
     }
     for r in a.relations {
-        add_relation(graph, scene, (namer, world), r);
+        add_relation(graph, scene, world, r);
     }
 }
 
@@ -130,12 +129,7 @@ fn check_answer(text: &str, a: &GraphAnswer) -> Result<(), String> {
 /// scene naming its subject and one naming its object, each known as the text's own
 /// fact for it is (`graph/knowledge.rs`). A relation whose ends no sentence names is
 /// left out; so is one already held.
-fn add_relation(
-    graph: &mut Graph,
-    scene: &Scene,
-    (_namer, world): (&Namer, &BTreeSet<String>),
-    r: RelationAnswer,
-) {
+fn add_relation(graph: &mut Graph, scene: &Scene, world: &BTreeSet<String>, r: RelationAnswer) {
     let mut text = format!(
         "{} {} {}",
         r.subject.trim(),
