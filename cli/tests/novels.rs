@@ -19,7 +19,8 @@ use serde_json::Value;
 
 struct Floor {
     book: &'static str,
-    speakers: f64,
+    /// Of the lines given a speaker, the share given the right one.
+    speaker_precision: f64,
     roster_precision: f64,
     roster_recall: f64,
     known_by_precision: f64,
@@ -34,7 +35,7 @@ struct Floor {
 const FLOORS: [Floor; 5] = [
     Floor {
         book: "a-study-in-scarlet",
-        speakers: 0.64,
+        speaker_precision: 0.73,
         roster_precision: 0.92,
         roster_recall: 0.90,
         known_by_precision: 1.0,
@@ -45,7 +46,7 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "the-sign-of-the-four",
-        speakers: 0.77,
+        speaker_precision: 0.83,
         roster_precision: 0.92,
         roster_recall: 0.88,
         known_by_precision: 1.0,
@@ -56,7 +57,7 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "pride-and-prejudice",
-        speakers: 0.45,
+        speaker_precision: 0.69,
         roster_precision: 0.78,
         roster_recall: 0.80,
         known_by_precision: 0.97,
@@ -67,7 +68,7 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "dracula",
-        speakers: 0.24,
+        speaker_precision: 0.60,
         roster_precision: 0.88,
         roster_recall: 0.80,
         known_by_precision: 0.98,
@@ -78,11 +79,11 @@ const FLOORS: [Floor; 5] = [
     },
     Floor {
         book: "treasure-island",
-        speakers: 0.63,
+        speaker_precision: 0.77,
         roster_precision: 0.81,
         roster_recall: 0.69,
         known_by_precision: 0.89,
-        known_by_recall: 0.52,
+        known_by_recall: 0.51,
         leaks: 17,
         narrated: 31,
         documents: 0,
@@ -144,7 +145,7 @@ async fn every_answer_book_ingests_with_its_narrators_bound_and_its_leaks_bounde
         let book = floor.book;
         assert_eq!(score["book"], format!("{book}.txt"), "in order");
         for (key, floor) in [
-            ("speaker_accuracy", floor.speakers),
+            ("speaker_precision", floor.speaker_precision),
             ("roster_precision", floor.roster_precision),
             ("roster_recall", floor.roster_recall),
             ("known_by_precision", floor.known_by_precision),
@@ -153,21 +154,27 @@ async fn every_answer_book_ingests_with_its_narrators_bound_and_its_leaks_bounde
             let got = number(score, key);
             assert!(
                 got >= floor - 1e-9,
-                "{book}: {key} {got:.3} < {floor:.2}: {score}"
+                "{book}: {key} {got:.3} < {floor:.2}: {}",
+                brief(score)
             );
         }
         let leaks = score["leaks"].as_u64().expect("leaks");
         assert!(
             leaks <= floor.leaks,
-            "{book}: {leaks} leaks, more than {}: {score}",
-            floor.leaks
+            "{book}: {leaks} leaks, more than {}: {}",
+            floor.leaks,
+            brief(score)
         );
         for (key, least) in [
             ("narrators_bound", floor.narrated),
             ("documents_bound", floor.documents),
         ] {
             let got = score[key].as_u64().expect(key);
-            assert!(got >= least, "{book}: {key} {got} < {least}: {score}");
+            assert!(
+                got >= least,
+                "{book}: {key} {got} < {least}: {}",
+                brief(score)
+            );
         }
     }
     // The two novels told by one narrator: every first-person chapter is his, and
@@ -175,8 +182,10 @@ async fn every_answer_book_ingests_with_its_narrators_bound_and_its_leaks_bounde
     for (floor, score) in FLOORS.iter().zip(&scores).take(2) {
         let book = floor.book;
         assert_eq!(
-            score["narrators_bound"], score["narrated_chapters"],
-            "{book}: {score}"
+            score["narrators_bound"],
+            score["narrated_chapters"],
+            "{book}: {}",
+            brief(score)
         );
         let answers = repo().join("eval/answers").join(book);
         let narrator = std::fs::read_to_string(answers.join("characters.txt"))
@@ -262,4 +271,14 @@ fn no_narrator_view_reaches_others(book: &str, path: &std::path::Path, narrator:
             }
         }
     }
+}
+
+/// A book's score without its lists of quotes, for a failure's message.
+fn brief(score: &Value) -> Value {
+    let mut brief = score.clone();
+    if let Some(fields) = brief.as_object_mut() {
+        fields.remove("wrong_speakers");
+        fields.remove("missing_quotes");
+    }
+    brief
 }

@@ -61,6 +61,9 @@ pub struct Score {
     pub lines_missing: usize,
     /// The answer file's quotes (folded) that are not among the ingested lines.
     pub missing_quotes: Vec<String>,
+    /// Each line given a wrong speaker: its quote (folded), whom the ingest gave it and
+    /// whom the answers do (`None`: someone off the list).
+    pub wrong_speakers: Vec<WrongSpeaker>,
     /// Documents of the answers (a journal entry, a letter) and how many the ingest
     /// tells by their writer.
     pub documents: usize,
@@ -143,15 +146,34 @@ impl Ingested {
     }
 }
 
+/// A line the ingest gives the wrong speaker.
+#[derive(Debug, Clone, Serialize)]
+pub struct WrongSpeaker {
+    pub quote: String,
+    /// The ingest's speaker: a focus character's id, or the name it gave someone else.
+    pub ours: String,
+    /// The answers' speaker: a focus character's id, or `None` for someone off the list.
+    pub theirs: Option<String>,
+}
+
+/// The tally of [`speakers`].
+struct Speakers {
+    right: usize,
+    unknown: usize,
+    wrong: Vec<WrongSpeaker>,
+    missing: Vec<String>,
+}
+
 /// Each of the answers' lines against the ingested utterance that holds its first
 /// words (a line retold inside another's quote is the retold one): right, wrong, found
 /// without a speaker, or not found (its quote).
-fn speakers<'a>(
-    answers: &Answers,
-    containing: &dyn Fn(usize) -> Option<&'a Scene>,
-) -> (usize, usize, usize, Vec<String>) {
-    let (mut speakers_right, mut speakers_wrong, mut speakers_unknown) = (0, 0, 0);
-    let mut missing_quotes = Vec::new();
+fn speakers<'a>(answers: &Answers, containing: &dyn Fn(usize) -> Option<&'a Scene>) -> Speakers {
+    let mut tally = Speakers {
+        right: 0,
+        unknown: 0,
+        wrong: Vec::new(),
+        missing: Vec::new(),
+    };
     for (at, quote, speaker) in &answers.lines {
         let holds = |text: &str| fold(text).contains(quote.as_str());
         let scene = containing(*at);
@@ -169,23 +191,24 @@ fn speakers<'a>(
                     _ => false,
                 };
                 if right {
-                    speakers_right += 1;
+                    tally.right += 1;
                 } else {
-                    speakers_wrong += 1;
+                    tally.wrong.push(WrongSpeaker {
+                        quote: quote.clone(),
+                        ours: match &u.speaker {
+                            Speaker::Focus(id) | Speaker::Other(id) => id.clone(),
+                        },
+                        theirs: speaker.clone(),
+                    });
                 }
             }
             None if scene.is_some_and(|s| s.unattributed.iter().any(|(_, t)| holds(t))) => {
-                speakers_unknown += 1;
+                tally.unknown += 1;
             }
-            None => missing_quotes.push(quote.clone()),
+            None => tally.missing.push(quote.clone()),
         }
     }
-    (
-        speakers_right,
-        speakers_wrong,
-        speakers_unknown,
-        missing_quotes,
-    )
+    tally
 }
 
 /// Compares `ingested` with `answers`.
@@ -208,8 +231,7 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
             narrators_bound += 1;
         }
     }
-    let (speakers_right, speakers_wrong, speakers_unknown, missing_quotes) =
-        speakers(answers, &containing);
+    let speakers = speakers(answers, &containing);
     let documents_bound = answers
         .documents
         .iter()
@@ -264,11 +286,12 @@ pub fn score(answers: &Answers, ingested: &Ingested) -> Score {
         narrated_chapters,
         narrators_bound,
         lines: answers.lines.len(),
-        speakers_right,
-        speakers_wrong,
-        speakers_unknown,
-        lines_missing: missing_quotes.len(),
-        missing_quotes,
+        speakers_right: speakers.right,
+        speakers_wrong: speakers.wrong.len(),
+        speakers_unknown: speakers.unknown,
+        lines_missing: speakers.missing.len(),
+        missing_quotes: speakers.missing,
+        wrong_speakers: speakers.wrong,
         documents: answers.documents.len(),
         documents_bound,
         scenes: answers.scenes.len(),
@@ -360,6 +383,13 @@ mod tests {
         // "How did you know?" went to someone off the list: a wrong name, not an
         // unknown one.
         assert_eq!((score.speakers_wrong, score.speakers_unknown), (1, 0));
+        assert_eq!(score.wrong_speakers.len(), 1);
+        let wrong = &score.wrong_speakers[0];
+        assert_eq!(wrong.ours, "I");
+        assert_eq!(
+            (wrong.quote.as_str(), wrong.theirs.as_deref()),
+            ("How did you know?", Some("watson"))
+        );
         assert!((score.speaker_precision() - 0.5).abs() < 1e-9);
         assert!((score.speaker_coverage() - 1.0).abs() < 1e-9);
         // Scene one predicted {holmes, watson, lestrade} against {watson, holmes}; scene

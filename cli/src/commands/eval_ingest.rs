@@ -34,6 +34,10 @@ pub struct IngestEvalArgs {
     /// List every quote of the answers that is not among the ingested lines.
     #[arg(long)]
     pub missing: bool,
+    /// List every line given a wrong speaker: the quote, whom the ingest gave it and
+    /// whom the answers do.
+    #[arg(long)]
+    pub wrong: bool,
 }
 
 pub fn eval_ingest(args: &IngestEvalArgs) -> anyhow::Result<()> {
@@ -72,6 +76,17 @@ pub fn eval_ingest(args: &IngestEvalArgs) -> anyhow::Result<()> {
             );
         }
     }
+    for score in scores.iter().filter(|_| args.wrong) {
+        for w in &score.wrong_speakers {
+            println!(
+                "{}: \"{}\" given to {}, said by {}",
+                score.book,
+                prefix(&w.quote, 60),
+                w.ours,
+                w.theirs.as_deref().unwrap_or("someone off the list")
+            );
+        }
+    }
     Ok(())
 }
 
@@ -88,6 +103,7 @@ fn to_json(score: &Score) -> serde_json::Value {
         "speakers_unknown": score.speakers_unknown,
         "lines_missing": score.lines_missing,
         "missing_quotes": score.missing_quotes,
+        "wrong_speakers": score.wrong_speakers,
         "speaker_accuracy": score.speaker_accuracy(),
         "speaker_precision": score.speaker_precision(),
         "speaker_coverage": score.speaker_coverage(),

@@ -252,6 +252,11 @@ pub const EXIT_PHRASES: &[&str] = &[
     "went away",
     "ran out",
     "had left",
+    "moved off",
+    "withdrew",
+    "retired to",
+    "took her leave",
+    "took his leave",
 ];
 
 /// Phrases by which the narrator tells what those present did not see: such a

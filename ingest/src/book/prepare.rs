@@ -11,7 +11,7 @@ use super::retelling::Retelling;
 use super::scenes::{
     BookFacts, FADE_PARAGRAPHS, LISTEN_PARAGRAPHS, Scene, Sentence, Speaker, Tag, Utterance,
 };
-use super::speech::{Voices, actors, introduces, subject_at};
+use super::speech::{Voices, actors, introduces, lead_in, subject_at};
 use super::text::{
     Mention, Namer, Paragraph, Segment, prefix, quoted_paragraphs, sentences, words,
 };
@@ -317,7 +317,8 @@ impl<'a> Reading<'a> {
     }
 
     /// Reads paragraph `p`. `continued` is the speaker of the previous paragraph's open
-    /// quote; returns this paragraph's, if its last quote stays open.
+    /// quote, or the one its closing lead-in names; returns this paragraph's: the
+    /// speaker of its last quote if that stays open, or the one its narration leads in.
     fn paragraph(
         &mut self,
         p: usize,
@@ -356,7 +357,17 @@ impl<'a> Reading<'a> {
         if segs.iter().any(|s| matches!(s, Segment::Quote(_))) {
             self.voices.addressed = here.addressed;
         }
-        if para.open { here.speaker } else { None }
+        if para.open {
+            return here.speaker;
+        }
+        // "Then Mr. Morris said to Dr. Seward:--": a paragraph of narration that leads
+        // into the next one's quote.
+        match segs.last() {
+            Some(Segment::Narration(n)) => {
+                lead_in(n, self.namer).and_then(|tag| self.voices.speaker_of(tag, &here.shown))
+            }
+            _ => None,
+        }
     }
 
     /// One sentence of narration: whom it shows on stage, who acts in it, whether the

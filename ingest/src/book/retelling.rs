@@ -59,6 +59,8 @@ impl Retelling {
             let addressed = vocative(line, namer).map(Speaker::Focus);
             let speaker = match tag {
                 Some(Tag::Focus(id)) => Some(Speaker::Focus(id)),
+                // A shared form in a retold line: no one on stage decides it.
+                Some(Tag::OneOf(_)) => None,
                 Some(Tag::Named(name)) => Some(Speaker::Other(name)),
                 Some(Tag::Narrator) => self.teller.clone(),
                 Some(Tag::Pronoun(g)) => self.resolve(g, p, facts),

@@ -2,7 +2,7 @@
 //! atmosphere, who speaks each quoted line, who leaves, and the roster of focus
 //! characters: present and active, present but silent, or only referenced.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -159,6 +159,9 @@ pub(super) enum Gender {
 pub struct BookFacts {
     pub(super) genders: BTreeMap<String, Gender>,
     pub(super) other_speakers: BTreeSet<String>,
+    /// Words the book writes in lower case somewhere ("here", "straightway"): a capital
+    /// at a sentence's start does not make one of them a name.
+    pub(super) common: HashSet<String>,
     /// Each focus character's family name (the last word of its name) and whether its
     /// name marks an elder (a rank, "old", "elder"): whom "my father" or "my brother"
     /// may mean.
@@ -249,6 +252,9 @@ pub const LISTEN_PARAGRAPHS: usize = 6;
 pub(super) enum Tag {
     /// A focus character, by a name form or an alias ("the cabman").
     Focus(String),
+    /// A form two or more focus characters share ("said the captain"): whichever of
+    /// them is on stage, when only one is.
+    OneOf(Vec<String>),
     /// Someone off the list, by a capitalised name ("said Silas").
     Named(String),
     Pronoun(Gender),

@@ -1,7 +1,7 @@
 //! Who speaks a quoted line: speech tags before and after it, a name it addresses or
 //! introduces, the conversation's turns (`Voices`), and the actors of a sentence.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::characters::is_title_word;
 use super::lexicon::{FEMALE_HINTS, MALE_HINTS, SPEECH_VERBS, is_past_verb};
@@ -33,10 +33,11 @@ pub(super) fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<
         .first()
         .filter(|m| m.start <= 4 || (described && head[..m.start].split_whitespace().count() <= 2))
     {
-        // "said the captain", when two are: nobody the tag alone can name. A wrong
-        // name is worse than none, so the line is left to what else decides it.
+        // "said the captain", when two are: the tag alone names neither; who is on
+        // stage may decide it.
         if m.shared {
-            return None;
+            let owners = namer.owners(m, head);
+            return Some(Tag::OneOf(owners.into_iter().map(str::to_owned).collect()));
         }
         return Some(Tag::Focus(m.character.to_owned()));
     }
@@ -77,6 +78,14 @@ pub(super) fn subject_at(head: &str, words: &[String], namer: &Namer) -> Option<
     }
 }
 
+/// Whether a capitalised tag ("Silas", "Mr. Sherman") is a name: its last word is not
+/// one the book writes in lower case ("Here", "Straightway", "As").
+fn is_name(common: &HashSet<String>, tag: &str) -> bool {
+    tag.split_whitespace()
+        .last()
+        .is_some_and(|w| !common.contains(&clean_word(w).to_lowercase()))
+}
+
 /// A speech tag in the narration after a quote: "said he", "cried Holmes", "remarked
 /// my companion", "I answered", "he asked in wonder", "Holmes laughed", "the inspector
 /// said".
@@ -93,7 +102,7 @@ pub(super) fn speech_tag(narration: &str, namer: &Namer) -> Option<Tag> {
     match subject {
         // A name at the start is the speaker, a verb of speech or not ("Ben took off
         // his hat"); a pronoun too ("she nodded").
-        Tag::Focus(_) | Tag::Pronoun(_) => Some(subject),
+        Tag::Focus(_) | Tag::OneOf(_) | Tag::Pronoun(_) => Some(subject),
         // "I", a description or another name needs a verb of speech within a few words.
         _ => lower
             .iter()
@@ -107,6 +116,11 @@ pub(super) fn speech_tag(narration: &str, namer: &Namer) -> Option<Tag> {
 /// A tag leading into a quote, in the narration before it in the same paragraph:
 /// "Holmes said:", "Then I asked him,", "said Silas,".
 pub(super) fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
+    // "and said:--", "he said:—"
+    let narration = narration
+        .trim_end()
+        .trim_end_matches(['-', '\u{2014}', '\u{2013}'])
+        .trim_end();
     if !narration.ends_with([':', ',']) {
         return None;
     }
@@ -117,14 +131,32 @@ pub(super) fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
         let rest: Vec<&str> = last.split_whitespace().skip(1).collect();
         return subject_at(&rest.join(" "), &lower[1..], namer);
     }
-    // The subject is the nearest name or pronoun before the verb.
+    // The subject is the nearest name or pronoun before the verb, read from a word
+    // that begins one: "Lady Catherine … replied" is not read from "Catherine".
     let tokens: Vec<&str> = last.split_whitespace().collect();
+    let inside_a_name: Vec<bool> = {
+        let mentions = namer.mentions(last);
+        tokens
+            .iter()
+            .map(|t| {
+                let at = t.as_ptr() as usize - last.as_ptr() as usize;
+                mentions.iter().any(|m| m.start < at && at < m.end)
+            })
+            .collect()
+    };
+    // "Cora turned to Ben and said": a name after a preposition is not the subject.
+    let preposition =
+        |at: usize| PREPOSITIONS.contains(&clean_word(tokens[at]).to_lowercase().as_str());
+    let object = |start: usize| preposition(start) || start.checked_sub(1).is_some_and(preposition);
     for start in (0..verb.min(tokens.len())).rev() {
+        if inside_a_name[start] || object(start) {
+            continue;
+        }
         let head = tokens[start..].join(" ");
-        match subject_at(&head, &lower[start..], namer) {
-            Some(Tag::Focus(id)) => return Some(Tag::Focus(id)),
-            Some(t @ (Tag::Narrator | Tag::Pronoun(_))) => return Some(t),
-            _ => {}
+        if let Some(t @ (Tag::Focus(_) | Tag::OneOf(_) | Tag::Narrator | Tag::Pronoun(_))) =
+            subject_at(&head, &lower[start..], namer)
+        {
+            return Some(t);
         }
     }
     None
@@ -132,20 +164,107 @@ pub(super) fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
 
 /// The focus character a quote addresses by name ("Whatever have you been doing with
 /// yourself, Watson?", "Watson, come here"): not the one who says it.
+/// A name or a title ("Professor", "Keeper") counts, when no one else owns it; a
+/// description with a determiner ("the captain") does not, as it names someone spoken of,
+/// and neither does an apposition ("His secretary, Mr. Stangerson, said") or a name in
+/// a line the quote retells ("'All right, cabby,' said he": the teller is not addressed).
 pub(super) fn vocative(quote: &str, namer: &Namer) -> Option<String> {
-    namer.mentions(quote).into_iter().find_map(|m| {
-        let after = quote[m.end..].chars().next();
-        let before = quote[..m.start].trim_end();
-        let bounded_after = after.is_none_or(|c| matches!(c, ',' | '!' | '?' | '.' | ';'));
-        let bounded_before = before.is_empty()
-            || before.ends_with(',')
-            || before.ends_with("dear")
-            || before.ends_with("Dear")
-            || before.ends_with(" my")
-            || before.ends_with("O");
-        (m.by_name && bounded_after && bounded_before).then(|| m.character.to_owned())
-    })
+    match addressees(quote, namer).as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
 }
+
+/// Whom the name a quote addresses may mean: one character, or each owner of a shared
+/// form ("Mr. Sholto,": Thaddeus or Bartholomew), for who is on stage to decide.
+pub(super) fn addressees(quote: &str, namer: &Namer) -> Vec<String> {
+    let own = outside_retold(quote);
+    let m = namer.mentions(&own).into_iter().find(|m| {
+        let after = own[m.end..].chars().next();
+        let before = own[..m.start].trim_end();
+        let bounded_after = after.is_none_or(|c| matches!(c, ',' | '!' | '?' | '.' | ';'));
+        let word_before = before
+            .rsplit(char::is_whitespace)
+            .next()
+            .map(|w| clean_word(w).to_lowercase())
+            .unwrap_or_default();
+        // "Watson, come here", "Look! Madam Mina, look!", "My friend John, when…"
+        let bounded_before = before.is_empty()
+            || before.ends_with([',', '!', '?', ';', ':']) && !apposition(before)
+            || ADDRESS_WORDS.contains(&word_before.as_str());
+        let first = words(&own[m.start..m.end]).next().unwrap_or_default();
+        let form = m.by_name || !DETERMINERS.contains(&first.as_str());
+        form && bounded_after && bounded_before
+    });
+    m.map(|m| {
+        namer
+            .owners(&m, &own)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Text before a comma that ends in a short noun phrase a name may stand beside: "His
+/// secretary,", "My colleague,", "the Secretary,".
+fn apposition(before: &str) -> bool {
+    let clause = before
+        .trim_end_matches(',')
+        .rsplit([',', '.', '!', '?', ';', ':', '-'])
+        .next()
+        .unwrap_or_default();
+    let lower: Vec<String> = words(clause).collect();
+    lower.len() <= 3
+        && lower
+            .first()
+            .is_some_and(|w| DETERMINERS.contains(&w.as_str()))
+}
+
+/// `quote` with the lines it retells in single quotes blanked out, so offsets stay:
+/// "'All right, cabby,' said he." keeps only " said he.".
+pub(super) fn outside_retold(quote: &str) -> String {
+    let mut out = String::with_capacity(quote.len());
+    let mut inside = false;
+    let mut prev: Option<char> = None;
+    let mut chars = quote.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let opens = matches!(c, '\'' | '\u{2018}')
+            && prev.is_none_or(|p| p.is_whitespace() || p == '"' || p == '\u{201c}')
+            && next.is_some_and(char::is_alphanumeric);
+        let closes = matches!(c, '\'' | '\u{2019}')
+            && prev.is_some_and(|p| matches!(p, ',' | '.' | '!' | '?' | '-'))
+            && next.is_none_or(|n| n.is_whitespace() || n == '"' || n == '\u{201d}');
+        if !inside && opens {
+            inside = true;
+        } else if inside && closes {
+            inside = false;
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+            prev = Some(c);
+            continue;
+        }
+        if inside {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        } else {
+            out.push(c);
+        }
+        prev = Some(c);
+    }
+    out
+}
+
+/// Words after which a name is an object, not the one who speaks.
+const PREPOSITIONS: &[&str] = &[
+    "to", "at", "with", "upon", "on", "from", "for", "towards", "toward", "of", "by",
+];
+
+/// Words that come between an opening and the name addressed: "my dear Watson", "O
+/// Adam", "my good friend Jack".
+const ADDRESS_WORDS: &[&str] = &[
+    "my", "dear", "dearest", "o", "oh", "friend", "good", "poor", "sweet", "little", "old",
+    "young", "madam",
+];
 
 /// The focus character a speech tag says the line was said to: "I said to Mrs. Hudson",
 /// "he remarked to Sherlock Holmes".
@@ -296,6 +415,16 @@ impl Voices<'_> {
         fitting.next().is_none().then(|| Speaker::Focus(id.clone()))
     }
 
+    /// Of `ids` (the owners of a shared form), the one on stage, if only one is.
+    pub(super) fn the_one_on_stage(&self, ids: &[String]) -> Option<Speaker> {
+        let mut here = ids
+            .iter()
+            .map(|id| Speaker::Focus(id.clone()))
+            .filter(|s| self.shown.contains_key(s.focus().unwrap_or_default()) && self.on_stage(s));
+        let one = here.next()?;
+        here.next().is_none().then_some(one)
+    }
+
     pub(super) fn on_stage(&self, s: &Speaker) -> bool {
         s.focus().is_none_or(|id| {
             self.narrator == Some(id)
@@ -328,7 +457,8 @@ impl Voices<'_> {
     pub(super) fn speaker_of(&self, tag: Tag, in_paragraph: &[Speaker]) -> Option<Speaker> {
         match tag {
             Tag::Focus(id) => Some(Speaker::Focus(id)),
-            Tag::Named(name) => Some(Speaker::Other(name)),
+            Tag::OneOf(ids) => self.the_one_on_stage(&ids),
+            Tag::Named(name) => is_name(&self.facts.common, &name).then_some(Speaker::Other(name)),
             Tag::Pronoun(g) => self.resolve(in_paragraph, g),
             Tag::Narrator => Some(match self.narrator {
                 Some(id) => Speaker::Focus(id.to_owned()),
@@ -433,11 +563,17 @@ impl BookFacts {
         let mut genders = BTreeMap::new();
         let mut votes: BTreeMap<&str, (i32, i32)> = BTreeMap::new();
         let mut other_speakers = BTreeSet::new();
+        let common: HashSet<String> = text
+            .split(|c: char| !c.is_alphabetic() && c != '\'')
+            .filter(|w| w.chars().next().is_some_and(char::is_lowercase))
+            .map(str::to_owned)
+            .collect();
         for para in paragraphs(text) {
             for seg in &para {
                 let Segment::Narration(n) = seg else { continue };
                 if let Some(Tag::Named(name)) = speech_tag(n, namer)
                     && namer.mentions(&name).is_empty()
+                    && is_name(&common, &name)
                 {
                     other_speakers.insert(name);
                 }
@@ -488,6 +624,7 @@ impl BookFacts {
         Self {
             genders,
             other_speakers,
+            common,
             families,
         }
     }

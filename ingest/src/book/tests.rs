@@ -1051,3 +1051,4 @@ fn a_form_two_characters_share_puts_neither_on_stage_nor_speaks_for_either() {
     // The full name shows him.
     assert_on_stage(&scene, 3, "billy-bones", true);
 }
+mod speakers;

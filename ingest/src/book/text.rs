@@ -364,8 +364,8 @@ pub struct Mention<'a> {
 #[derive(Debug, Clone)]
 pub struct Namer {
     forms: Vec<(String, String, bool)>, // (form, character id, by name)
-    /// Forms that more than one character owns.
-    shared: BTreeSet<String>,
+    /// Forms that more than one character owns, and their owners.
+    shared: BTreeMap<String, Vec<String>>,
 }
 
 impl Namer {
@@ -393,9 +393,24 @@ impl Namer {
         let shared = owners
             .into_iter()
             .filter(|(_, ids)| ids.len() > 1)
-            .map(|(form, _)| form.to_owned())
+            .map(|(form, ids)| {
+                (
+                    form.to_owned(),
+                    ids.into_iter().map(str::to_owned).collect(),
+                )
+            })
             .collect();
         Self { forms, shared }
+    }
+
+    /// Whom mention `m` of `text` may mean: its one character, or every owner of a
+    /// shared form ("the captain": Billy Bones and Captain Smollett).
+    #[must_use]
+    pub fn owners<'a>(&'a self, m: &Mention<'a>, text: &str) -> Vec<&'a str> {
+        match self.shared.get(&text[m.start..m.end]) {
+            Some(ids) if m.shared => ids.iter().map(String::as_str).collect(),
+            _ => vec![m.character],
+        }
     }
 
     /// Every mention in `text`, in order.
@@ -417,7 +432,7 @@ impl Namer {
                     start,
                     end,
                     by_name: *by_name,
-                    shared: self.shared.contains(form),
+                    shared: self.shared.contains_key(form),
                 });
             }
         }

@@ -3,7 +3,7 @@
 
 use super::super::retelling::Retelling;
 use super::super::scenes::{Sentence, Speaker, Tag, Utterance};
-use super::super::speech::{actors, holds, lead_in, said_to, speech_tag, vocative};
+use super::super::speech::{actors, addressees, holds, lead_in, said_to, speech_tag};
 use super::super::text::{Segment, prefix, sentences, words};
 use super::{InParagraph, Reading};
 
@@ -90,7 +90,11 @@ impl Reading<'_> {
             Some(Segment::Narration(n)) if after_is_tag => said_to(n, self.namer),
             _ => None,
         };
-        let vocative = vocative(q, self.namer).or(told).map(Speaker::Focus);
+        let vocative = match addressees(q, self.namer).as_slice() {
+            [one] => Some(Speaker::Focus(one.clone())),
+            many => self.voices.the_one_on_stage(many),
+        }
+        .or(told.map(Speaker::Focus));
         // A tag that names no one who can be found leaves the line unknown; only an
         // untagged line is given by the conversation.
         let untagged = || !has_tag;
