@@ -138,9 +138,10 @@ pub(super) fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
         let mentions = namer.mentions(last);
         tokens
             .iter()
-            .map(|t| {
-                let at = t.as_ptr() as usize - last.as_ptr() as usize;
-                mentions.iter().any(|m| m.start < at && at < m.end)
+            .scan(0, |from, t| {
+                let at = *from + last[*from..].find(t).unwrap_or(0);
+                *from = at + t.len();
+                Some(mentions.iter().any(|m| m.start < at && at < m.end))
             })
             .collect()
     };
@@ -162,9 +163,8 @@ pub(super) fn lead_in(narration: &str, namer: &Namer) -> Option<Tag> {
     None
 }
 
-/// The focus character a quote addresses by name ("Whatever have you been doing with
-/// yourself, Watson?", "Watson, come here"): not the one who says it.
-/// A name or a title ("Professor", "Keeper") counts, when no one else owns it; a
+/// The focus character a quote addresses ("Whatever have you been doing with yourself,
+/// Watson?", "Watson, come here"): not the one who says it. A name or a title ("Professor", "Keeper") counts, when no one else owns it; a
 /// description with a determiner ("the captain") does not, as it names someone spoken of,
 /// and neither does an apposition ("His secretary, Mr. Stangerson, said") or a name in
 /// a line the quote retells ("'All right, cabby,' said he": the teller is not addressed).
@@ -419,8 +419,9 @@ impl Voices<'_> {
     pub(super) fn the_one_on_stage(&self, ids: &[String]) -> Option<Speaker> {
         let mut here = ids
             .iter()
+            .filter(|id| self.shown.contains_key(*id))
             .map(|id| Speaker::Focus(id.clone()))
-            .filter(|s| self.shown.contains_key(s.focus().unwrap_or_default()) && self.on_stage(s));
+            .filter(|s| self.on_stage(s));
         let one = here.next()?;
         here.next().is_none().then_some(one)
     }
