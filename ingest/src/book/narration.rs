@@ -50,6 +50,41 @@ pub fn in_first_person(sentence: &str) -> bool {
     })
 }
 
+/// Whether `sentence` speaks in the first person or to a "you".
+#[must_use]
+pub fn in_first_or_second_person(sentence: &str) -> bool {
+    in_first_person(sentence)
+        || written_words(sentence)
+            .any(|w| matches!(w, "you" | "You" | "your" | "Your" | "yourself"))
+}
+
+/// Whether `sentence` speaks of the narrator alone: "I", "me" or "my" and no "we",
+/// "us" or "our". In a first-person narration such a sentence that names no one else
+/// is the narrator's own view ("I had once tossed in my coracle", "that man has gone
+/// out of my life"): those beside him perceive what it shows only when it names them.
+#[must_use]
+pub fn of_the_narrator_alone(sentence: &str) -> bool {
+    let mut singular = false;
+    for w in written_words(sentence) {
+        match w {
+            "we" | "We" | "us" | "our" | "Our" | "ours" | "ourselves" => return false,
+            "I" | "me" | "my" | "My" | "mine" | "myself" => singular = true,
+            _ => {}
+        }
+    }
+    singular
+}
+
+/// Whether `sentence` recalls the narrator's own past ("the bay where I had once
+/// tossed in the coracle"): a memory, which those walking beside him do not share.
+#[must_use]
+pub fn recalls_own_past(sentence: &str) -> bool {
+    let words: Vec<&str> = written_words(sentence).collect();
+    words
+        .windows(3)
+        .any(|w| w[0] == "I" && w[1] == "had" && matches!(w[2], "once" | "formerly" | "long"))
+}
+
 /// Whether `sentence` tells someone's inner life: a word of thinking or feeling
 /// (`INNER_LIFE`, lowercase as written, so "Jefferson Hope" is not "hope"). An
 /// omniscient narrator tells what a character felt or resolved ("He had always

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::lexicon::{EXIT_PHRASES, TIME_WORDS, atmosphere_of};
-use super::narration::{dominant_emotion, place_phrase};
+use super::lexicon::{ALONE_PHRASES, EXIT_PHRASES, TIME_WORDS, atmosphere_of};
+use super::narration::{dominant_emotion, in_first_or_second_person, place_phrase};
 use super::partition::{Span, moves_in_time};
 use super::presence::{comes_back, exit_of, moves_on, newcomer_in, shows, they_go};
 use super::retelling::Retelling;
@@ -418,10 +418,13 @@ impl<'a> Reading<'a> {
     /// the mention puts it there.
     fn show_mentions(&mut self, s: &str, mentions: &[Mention<'_>], here: &mut InParagraph) {
         let p = here.p;
+        // In a telling with no narrator, narration in the first or second person is a
+        // document copied into it (a letter, a will): whom it names is not there.
+        let document = self.narrator.is_none() && in_first_or_second_person(s);
         for m in mentions {
             self.named.insert(m.character.to_owned());
             // Only a mention on stage can be a speaker later.
-            if !shows(s, m, self.narrator.is_some()) {
+            if document || !shows(s, m, self.narrator.is_some()) {
                 continue;
             }
             tracing::debug!(
@@ -473,6 +476,12 @@ impl<'a> Reading<'a> {
                         .map(str::to_owned),
                 )
                 .collect()
+        } else if ALONE_PHRASES.iter().any(|x| lower_s.contains(x)) {
+            // Gone from this paragraph on, whose talk is the private one.
+            for who in self.alone(mentions, here) {
+                self.voices.exits.entry(who).or_insert(p);
+            }
+            Vec::new()
         } else if mentions.is_empty() && they_go(lower) {
             // "He handed them a shilling each, and away they buzzed down the stairs":
             // those sent off, everyone on stage but the narrator, the one who spoke
@@ -496,6 +505,32 @@ impl<'a> Reading<'a> {
         for who in leaving {
             self.voices.exits.entry(who).or_insert(p + 1);
         }
+    }
+
+    /// Those a sentence leaves alone together ("When they had gained their own room,
+    /// Jane…"): whom it names, whom this paragraph shows, and for a "they" that names
+    /// one, the one shown or heard last before; everyone else on stage is sent off.
+    fn alone(&self, mentions: &[Mention<'_>], here: &InParagraph) -> Vec<String> {
+        let mut kept: BTreeSet<&str> = mentions.iter().map(|m| m.character).collect();
+        kept.extend(here.shown.iter().filter_map(Speaker::focus));
+        if kept.len() < 2
+            && let Some(other) = self
+                .voices
+                .mentioned
+                .iter()
+                .chain(self.voices.spoken.iter())
+                .rev()
+                .filter_map(Speaker::focus)
+                .find(|id| !kept.contains(id))
+        {
+            kept.insert(other);
+        }
+        self.voices
+            .shown
+            .keys()
+            .filter(|id| !kept.contains(id.as_str()) && self.narrator != Some(id.as_str()))
+            .cloned()
+            .collect()
     }
 
     /// The scene as read: who is active, silent or only referred to, where and when it

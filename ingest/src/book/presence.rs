@@ -39,7 +39,11 @@ pub(super) const THOUGHT_WORDS: &[&str] = &[
     "remembered",
     "knew",
     "wrote",
+    "write",
+    "writes",
+    "writing",
     "written",
+    "telegraphed",
     "letter",
     "telegram",
     "note",
@@ -208,7 +212,11 @@ pub(super) fn present_mention(sentence: &str, start: usize, end: usize) -> bool 
     // "Sholto's death", "Morstan's baggage": a name that only qualifies a thing shows
     // no one, unless it opens the sentence ("Holmes's face lit up").
     let possessive = sentence[end..].starts_with("'s") || sentence[end..].starts_with("’s");
-    if possessive && before.len() > 2 {
+    // "It was Mr. Hawkins's interest": what is someone's, not someone there.
+    let after_copula = before
+        .last()
+        .is_some_and(|w| matches!(w.as_str(), "was" | "is" | "were" | "be"));
+    if possessive && (before.len() > 2 || after_copula) {
         return false;
     }
     // "Holmes and I", "…, when Lestrade entered"; not the last of a list ("Stangerson,
@@ -430,14 +438,53 @@ pub(super) fn they_go(lower: &[String]) -> bool {
     })
 }
 
+/// Is `before` (lowercase, the clause up to a name) a phrase set before its subject
+/// ("once out upon the road, "), with no subject of its own?
+fn fronted(before: &str) -> bool {
+    before.trim_end().ends_with(',')
+        && !words(before).any(|w| matches!(w.as_str(), "he" | "she" | "they" | "i" | "we" | "it"))
+}
+
 /// The focus character a sentence takes off the stage, if any.
 pub(super) fn exit_of(sentence: &str, namer: &Namer, voices: &Voices<'_>) -> Option<String> {
     let lower = sentence.to_lowercase();
-    if !EXIT_PHRASES.iter().any(|p| lower.contains(p)) {
-        return None;
-    }
-    if let Some(m) = namer.mentions(sentence).first().filter(|m| m.start <= 5) {
+    let at = EXIT_PHRASES.iter().filter_map(|p| lower.find(p)).min()?;
+    // The subject of the clause that holds the exit ("We pulled round to the cove; and
+    // then Gray, single-handed, went away with the gig"): a name that opens it, after
+    // its joining words.
+    let clause = lower
+        .get(..at)
+        .and_then(|before| before.rfind([';', ':']))
+        .map_or(0, |c| c + 1);
+    let opening = lower.get(clause..at).map_or(clause, |rest| {
+        let trimmed = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
+        let mut start = clause + (rest.len() - trimmed.len());
+        for joint in [
+            "and then ",
+            "and ",
+            "then ",
+            "but ",
+            "so ",
+            "as soon as ",
+            "when ",
+            "after ",
+            "once ",
+        ] {
+            if lower.get(start..).is_some_and(|r| r.starts_with(joint)) {
+                start += joint.len();
+            }
+        }
+        start
+    });
+    if let Some(m) = namer.mentions(sentence).into_iter().find(|m| {
+        m.start >= opening
+            && m.start < at
+            && (m.start <= opening + 5 || fronted(&lower[opening..m.start]))
+    }) {
         return Some(m.character.to_owned());
+    }
+    if clause > 0 {
+        return None;
     }
     let first_words: Vec<String> = words(sentence).take(3).collect();
     let gender = if first_words.iter().any(|w| w == "he") {

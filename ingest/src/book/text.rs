@@ -390,6 +390,16 @@ impl Namer {
         for (form, id, _) in &forms {
             owners.entry(form.as_str()).or_default().insert(id.as_str());
         }
+        // A given name one character is listed by and another's full name starts with
+        // ("Tom": Tom Redruth's, and Tom Morgan's first name) is theirs to share: the
+        // book may mean either, or a third the list leaves out.
+        for (form, id, by_name) in &forms {
+            if let Some((first, _)) = form.split_once(' ').filter(|_| *by_name)
+                && let Some(ids) = owners.get_mut(first)
+            {
+                ids.insert(id.as_str());
+            }
+        }
         let shared = owners
             .into_iter()
             .filter(|(_, ids)| ids.len() > 1)

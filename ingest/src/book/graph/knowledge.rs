@@ -10,7 +10,9 @@
 use std::collections::BTreeSet;
 
 use super::super::lexicon::UNSEEN_MARKERS;
-use super::super::narration::{in_first_person, tells_inner_life};
+use super::super::narration::{
+    in_first_person, of_the_narrator_alone, recalls_own_past, tells_inner_life,
+};
 use super::super::presence::{shows, tells_death};
 use super::super::scenes::{Scene, Sentence, Speaker};
 use super::super::text::{Mention, contains_phrase};
@@ -43,7 +45,8 @@ pub(super) struct Unseen(BTreeSet<String>);
 /// - those on stage at its paragraph, and whoever says it; in a third-person telling,
 ///   of those on stage only whom its narration names (or "he" or "she" means);
 /// - in a first-person narration, a thought or feeling of the narrator's ("I felt",
-///   "it was in my mind"): the narrator alone;
+///   "it was in my mind"), or a sentence of "I" and "my", or of his memory ("where I had
+///   once"), that names no one else on stage: the narrator alone;
 /// - an omniscient narrator's view into one mind ("his heart was sore"): that mind
 ///   alone, if the sentence says whose; otherwise no one;
 /// - what those present did not see: only those it shows acting unseen;
@@ -88,8 +91,16 @@ pub(super) fn knowers(
     }
 
     let mut out = if narration && let Some(narrator) = &scene.narrator {
-        if in_first_person(text) && tells_inner_life(text) {
-            // The narrator's own mind: no one beside him hears a thought.
+        let on_stage = scene.present_at(sentence.paragraph);
+        let names_another = mentions
+            .iter()
+            .any(|m| m.character != narrator.as_str() && on_stage.contains(m.character));
+        if in_first_person(text)
+            && (tells_inner_life(text)
+                || ((of_the_narrator_alone(text) || recalls_own_past(text)) && !names_another))
+        {
+            // The narrator's own mind, or his own view of himself: no one beside him
+            // hears a thought, and one it does not name is not shown to be looking.
             Knowers {
                 known_by: BTreeSet::from([narrator.clone()]),
                 route: "direct_experience",

@@ -110,3 +110,84 @@ fn a_chapter_read_as_one_scene_grants_no_more_than_its_scenes() {
         .collect();
     assert_eq!(heard, BTreeSet::from(["kit-marsh"]), "{merged:?}");
 }
+
+const CREW: &str = "Jim Hawkins | Jim | narrator\nLong John Silver | Silver\nTom Redruth | Tom\n\
+                    Tom Morgan | Morgan\nAbraham Gray | Gray\n";
+
+#[test]
+fn a_narrator_s_sentence_of_himself_alone_reaches_no_one_it_does_not_name() {
+    let text = "CHAPTER I\n\nGray and I pulled the gig up the beach at the cove.\n\n\"Easy \
+                now,\" said Gray.\n\nI thought of my mother's inn, gone clean out of my life \
+                since the spring of 1760.\n\nWe drew near the bay where I had once tossed in \
+                the little boat of 1760.\n\n\"There,\" said Gray.\n";
+    assert_eq!(
+        knowers(CREW, text, "I thought of my mother"),
+        set(&["jim-hawkins"])
+    );
+    // A memory of his own, told while the company walks with him.
+    assert_eq!(
+        knowers(CREW, text, "We drew near the bay"),
+        set(&["jim-hawkins"])
+    );
+    // What he does in front of the one it names is seen by both.
+    assert_eq!(
+        knowers(CREW, text, "Gray and I pulled"),
+        set(&["jim-hawkins", "abraham-gray"])
+    );
+}
+
+#[test]
+fn one_who_disappears_after_a_fronted_phrase_or_in_a_subordinate_clause_is_gone() {
+    let text = "CHAPTER I\n\nSilver and Gray sat with me by the spring at the stockade.\n\n\
+                \"Well,\" said Silver.\n\nOnce out upon the sand, Silver, in spite of his leg, \
+                disappeared among the trees in half a minute.\n\nAs soon as Gray disappeared, I \
+                hid the chart of 1760 under the logs.\n\nThe chart of 1760 lay under the logs \
+                till night.\n";
+    let hidden = knowers(CREW, text, "As soon as Gray");
+    assert!(!hidden.contains("long-john-silver"), "{hidden:?}");
+    let lay = knowers(CREW, text, "The chart of 1760 lay");
+    assert_eq!(lay, set(&["jim-hawkins"]), "both had gone");
+}
+
+#[test]
+fn a_given_name_two_characters_share_puts_neither_on_stage() {
+    // "Tom" is Tom Redruth's in the list and Tom Morgan's first name: here it is a
+    // third Tom, and neither of them is there.
+    let text = "CHAPTER I\n\nSilver and I walked inland among the trees of the island.\n\n\
+                Tom stood up from the marsh grass at the sound of the cry.\n\n\"Mate,\" said \
+                Silver.\n\nTom fell, and Silver buried his knife in him in the year 1760.\n";
+    let killed = knowers(CREW, text, "Tom fell");
+    assert!(!killed.contains("tom-redruth"), "{killed:?}");
+    assert!(!killed.contains("tom-morgan"), "{killed:?}");
+}
+
+#[test]
+fn a_talk_they_have_alone_reaches_no_one_else_on_stage() {
+    let text = "CHAPTER I\n\nAnn, Ben and Kit sat at breakfast at Gullcove in the spring.\n\n\
+                \"More tea,\" said Ben.\n\n\"Come up,\" said Kit to Ann.\n\nWhen they had gained their own room, Ann, taking out \
+                the letter, said, \"Kit, the ledger of 1820 is forged.\"\n\n\"So it is,\" said \
+                Kit.\n";
+    let told = knowers(THIRD_PERSON, text, "Kit, the ledger");
+    assert!(!told.contains("ben-cole"), "{told:?}");
+    assert!(told.contains("ann-lee"), "{told:?}");
+}
+
+#[test]
+fn a_letter_copied_into_a_third_person_telling_puts_no_one_it_names_in_the_room() {
+    let text = "CHAPTER I\n\nAnn sat in the parlour at Gullcove and read the letter aloud.\n\n\
+                Ben stood by me when your news of 1820 came, and we grieve with you.\n\n\
+                \"He writes kindly of the ledger of 1820 and the boat,\" said Ann.\n\nAnn put the letter away at the last line of \
+                1821.\n";
+    let read = knowers(THIRD_PERSON, text, "He writes kindly");
+    assert_eq!(read, set(&["ann-lee"]), "Ben is only in the letter");
+}
+
+#[test]
+fn a_name_one_writes_to_or_owns_a_thing_is_not_there() {
+    let text = "CHAPTER I\n\nSilver sat with me in the cabin of the ship in 1760.\n\n\"Sign,\" \
+                said Silver.\n\nIt was Gray's chart, not mine, and I would write fully to Tom \
+                Redruth in secret.\n\nSilver took the pen and signed the chart of 1760.\n";
+    let signed = knowers(CREW, text, "Silver took the pen");
+    assert!(!signed.contains("abraham-gray"), "{signed:?}");
+    assert!(!signed.contains("tom-redruth"), "{signed:?}");
+}
