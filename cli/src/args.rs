@@ -10,8 +10,8 @@ use crate::options::ServerArg;
 pub use crate::commands::{
     AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
     DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs,
-    InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs, RunArgs,
-    ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
+    InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs,
+    RepairArgs, RunArgs, ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -73,6 +73,12 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Run a character agent service.
     Agent(AgentArgs),
+    /// Repair a damaged event log (the service stopped): every event before the damage
+    /// is kept in a new log, in order, and the damaged file is set aside beside it.
+    ///
+    /// Prints each world: whole again, or cut short at the sequence where its events
+    /// end. The service shows a world cut short FAILED, with that sequence.
+    Repair(RepairArgs),
     /// Serve the built-in language model on an OpenAI-compatible HTTP endpoint.
     Llm(LlmServeArgs),
     /// Write a deployment's certificates, for agents started elsewhere than by `serve`.

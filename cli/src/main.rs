@@ -80,6 +80,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(EvalCommand::Judge(args)) => commands::judge::judge_command(&args).await,
         Command::Eval(EvalCommand::Style(args)) => commands::style::style(&args).await,
         Command::Export(args) => commands::export::export(&args).await,
+        Command::Repair(args) => commands::repair::repair(&args),
         Command::Bench(BenchCommand::Turns(args)) => commands::bench::bench(args).await,
         Command::Bench(BenchCommand::Embed(args)) => {
             commands::bench_embed::bench_embed(&args).await

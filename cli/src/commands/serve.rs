@@ -399,7 +399,14 @@ pub async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             .unwrap_or_else(dramatis_runtime::models::scenarios_dir),
         scenario_roots: args.scenario_roots.clone(),
         log_path: args.data_dir.join("events.redb"),
-        shared_log: shared.as_ref().map(|(log, _)| Arc::clone(log)),
+        // The file is opened (and checked) before the service says it is ready: a
+        // damaged log stops the start with its way out, not the first call.
+        shared_log: Some(match &shared {
+            Some((log, _)) => Arc::clone(log),
+            None => Arc::new(dramatis_world::log::RedbLog::open(
+                &args.data_dir.join("events.redb"),
+            )?),
+        }),
         cluster: shared.map(|(_, cluster)| cluster),
         agents,
         narrator: Some(Arc::clone(

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::WorldError;
 use dramatis_scenario::Scenario;
 pub use jetstream::{JetStreamLog, JetStreamOptions};
-pub use redb::RedbLog;
+pub use redb::{RedbLog, Repaired, repair};
 use relay::TokenRelay;
 
 /// What a world was created from, so it can be rebuilt after a restart (or by another
@@ -145,6 +145,12 @@ pub trait EventLog: Send + Sync + std::fmt::Debug + 'static {
 
     /// Removes a world, its events and its notes.
     async fn delete_world(&self, world_id: &str) -> Result<(), WorldError>;
+
+    /// Where a repair cut this world's events short (`dramatis repair`): the last
+    /// sequence it kept. Such a world is shown FAILED, never replayed as if whole.
+    async fn cut_short(&self, _world_id: &str) -> Result<Option<u64>, WorldError> {
+        Ok(None)
+    }
 
     /// The token relay that travels beside this log to the other replicas sharing it;
     /// `None` for a log no other process shares.

@@ -198,6 +198,12 @@ impl Worlds {
 
     /// A recorded world rebuilt from its log.
     pub(super) async fn revive(&self, record: &WorldRecord) -> Result<Arc<World>, WorldError> {
+        if let Some(kept) = self.inner.log.cut_short(&record.world_id).await? {
+            return Err(WorldError::Log(format!(
+                "its events after {kept} were lost to damage in the event log (see `dramatis \
+                 repair`), so it cannot be replayed as it was; delete it to free its id"
+            )));
+        }
         let scenario = self.recorded_scenario(record).await?;
         let history = self.inner.log.read(&record.world_id, 1).await?;
         let world = self
