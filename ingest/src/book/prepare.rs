@@ -509,7 +509,8 @@ impl<'a> Reading<'a> {
 
     /// Those a sentence leaves alone together ("When they had gained their own room,
     /// Jane…"): whom it names, whom this paragraph shows, and for a "they" that names
-    /// one, the one shown or heard last before; everyone else on stage is sent off.
+    /// one, the one heard last before (or, if no one else spoke, shown last); everyone
+    /// else on stage is sent off.
     fn alone(&self, mentions: &[Mention<'_>], here: &InParagraph) -> Vec<String> {
         let mut kept: BTreeSet<&str> = mentions.iter().map(|m| m.character).collect();
         kept.extend(here.shown.iter().filter_map(Speaker::focus));

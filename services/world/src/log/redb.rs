@@ -93,8 +93,9 @@ fn way_out(path: &Path) -> String {
     )
 }
 
-/// Opens the file at `path` as redb and checks every page of it against its checksum.
-fn open_checked(path: &Path) -> Result<Database, WorldError> {
+/// Opens the file at `path` as redb and checks every page of it against its checksum:
+/// the database, or what is damaged in it (`Ok(Err(why))`).
+fn open_checked(path: &Path) -> Result<Result<Database, String>, WorldError> {
     // Checked as it opens: a plain open reads the file's free-space map unverified,
     // and may panic on a damaged one.
     let opened = unwound(|| {
@@ -102,20 +103,11 @@ fn open_checked(path: &Path) -> Result<Database, WorldError> {
             .set_check_integrity_on_open(true)
             .create(path)
     });
-    let damaged = |why: String| {
-        WorldError::Log(format!(
-            "the event log {} is damaged ({why}); nothing was changed: {}",
-            path.display(),
-            way_out(path)
-        ))
-    };
     match opened {
-        Ok(Ok(db)) => Ok(db),
-        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)))) => {
-            Err(damaged(why))
-        }
+        Ok(Ok(db)) => Ok(Ok(db)),
+        Ok(Err(redb::DatabaseError::Storage(redb::StorageError::Corrupted(why)))) => Ok(Err(why)),
         Ok(Err(e)) => Err(WorldError::Log(format!("open {}: {e}", path.display()))),
-        Err(panic) => Err(damaged(format!("redb panicked opening it: {panic}"))),
+        Err(panic) => Ok(Err(format!("redb panicked opening it: {panic}"))),
     }
 }
 
@@ -127,7 +119,13 @@ impl RedbLog {
             std::fs::create_dir_all(dir)
                 .map_err(|e| WorldError::Log(format!("create {}: {e}", dir.display())))?;
         }
-        let db = open_checked(path)?;
+        let db = open_checked(path)?.map_err(|why| {
+            WorldError::Log(format!(
+                "the event log {} is damaged ({why}); nothing was changed: {}",
+                path.display(),
+                way_out(path)
+            ))
+        })?;
         let txn = db.begin_write().map_err(log_err)?;
         txn.open_table(EVENTS).map_err(log_err)?;
         txn.open_table(WORLDS).map_err(log_err)?;
@@ -443,9 +441,8 @@ pub fn repair(path: &Path) -> Result<Repaired, WorldError> {
             path.display()
         )));
     }
-    if open_checked(path).is_ok() {
-        let log = RedbLog::open(path)?;
-        let worlds = read_all(&*log.db)?.into_iter().map(|w| w.summary).collect();
+    if let Ok(sound) = open_checked(path)? {
+        let worlds = read_all(&sound)?.into_iter().map(|w| w.summary).collect();
         return Ok(Repaired {
             aside: None,
             worlds,
