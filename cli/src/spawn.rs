@@ -220,9 +220,35 @@ struct Agent {
     endpoint: String,
     /// How it exited, once it has (it is reaped then).
     exit: Option<String>,
+    /// How many reaping rounds in a row have found it stopped.
+    stopped: u32,
 }
 
 impl Agent {
+    /// One reaping round: logs an exit the first time it is seen; kills the process
+    /// once it has been found stopped [`STOPPED_ROUNDS`] rounds in a row.
+    fn watch(&mut self, group: &str) {
+        let seen = self.exit.is_some();
+        if let Some(status) = self.poll_exit().map(str::to_owned) {
+            if !seen {
+                tracing::warn!(%group, endpoint = %self.endpoint, %status, "agent process exited");
+            }
+            return;
+        }
+        let stopped = self
+            .spawned
+            .child
+            .id()
+            .and_then(process_state)
+            .is_some_and(|state| matches!(state, 'T' | 't'));
+        self.stopped = if stopped { self.stopped + 1 } else { 0 };
+        if self.stopped == STOPPED_ROUNDS && self.spawned.child.start_kill().is_ok() {
+            tracing::warn!(%group, endpoint = %self.endpoint,
+                "agent process is frozen (stopped by a signal or a debugger); killed it, \
+                 and its characters move to a new one from their shards");
+        }
+    }
+
     /// Its exit status, reaping it if it has just exited.
     fn poll_exit(&mut self) -> Option<&str> {
         if self.exit.is_none() {
@@ -247,8 +273,23 @@ const AGENT_MALLOC: [(&str, &str); 1] = [("MALLOC_TRIM_THRESHOLD_", "1048576")];
 /// `run` or `serve` lives as long as the process, but a service may run for months.
 const CERTIFICATE_LIFETIME: Duration = Duration::from_secs(10 * 365 * 86_400);
 
-/// How often exited agents are looked for.
+/// How often exited agents are looked for, and stopped ones.
 const REAP_EVERY: Duration = Duration::from_secs(1);
+
+/// How many rounds in a row an agent may be found stopped (SIGSTOP, a debugger)
+/// before it is killed: its calls, and every world's calls waiting on its sockets,
+/// then fail at once and its worlds move its characters to a new process. A process
+/// wedged without being stopped is found by its calls instead (keepalive pings and the
+/// TLS handshake's deadline, then the world's health probe).
+const STOPPED_ROUNDS: u32 = 2;
+
+/// The state letter of process `pid` (`R`, `S`, `T`, ...) from `/proc`; `None` where
+/// there is no such file.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (command) state ...`: the command may hold spaces and parentheses.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
 
 impl SpawnedAgents {
     /// Agents for a service whose data directory is `data_dir` (shards in `shards/`).
@@ -281,12 +322,7 @@ impl SpawnedAgents {
                 };
                 for (group, agents) in dramatis_runtime::lock(&running).iter_mut() {
                     for agent in agents {
-                        let seen = agent.exit.is_some();
-                        let status = agent.poll_exit().map(str::to_owned);
-                        if let (false, Some(status)) = (seen, status) {
-                            tracing::warn!(%group, endpoint = %agent.endpoint, %status,
-                                "agent process exited");
-                        }
+                        agent.watch(group);
                     }
                 }
             }
@@ -380,6 +416,7 @@ impl SpawnedAgents {
                 spawned,
                 endpoint: endpoint.clone(),
                 exit: None,
+                stopped: 0,
             });
         Ok(endpoint)
     }

@@ -11,7 +11,9 @@ use std::task::{Context, Poll};
 
 use futures::future::Either;
 use tonic::body::Body;
-use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+use tonic::transport::server::TlsConnectInfo;
+
+use crate::grpc::ConnectionInfo;
 
 /// What a token lets its holder do; each role includes the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -221,7 +223,7 @@ impl Access {
                 }
                 let verified = request
                     .extensions()
-                    .get::<TlsConnectInfo<TcpConnectInfo>>()
+                    .get::<TlsConnectInfo<ConnectionInfo>>()
                     .and_then(TlsConnectInfo::peer_certs)
                     .is_some_and(|certs| !certs.is_empty());
                 if verified {

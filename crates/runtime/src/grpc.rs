@@ -40,82 +40,294 @@ pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Most streams (calls) one HTTP/2 connection may have open at once.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 256;
 
-/// How long a new connection has to send its first [`FIRST_BYTES`] bytes (an HTTP/2
-/// preface with its settings, an HTTP/1.1 request line, a TLS hello). One that sends
-/// less (a port scanner, a preface and then silence) is closed, freeing its slot.
-pub const FIRST_BYTES_WITHIN: Duration = Duration::from_secs(10);
-pub const FIRST_BYTES: usize = 64;
+/// How long a new connection has to make its first complete request (a gRPC call, an
+/// HTTP/1.1 request for the viewer). One that does not (a port scanner, a preface and
+/// then silence, half a request line, a byte a second) is closed, freeing its slot.
+pub const FIRST_REQUEST_WITHIN: Duration = Duration::from_secs(5);
 
-/// Most connections a server holds at once by default; more are closed at once.
+/// Most connections a server holds at once by default. At the cap, a new connection
+/// takes the place of one that has not yet made a request (the oldest first), else of
+/// one with no call open (the longest idle); only when every held connection has a call
+/// open is the new one refused.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_000;
 
-/// A server builder with `security` applied: the TLS acceptor, and the access layer
-/// around every route (health and reflection included); HTTP/2 keepalive pings and a
-/// cap on streams per connection.
-pub fn secured_builder(
-    security: &Security,
-) -> Result<Server<Stack<AccessLayer, Identity>>, tonic::transport::Error> {
-    let mut builder = Server::builder()
+/// The plain server builder every Dramatis server starts from: HTTP/2 keepalive pings,
+/// a cap on streams per connection, and the [`CallsLayer`] that [`Connections`] needs
+/// to tell a connection that speaks from one that only holds a slot.
+#[must_use]
+pub fn builder() -> Server<Stack<CallsLayer, Identity>> {
+    Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .layer(CallsLayer)
+}
+
+/// [`builder`] with `security` applied: the TLS acceptor, and the access layer
+/// around every route (health and reflection included).
+pub fn secured_builder(
+    security: &Security,
+) -> Result<Server<Stack<AccessLayer, Stack<CallsLayer, Identity>>>, tonic::transport::Error> {
+    let mut builder = builder();
     if let Some(tls) = &security.tls {
         builder = builder.tls_config(tls.clone())?;
     }
     Ok(builder.layer(AccessLayer::new(security.access.clone())))
 }
 
-/// Connections from a bound listener, with Nagle's algorithm off (small gRPC frames,
-/// a token or a one-event Perceive, must not wait for delayed acknowledgements), at
-/// most `max_connections` at once (more are closed as they come, with a warning), each
-/// closed if it has not sent its first bytes in time ([`Guarded`]).
+/// Connections from a bound listener, held as [`Connections::new`]`(max_connections)`
+/// holds them. The server must be built on [`builder`] (its [`CallsLayer`] marks each
+/// connection that makes a request; without it, every connection is closed once
+/// [`FIRST_REQUEST_WITHIN`] has passed).
 pub fn incoming(
     listener: TcpListener,
     max_connections: usize,
 ) -> impl futures::Stream<Item = std::io::Result<Guarded>> {
-    use futures::StreamExt as _;
-    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections.max(1)));
-    TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .filter_map(move |accepted| {
-            let slots = Arc::clone(&slots);
-            async move {
-                let stream = match accepted {
-                    Ok(stream) => stream,
-                    Err(error) => return Some(Err(error)),
-                };
-                match slots.try_acquire_owned() {
-                    Ok(slot) => Some(Ok(Guarded::new(stream, slot))),
-                    Err(_) => {
-                        tracing::warn!(peer = ?stream.peer_addr().ok(), max_connections,
-                            "connection refused: the server holds as many as it may");
-                        None
-                    }
-                }
-            }
-        })
+    Connections::new(max_connections).incoming(listener)
 }
 
-/// A served connection: holds one of the server's connection slots while it lives,
-/// and fails its reads (so the server closes it) if its first [`FIRST_BYTES`] bytes
-/// have not come within [`FIRST_BYTES_WITHIN`]. After that, HTTP/2 keepalive decides.
+/// The connections one server holds: at most `max` at once, each closed if it makes
+/// no complete request within its first seconds; at the cap, a newcomer takes the place
+/// of a connection that has not spoken, else of an idle one, so a client that speaks is
+/// served however many silent connections are opened against the server.
+#[derive(Debug, Clone)]
+pub struct Connections {
+    table: Arc<Table>,
+}
+
+#[derive(Debug)]
+struct Table {
+    max: usize,
+    first_request_within: Duration,
+    epoch: std::time::Instant,
+    held: std::sync::Mutex<Held>,
+}
+
+#[derive(Debug, Default)]
+struct Held {
+    next: u64,
+    /// Every connection held and not told to close, by number.
+    open: std::collections::HashMap<u64, Arc<Peer>>,
+}
+
+/// What the server knows of one connection, shared by its socket ([`Guarded`]) and its
+/// requests (through [`ConnectionInfo`]).
+#[derive(Debug)]
+pub struct Peer {
+    id: u64,
+    /// Milliseconds after the table's epoch.
+    opened: u64,
+    spoke: std::sync::atomic::AtomicBool,
+    last_call: std::sync::atomic::AtomicU64,
+    calls: std::sync::atomic::AtomicUsize,
+    evicted: std::sync::atomic::AtomicBool,
+    waker: futures::task::AtomicWaker,
+    epoch: std::time::Instant,
+}
+
+impl Peer {
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// A request has come: the connection has spoken, and has one more call open
+    /// until the returned guard (held by the answer's body) is dropped.
+    fn call(self: &Arc<Self>) -> OpenCall {
+        use std::sync::atomic::Ordering;
+        self.spoke.store(true, Ordering::Release);
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        self.last_call.store(self.now(), Ordering::Release);
+        OpenCall(Arc::clone(self))
+    }
+
+    fn evict(&self) {
+        self.evicted
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.waker.wake();
+    }
+}
+
+/// One call open on a connection; dropping it closes the call.
+#[derive(Debug)]
+struct OpenCall(Arc<Peer>);
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        self.0.last_call.store(self.0.now(), Ordering::Release);
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    /// At most `max` connections (at least one), [`FIRST_REQUEST_WITHIN`] to speak.
+    #[must_use]
+    pub fn new(max: usize) -> Self {
+        Self::with_deadline(max, FIRST_REQUEST_WITHIN)
+    }
+
+    /// As [`Connections::new`], with another time to the first request.
+    #[must_use]
+    pub fn with_deadline(max: usize, first_request_within: Duration) -> Self {
+        Self {
+            table: Arc::new(Table {
+                max: max.max(1),
+                first_request_within,
+                epoch: std::time::Instant::now(),
+                held: std::sync::Mutex::new(Held::default()),
+            }),
+        }
+    }
+
+    /// How many connections are held (closing ones not counted).
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.table.lock().open.len()
+    }
+
+    /// The numbers of the connections held, in the order they came.
+    #[cfg(test)]
+    fn held_ids(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.table.lock().open.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// The connections accepted on `listener`, with Nagle's algorithm off (small gRPC
+    /// frames, a token or a one-event Perceive, must not wait for delayed
+    /// acknowledgements).
+    pub fn incoming(
+        &self,
+        listener: TcpListener,
+    ) -> impl futures::Stream<Item = std::io::Result<Guarded>> + use<> {
+        use futures::StreamExt as _;
+        let table = Arc::clone(&self.table);
+        TcpIncoming::from(listener)
+            .with_nodelay(Some(true))
+            .filter_map(move |accepted| {
+                let admitted = accepted.map(|stream| Table::admit(&table, stream)).transpose();
+                std::future::ready(admitted)
+            })
+    }
+}
+
+impl Table {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Holds `stream` if there is room or room can be made; `None` if every held
+    /// connection has a call open.
+    fn admit(table: &Arc<Self>, stream: tokio::net::TcpStream) -> Option<Guarded> {
+        let mut held = table.lock();
+        if held.open.len() >= table.max {
+            let Some(victim) = Self::idlest(&held) else {
+                drop(held);
+                tracing::warn!(peer = ?stream.peer_addr().ok(), max_connections = table.max,
+                    "connection refused: every connection the server may hold has a call open");
+                return None;
+            };
+            if let Some(peer) = held.open.remove(&victim) {
+                tracing::debug!(
+                    spoke = peer.spoke.load(std::sync::atomic::Ordering::Acquire),
+                    "closing a connection to make room for a new one"
+                );
+                peer.evict();
+            }
+        }
+        let id = held.next;
+        held.next += 1;
+        let peer = Arc::new(Peer {
+            id,
+            opened: u64::try_from(table.epoch.elapsed().as_millis()).unwrap_or(u64::MAX),
+            spoke: std::sync::atomic::AtomicBool::new(false),
+            last_call: std::sync::atomic::AtomicU64::new(0),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+            evicted: std::sync::atomic::AtomicBool::new(false),
+            waker: futures::task::AtomicWaker::new(),
+            epoch: table.epoch,
+        });
+        held.open.insert(id, Arc::clone(&peer));
+        drop(held);
+        Some(Guarded {
+            inner: stream,
+            deadline: Some(Box::pin(tokio::time::sleep(table.first_request_within))),
+            peer,
+            table: Arc::clone(table),
+        })
+    }
+
+    /// The connection to close for a newcomer: the oldest that has not made a request,
+    /// else the one idle longest with no call open.
+    fn idlest(held: &Held) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        let silent = held
+            .open
+            .values()
+            .filter(|p| !p.spoke.load(Ordering::Acquire))
+            .min_by_key(|p| p.opened);
+        if let Some(peer) = silent {
+            return Some(peer.id);
+        }
+        held.open
+            .values()
+            .filter(|p| p.calls.load(Ordering::Acquire) == 0)
+            .min_by_key(|p| p.last_call.load(Ordering::Acquire))
+            .map(|p| p.id)
+    }
+}
+
+/// A served connection: holds its place in its server's [`Connections`] while it
+/// lives, and fails its reads (so the server closes it) if it has made no request
+/// within the first-request deadline, or when a newcomer has taken its place. After its
+/// first request, HTTP/2 keepalive decides.
 #[derive(Debug)]
 pub struct Guarded {
     inner: tokio::net::TcpStream,
-    /// Bytes still owed before the deadline is lifted.
-    owed: usize,
-    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
-    _slot: tokio::sync::OwnedSemaphorePermit,
+    /// Until the first request.
+    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    peer: Arc<Peer>,
+    table: Arc<Table>,
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        let mut held = self.table.lock();
+        if held
+            .open
+            .get(&self.peer.id)
+            .is_some_and(|p| Arc::ptr_eq(p, &self.peer))
+        {
+            held.open.remove(&self.peer.id);
+        }
+    }
 }
 
 impl Guarded {
-    fn new(inner: tokio::net::TcpStream, slot: tokio::sync::OwnedSemaphorePermit) -> Self {
-        Self {
-            inner,
-            owed: FIRST_BYTES,
-            deadline: Box::pin(tokio::time::sleep(FIRST_BYTES_WITHIN)),
-            _slot: slot,
+    /// Why this connection must close now, if it must.
+    fn closing(&mut self, cx: &mut std::task::Context<'_>) -> Option<std::io::Error> {
+        use std::future::Future as _;
+        use std::sync::atomic::Ordering;
+        self.peer.waker.register(cx.waker());
+        if self.peer.evicted.load(Ordering::Acquire) {
+            return Some(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "closed to make room for a connection that speaks",
+            ));
         }
+        if let Some(deadline) = &mut self.deadline {
+            if self.peer.spoke.load(Ordering::Acquire) {
+                self.deadline = None;
+            } else if deadline.as_mut().poll(cx).is_ready() {
+                return Some(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the connection made no request in its first seconds",
+                ));
+            }
+        }
+        None
     }
 }
 
@@ -125,27 +337,10 @@ impl tokio::io::AsyncRead for Guarded {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        use std::future::Future as _;
-        use std::task::Poll;
-        let before = buf.filled().len();
-        let read = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.owed == 0 {
-            return read;
+        if let Some(error) = self.closing(cx) {
+            return std::task::Poll::Ready(Err(error));
         }
-        match read {
-            Poll::Ready(Ok(())) => {
-                let got = buf.filled().len() - before;
-                self.owed = self.owed.saturating_sub(got);
-                Poll::Ready(Ok(()))
-            }
-            Poll::Pending if self.deadline.as_mut().poll(cx).is_ready() => {
-                Poll::Ready(Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the connection sent too little in its first seconds",
-                )))
-            }
-            other => other,
-        }
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 
@@ -185,11 +380,108 @@ impl tokio::io::AsyncWrite for Guarded {
     }
 }
 
+/// What a request learns of its connection (in its extensions; under TLS, inside
+/// [`tonic::transport::server::TlsConnectInfo`]).
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    pub tcp: tonic::transport::server::TcpConnectInfo,
+    peer: Arc<Peer>,
+}
+
 impl tonic::transport::server::Connected for Guarded {
-    type ConnectInfo = <tokio::net::TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+    type ConnectInfo = ConnectionInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.inner.connect_info()
+        ConnectionInfo {
+            tcp: self.inner.connect_info(),
+            peer: Arc::clone(&self.peer),
+        }
+    }
+}
+
+/// Marks each request's connection as one that speaks, and counts its open calls
+/// until each answer's body is done, for [`Connections`] to choose whom to close.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallsLayer;
+
+impl<S> tower_layer::Layer<S> for CallsLayer {
+    type Service = CallsService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CallsService { inner }
+    }
+}
+
+/// See [`CallsLayer`].
+#[derive(Debug, Clone)]
+pub struct CallsService<S> {
+    inner: S,
+}
+
+impl<S, B> tower_service::Service<http::Request<B>> for CallsService<S>
+where
+    S: tower_service::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, S::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let extensions = request.extensions();
+        let call = extensions
+            .get::<ConnectionInfo>()
+            .or_else(|| {
+                extensions
+                    .get::<tonic::transport::server::TlsConnectInfo<ConnectionInfo>>()
+                    .map(tonic::transport::server::TlsConnectInfo::get_ref)
+            })
+            .map(|info| info.peer.call());
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(match call {
+                Some(call) => response.map(|body| {
+                    tonic::body::Body::new(CallBody { inner: body, _call: call })
+                }),
+                None => response,
+            })
+        })
+    }
+}
+
+/// An answer's body, keeping its call open until it is done or dropped.
+struct CallBody {
+    inner: tonic::body::Body,
+    _call: OpenCall,
+}
+
+impl http_body::Body for CallBody {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -272,7 +564,7 @@ pub async fn serve_health(
             .await;
     }
     tokio::spawn(async move {
-        let served = Server::builder()
+        let served = builder()
             .add_service(health)
             .serve_with_incoming_shutdown(incoming(listener, 64), shutdown.wait())
             .await;
@@ -332,6 +624,201 @@ mod tests {
             call.expect_err("no agent here").code(),
             tonic::Code::Unimplemented
         );
+        shutdown.trigger();
+    }
+
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tonic_health::pb::HealthCheckRequest;
+    use tonic_health::pb::health_client::HealthClient;
+
+    use super::Connections;
+
+    /// A health server on its own connections; returns its address.
+    async fn served(connections: &Connections, shutdown: &crate::Shutdown) -> String {
+        served_reporting(connections, shutdown).await.0
+    }
+
+    /// [`served`], and the reporter that sets its health.
+    async fn served_reporting(
+        connections: &Connections,
+        shutdown: &crate::Shutdown,
+    ) -> (String, tonic_health::server::HealthReporter) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (reporter, health) = tonic_health::server::health_reporter();
+        let incoming = connections.incoming(listener);
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            super::builder()
+                .add_service(health)
+                .serve_with_incoming_shutdown(incoming, stop.wait())
+                .await
+        });
+        (format!("http://{addr}"), reporter)
+    }
+
+    async fn client(url: &str) -> HealthClient<tonic::transport::Channel> {
+        let channel = tonic::transport::Channel::from_shared(url.to_owned())
+            .expect("uri")
+            .connect()
+            .await
+            .expect("reachable");
+        let mut client = HealthClient::new(channel);
+        client
+            .check(HealthCheckRequest::default())
+            .await
+            .expect("answered");
+        client
+    }
+
+    /// A connection that sent the HTTP/2 preface and nothing more.
+    async fn silent(url: &str) -> tokio::net::TcpStream {
+        let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+            .await
+            .expect("connect");
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .expect("preface");
+        stream
+    }
+
+    /// Whether the server closes `stream` within `within` (what it sent before, its
+    /// settings, is read past).
+    async fn closed(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+        let mut buf = [0u8; 256];
+        tokio::time::timeout(within, async {
+            loop {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => return true,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    async fn until_held(connections: &Connections, count: usize) {
+        for _ in 0..200 {
+            if connections.held() == count {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("held {} connections, not {count}", connections.held());
+    }
+
+    /// Past the first-request deadline, a connection that made a call is still held
+    /// and still answers; a silent one and one that trickles a byte at a time without
+    /// finishing a request are closed.
+    #[tokio::test]
+    async fn past_the_first_request_deadline_only_a_connection_that_spoke_is_held() {
+        let shutdown = crate::Shutdown::new();
+        let connections = Connections::with_deadline(10, Duration::from_millis(400));
+        let url = served(&connections, &shutdown).await;
+        let mut spoke = client(&url).await;
+        let mut quiet = silent(&url).await;
+        let mut trickle = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
+            .await
+            .expect("connect");
+        until_held(&connections, 3).await;
+        let mut cut = false;
+        for byte in b"GET / HTTP/1.1\r\nHost: x\r\n".iter().cycle().take(20) {
+            if trickle.write_all(&[*byte]).await.is_err() {
+                cut = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(closed(&mut quiet, Duration::from_secs(2)).await, "the silent one is held");
+        assert!(
+            cut || closed(&mut trickle, Duration::from_secs(2)).await,
+            "the trickle is held"
+        );
+        until_held(&connections, 1).await;
+        spoke
+            .check(HealthCheckRequest::default())
+            .await
+            .expect("the connection that spoke still answers");
+        assert_eq!(connections.held(), 1, "the same connection answered");
+        shutdown.trigger();
+    }
+
+    /// At the cap, a newcomer takes the place of the oldest connection that has not
+    /// spoken, then of the one idle longest; one with a call open (a watch) is never
+    /// closed for a newcomer, and when every held one has a call open the newcomer is
+    /// refused while the watches go on.
+    #[tokio::test]
+    async fn at_the_cap_a_newcomer_takes_the_place_of_a_silent_then_an_idle_connection() {
+        let shutdown = crate::Shutdown::new();
+        let connections = Connections::with_deadline(3, Duration::from_secs(60));
+        let (url, reporter) = served_reporting(&connections, &shutdown).await;
+        let _first = client(&url).await; // 0
+        let mut older = silent(&url).await; // 1
+        until_held(&connections, 2).await;
+        let mut newer = silent(&url).await; // 2
+        until_held(&connections, 3).await;
+        assert_eq!(connections.held_ids(), [0, 1, 2]);
+
+        let mut second = client(&url).await; // 3
+        assert!(closed(&mut older, Duration::from_secs(2)).await, "the oldest silent one is held");
+        assert_eq!(connections.held_ids(), [0, 2, 3]);
+        let mut third = client(&url).await; // 4
+        assert!(closed(&mut newer, Duration::from_secs(2)).await, "the other silent one is held");
+        assert_eq!(connections.held_ids(), [0, 3, 4]);
+
+        // All three spoke. A watch keeps 3 open; 0 has been idle longer than 4.
+        let mut watch = second
+            .watch(HealthCheckRequest::default())
+            .await
+            .expect("a watch")
+            .into_inner();
+        watch.message().await.expect("a status").expect("the first status");
+        third
+            .check(HealthCheckRequest::default())
+            .await
+            .expect("answered");
+        let mut fourth = client(&url).await; // 5
+        assert_eq!(connections.held_ids(), [3, 4, 5], "not the idlest closed");
+        let mut watch_too = fourth
+            .watch(HealthCheckRequest::default())
+            .await
+            .expect("a watch")
+            .into_inner();
+        watch_too.message().await.expect("a status").expect("the first status");
+
+        let mut fifth = silent(&url).await; // 6, in place of 4, the one idle
+        let mut sixth = silent(&url).await; // 7, in place of 6, silent
+        assert!(closed(&mut fifth, Duration::from_secs(2)).await, "a silent one is held");
+        assert!(!closed(&mut sixth, Duration::from_millis(300)).await, "the newest was closed");
+        assert_eq!(connections.held_ids(), [3, 5, 7]);
+
+        // Every place has a call open: a newcomer is refused.
+        let mut seventh = client(&url).await; // 8, in place of 7
+        let _watch_three = seventh
+            .watch(HealthCheckRequest::default())
+            .await
+            .expect("a watch")
+            .into_inner();
+        assert_eq!(connections.held_ids(), [3, 5, 8]);
+        let mut refused = silent(&url).await; // 9
+        assert!(closed(&mut refused, Duration::from_secs(2)).await, "a newcomer took a watch's place");
+        assert_eq!(connections.held_ids(), [3, 5, 8]);
+        reporter
+            .set_service_status("", tonic_health::ServingStatus::NotServing)
+            .await;
+        for watch in [&mut watch, &mut watch_too] {
+            let status = watch.message().await.expect("the watch goes on").expect("a status");
+            assert_eq!(
+                status.status,
+                tonic_health::pb::health_check_response::ServingStatus::NotServing as i32
+            );
+        }
         shutdown.trigger();
     }
 }

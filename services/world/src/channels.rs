@@ -83,8 +83,11 @@ impl Channels {
             let tls = self.tls.clone().ok_or_else(|| {
                 format!("endpoint {endpoint:?} is https, but no TLS is configured")
             })?;
+            // A peer that is frozen still accepts TCP connections (its kernel does),
+            // but never finishes the handshake: without a deadline, a call waiting for
+            // a new connection would wait without end.
             target = target
-                .tls_config(tls)
+                .tls_config(tls.timeout(connect_timeout))
                 .map_err(|e| format!("TLS for {endpoint:?}: {e}"))?;
         }
         Ok(target)
@@ -99,5 +102,40 @@ impl Channels {
     /// Drops the channel to `endpoint` (its server is gone).
     pub fn forget(&self, endpoint: &str) {
         self.channels.remove(endpoint);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::Channels;
+
+    /// A peer whose kernel accepts connections but whose process never answers (a
+    /// stopped agent: the listener's backlog completes the TCP handshake): a call on
+    /// a new connection to it fails once the TLS handshake's deadline passes. Before,
+    /// it waited without end, and no recovery ever began.
+    #[tokio::test]
+    async fn a_call_to_a_peer_that_accepts_and_never_answers_fails_within_the_connect_timeout() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = silent.local_addr().expect("addr");
+        let pki = dramatis_runtime::pki::DeploymentPki::generate(
+            &[],
+            &[],
+            Duration::from_secs(3_600),
+        )
+        .expect("a deployment's certificates");
+        let channels = Channels::new(Some(pki.world_client_tls()), Duration::from_millis(500));
+        let channel = channels.get(&format!("https://{addr}")).expect("a channel");
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let call = health.check(tonic_health::pb::HealthCheckRequest::default());
+        let failed = tokio::time::timeout(Duration::from_secs(20), call)
+            .await
+            .expect("the call waited on the handshake without end");
+        assert_eq!(
+            failed.expect_err("nothing answered").code(),
+            tonic::Code::Unavailable
+        );
+        drop(silent);
     }
 }
