@@ -125,7 +125,10 @@ async fn four_thousand_silent_connections_do_not_lock_a_client_out() {
             closed += 1;
         }
     }
-    assert_eq!(closed, 4_000, "every silent connection was closed by the service");
+    assert_eq!(
+        closed, 4_000,
+        "every silent connection was closed by the service"
+    );
     let after = descriptors(pid);
     assert!(
         after <= before + 5,

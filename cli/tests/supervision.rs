@@ -234,7 +234,10 @@ async fn every_agent_frozen_mid_advance(flags: &[&str], processes: usize) {
     for pid in &frozen {
         signal(*pid, rustix::process::Signal::STOP);
     }
-    assert!(!call.is_finished(), "the Advance ended before the agents were frozen");
+    assert!(
+        !call.is_finished(),
+        "the Advance ended before the agents were frozen"
+    );
     // Whatever happens below, a stopped agent is let go again (its lifeline then ends
     // it with the service): a stopped process outlives everything otherwise.
     let _resume: Vec<Resume> = frozen.iter().map(|pid| Resume(*pid)).collect();
@@ -272,17 +275,28 @@ async fn every_agent_frozen_mid_advance(flags: &[&str], processes: usize) {
         frozen.len()
     );
 
-    // The frozen processes were killed by their service (and reaped), not left stopped.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while frozen.iter().any(|pid| alive(*pid)) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    killed_and_replaced(&frozen, &shards, data.path());
+    while !finished(&mut world).await {
+        advance(&mut world, 20).await;
     }
-    for pid in &frozen {
+    let events = common::replay(&mut world, WORLD).await;
+    common::assert_whole(&events, &shards.join(WORLD));
+    let _ = server.kill().await;
+}
+
+/// The `frozen` processes were killed by their service (and reaped), not left
+/// stopped, and no more agents run than before.
+fn killed_and_replaced(frozen: &[i32], shards: &Path, data: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while frozen.iter().any(|pid| alive(*pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for pid in frozen {
         assert!(!alive(*pid), "the frozen agent {pid} was left running");
     }
-    let log = std::fs::read_to_string(data.path().join("serve.log")).expect("serve log");
+    let log = std::fs::read_to_string(data.join("serve.log")).expect("serve log");
     assert!(log.contains("frozen"), "{log}");
-    let fresh = running_agents(&shards).await;
+    let fresh = agent_pids(shards);
     assert!(
         fresh.iter().all(|pid| !frozen.contains(pid)),
         "a frozen agent is still listed: {fresh:?} (frozen {frozen:?})"
@@ -291,12 +305,6 @@ async fn every_agent_frozen_mid_advance(flags: &[&str], processes: usize) {
         fresh.len() <= frozen.len(),
         "more agents than before: {fresh:?} (frozen {frozen:?})"
     );
-    while !finished(&mut world).await {
-        advance(&mut world, 20).await;
-    }
-    let events = common::replay(&mut world, WORLD).await;
-    common::assert_whole(&events, &shards.join(WORLD));
-    let _ = server.kill().await;
 }
 
 /// Sends SIGCONT to its process when dropped.

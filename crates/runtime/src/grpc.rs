@@ -63,11 +63,12 @@ pub fn builder() -> Server<Stack<CallsLayer, Identity>> {
         .layer(CallsLayer)
 }
 
+/// What [`secured_builder`] gives: [`builder`] with the access layer inside.
+pub type SecuredServer = Server<Stack<AccessLayer, Stack<CallsLayer, Identity>>>;
+
 /// [`builder`] with `security` applied: the TLS acceptor, and the access layer
 /// around every route (health and reflection included).
-pub fn secured_builder(
-    security: &Security,
-) -> Result<Server<Stack<AccessLayer, Stack<CallsLayer, Identity>>>, tonic::transport::Error> {
+pub fn secured_builder(security: &Security) -> Result<SecuredServer, tonic::transport::Error> {
     let mut builder = builder();
     if let Some(tls) = &security.tls {
         builder = builder.tls_config(tls.clone())?;
@@ -205,7 +206,9 @@ impl Connections {
         TcpIncoming::from(listener)
             .with_nodelay(Some(true))
             .filter_map(move |accepted| {
-                let admitted = accepted.map(|stream| Table::admit(&table, stream)).transpose();
+                let admitted = accepted
+                    .map(|stream| Table::admit(&table, stream))
+                    .transpose();
                 std::future::ready(admitted)
             })
     }
@@ -451,7 +454,10 @@ where
             let response = answer.await?;
             Ok(match call {
                 Some(call) => response.map(|body| {
-                    tonic::body::Body::new(CallBody { inner: body, _call: call })
+                    tonic::body::Body::new(CallBody {
+                        inner: body,
+                        _call: call,
+                    })
                 }),
                 None => response,
             })
@@ -735,7 +741,10 @@ mod tests {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(closed(&mut quiet, Duration::from_secs(2)).await, "the silent one is held");
+        assert!(
+            closed(&mut quiet, Duration::from_secs(2)).await,
+            "the silent one is held"
+        );
         assert!(
             cut || closed(&mut trickle, Duration::from_secs(2)).await,
             "the trickle is held"
@@ -766,10 +775,16 @@ mod tests {
         assert_eq!(connections.held_ids(), [0, 1, 2]);
 
         let mut second = client(&url).await; // 3
-        assert!(closed(&mut older, Duration::from_secs(2)).await, "the oldest silent one is held");
+        assert!(
+            closed(&mut older, Duration::from_secs(2)).await,
+            "the oldest silent one is held"
+        );
         assert_eq!(connections.held_ids(), [0, 2, 3]);
         let mut third = client(&url).await; // 4
-        assert!(closed(&mut newer, Duration::from_secs(2)).await, "the other silent one is held");
+        assert!(
+            closed(&mut newer, Duration::from_secs(2)).await,
+            "the other silent one is held"
+        );
         assert_eq!(connections.held_ids(), [0, 3, 4]);
 
         // All three spoke. A watch keeps 3 open; 0 has been idle longer than 4.
@@ -778,7 +793,11 @@ mod tests {
             .await
             .expect("a watch")
             .into_inner();
-        watch.message().await.expect("a status").expect("the first status");
+        watch
+            .message()
+            .await
+            .expect("a status")
+            .expect("the first status");
         third
             .check(HealthCheckRequest::default())
             .await
@@ -790,12 +809,22 @@ mod tests {
             .await
             .expect("a watch")
             .into_inner();
-        watch_too.message().await.expect("a status").expect("the first status");
+        watch_too
+            .message()
+            .await
+            .expect("a status")
+            .expect("the first status");
 
         let mut fifth = silent(&url).await; // 6, in place of 4, the one idle
         let mut sixth = silent(&url).await; // 7, in place of 6, silent
-        assert!(closed(&mut fifth, Duration::from_secs(2)).await, "a silent one is held");
-        assert!(!closed(&mut sixth, Duration::from_millis(300)).await, "the newest was closed");
+        assert!(
+            closed(&mut fifth, Duration::from_secs(2)).await,
+            "a silent one is held"
+        );
+        assert!(
+            !closed(&mut sixth, Duration::from_millis(300)).await,
+            "the newest was closed"
+        );
         assert_eq!(connections.held_ids(), [3, 5, 7]);
 
         // Every place has a call open: a newcomer is refused.
@@ -807,13 +836,20 @@ mod tests {
             .into_inner();
         assert_eq!(connections.held_ids(), [3, 5, 8]);
         let mut refused = silent(&url).await; // 9
-        assert!(closed(&mut refused, Duration::from_secs(2)).await, "a newcomer took a watch's place");
+        assert!(
+            closed(&mut refused, Duration::from_secs(2)).await,
+            "a newcomer took a watch's place"
+        );
         assert_eq!(connections.held_ids(), [3, 5, 8]);
         reporter
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
         for watch in [&mut watch, &mut watch_too] {
-            let status = watch.message().await.expect("the watch goes on").expect("a status");
+            let status = watch
+                .message()
+                .await
+                .expect("the watch goes on")
+                .expect("a status");
             assert_eq!(
                 status.status,
                 tonic_health::pb::health_check_response::ServingStatus::NotServing as i32

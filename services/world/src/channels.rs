@@ -119,12 +119,9 @@ mod tests {
     async fn a_call_to_a_peer_that_accepts_and_never_answers_fails_within_the_connect_timeout() {
         let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = silent.local_addr().expect("addr");
-        let pki = dramatis_runtime::pki::DeploymentPki::generate(
-            &[],
-            &[],
-            Duration::from_secs(3_600),
-        )
-        .expect("a deployment's certificates");
+        let pki =
+            dramatis_runtime::pki::DeploymentPki::generate(&[], &[], Duration::from_secs(3_600))
+                .expect("a deployment's certificates");
         let channels = Channels::new(Some(pki.world_client_tls()), Duration::from_millis(500));
         let channel = channels.get(&format!("https://{addr}")).expect("a channel");
         let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
