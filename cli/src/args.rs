@@ -245,7 +245,8 @@ pub enum BenchCommand {
     Story(crate::commands::bench_story::StoryBenchArgs),
     /// Open stories of 10, 100 and 1,000 characters on real agent processes, in each
     /// layout (pool, world, character): start-up time, lines per second, processes, and
-    /// the agents' memory per character, peak and idle. Runs that would not fit in
+    /// the agents' memory per character, peak and idle, and the shards' disk per
+    /// character, empty and at the end. Runs that would not fit in
     /// memory are skipped and say so.
     Cast(Box<crate::commands::bench_cast::CastBenchArgs>),
     /// The JetStream log (three NATS nodes on loopback, installed by `scripts/setup.sh
@@ -253,4 +254,9 @@ pub enum BenchCommand {
     /// alternated; then failover: the owner replica of a story killed mid-Advance and
     /// the time to the next event at the other replica.
     Cluster(crate::commands::bench_cluster::ClusterBenchArgs),
+    /// Stories played while `serve` and its agents are killed (SIGKILL) at random
+    /// points, each compared event by event with the same story played without a kill
+    /// (scripted model): steps lost, duplicated and diverged, and seq gaps. Exits
+    /// non-zero unless all are 0.
+    Soak(crate::commands::bench_soak::SoakBenchArgs),
 }

@@ -159,6 +159,20 @@ pub async fn end_stale_agents(shards: &Path) -> usize {
     ended
 }
 
+/// The pids of the agents running on `shards` now: those whose lock file is held.
+pub fn running_agents(shards: &Path) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir(lock_dir(shards)) else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = entries
+        .flatten()
+        .filter(|e| !lock_free(&e.path()))
+        .filter_map(|e| e.path().file_stem()?.to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
 /// True when nobody holds the lock on `path` (or it cannot be opened).
 fn lock_free(path: &Path) -> bool {
     let Ok(file) = std::fs::File::open(path) else {

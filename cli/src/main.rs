@@ -98,5 +98,6 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(BenchCommand::Cluster(args)) => {
             commands::bench_cluster::bench_cluster(&args).await
         }
+        Command::Bench(BenchCommand::Soak(args)) => commands::bench_soak::bench_soak(&args).await,
     }
 }

@@ -59,6 +59,19 @@ pub struct GoldChange {
     pub at: u32,
     pub was: char,
     pub now: char,
+    /// The texts of those two options.
+    pub was_text: String,
+    pub now_text: String,
+}
+
+/// An item whose gold could not be re-derived at its position, because its true option
+/// is not known: it has no `truth`, and no KRf item about its fact has an option with
+/// the same text. It is scored on the file's gold.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Underived {
+    pub id: String,
+    pub character: String,
+    pub fact: Option<String>,
 }
 
 /// The outcome of asking every item.
@@ -68,6 +81,7 @@ pub struct Asked {
     pub probes: Vec<Probe>,
     pub letters: Vec<Option<char>>,
     pub changed: Vec<GoldChange>,
+    pub underived: Vec<Underived>,
     /// The items' indices in the order they were asked.
     pub order: Vec<usize>,
     /// Turns the whole story takes (it is played to its end after the last item).
@@ -90,6 +104,7 @@ pub async fn ask_at_positions(
     let mut scored: Vec<Option<Probe>> = vec![None; probes.len()];
     let mut letters = vec![None; probes.len()];
     let mut changed = Vec::new();
+    let mut underived = Vec::new();
     let mut all: Vec<Source> = Vec::new();
     let mut known_at = None;
     for &i in &order {
@@ -112,14 +127,25 @@ pub async fn ask_at_positions(
             all = sources(scenario, &walk.run);
             known_at = Some(position);
         }
-        let gold = derive_gold(probe, scenario, &all, position, &truths).unwrap_or(probe.gold);
+        let derived = derive_gold(probe, scenario, &all, position, &truths);
+        if derived.is_none() {
+            underived.push(Underived {
+                id: probe.id.clone(),
+                character: probe.character.clone(),
+                fact: probe.fact.clone(),
+            });
+        }
+        let gold = derived.unwrap_or(probe.gold);
         if gold != probe.gold {
+            let text = |letter: char| probe.options.get(&letter).cloned().unwrap_or_default();
             changed.push(GoldChange {
                 id: probe.id.clone(),
                 character: probe.character.clone(),
                 at: position,
                 was: probe.gold,
                 now: gold,
+                was_text: text(probe.gold),
+                now_text: text(gold),
             });
         }
         letters[i] = answerer.answer(walk, &all, probe).await?;
@@ -132,6 +158,7 @@ pub async fn ask_at_positions(
         probes: scored.into_iter().flatten().collect(),
         letters,
         changed,
+        underived,
         order,
         story_turns: walk.run.turns,
     })

@@ -123,7 +123,10 @@ pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe
             continue;
         }
         let at = format!("{}:{}", path.display(), n + 1);
-        let probe: Probe = serde_json::from_str(line).with_context(|| at.clone())?;
+        let mut value: serde_json::Value =
+            serde_json::from_str(line).with_context(|| at.clone())?;
+        truth_by_text(&mut value).map_err(|why| anyhow::anyhow!("{at}: truth: {why}"))?;
+        let probe: Probe = serde_json::from_value(value).with_context(|| at.clone())?;
         for letter in ['A', 'B', 'C', 'D', 'E'] {
             if !probe.options.contains_key(&letter) {
                 bail!("{at}: options: option {letter} is missing");
@@ -158,6 +161,33 @@ pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe
         bail!("{}: no probes", path.display());
     }
     Ok(probes)
+}
+
+/// An item's `truth` may name its true option by letter (`"C"`) or by text (`"the
+/// brass key"`); a text becomes the letter of the option that holds it.
+fn truth_by_text(item: &mut serde_json::Value) -> Result<(), String> {
+    let Some(text) = item
+        .get("truth")
+        .and_then(|t| t.as_str())
+        .map(str::to_owned)
+    else {
+        return Ok(());
+    };
+    if text.chars().count() == 1 {
+        return Ok(());
+    }
+    let options: BTreeMap<char, String> = item
+        .get("options")
+        .and_then(|o| serde_json::from_value(o.clone()).ok())
+        .unwrap_or_default();
+    let letter = crate::probes::option_with_text(&options, &text).ok_or_else(|| {
+        format!(
+            "{:?} is the text of none of the options A–D",
+            text.chars().take(60).collect::<String>()
+        )
+    })?;
+    item["truth"] = letter.to_string().into();
+    Ok(())
 }
 
 /// Matches a free-form answer to a letter: a leading letter ("B", "(B)", "B)"; "A "
@@ -419,13 +449,17 @@ mod tests {
         assert_eq!(match_letter("A.", &o), Some('A'));
     }
 
-    #[test]
-    fn bad_probe_lines_are_named_by_file_and_line() {
-        let scenario = Scenario::load(
+    fn scarlet() -> Scenario {
+        Scenario::load(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../scenarios/study-in-scarlet/scenario.toml"),
         )
-        .expect("shipped scenario");
+        .expect("shipped scenario")
+    }
+
+    #[test]
+    fn bad_probe_lines_are_named_by_file_and_line() {
+        let scenario = scarlet();
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("probes.jsonl");
         let good = r#"{"character":"watson","question":"Q?","options":{"A":"a","B":"b","C":"c","D":"d","E":"e"},"gold":"B","split":"KRf"}"#;
@@ -443,6 +477,10 @@ mod tests {
                 ":2: gold",
             ),
             ("{not json", ":2"),
+            (
+                r#"{"character":"watson","question":"Q?","options":{"A":"a key","B":"b","C":"c","D":"d","E":"e"},"gold":"E","split":"KR","truth":"a lock"}"#,
+                ":2: truth: \"a lock\" is the text of none of the options",
+            ),
         ];
         for (bad, expected) in cases {
             std::fs::write(&path, format!("{good}\n{bad}\n")).expect("write");
@@ -454,6 +492,30 @@ mod tests {
         }
         std::fs::write(&path, format!("{good}\n")).expect("write");
         assert_eq!(load_probes(&path, &scenario).expect("valid").len(), 1);
+    }
+
+    /// A true option named by its text is the letter of the option that holds it (case
+    /// and spacing aside); one named by letter stays that letter.
+    #[test]
+    fn a_truth_given_by_text_is_its_option_s_letter() {
+        let scenario = scarlet();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("probes.jsonl");
+        let item = |truth: &str| {
+            format!(
+                r#"{{"character":"watson","question":"Q?","options":{{"A":"a","B":"The  Brass key","C":"c","D":"d","E":"e"}},"gold":"E","split":"KR","truth":{truth}}}"#
+            )
+        };
+        std::fs::write(
+            &path,
+            format!("{}\n{}\n", item(r#""the brass key""#), item(r#""D""#)),
+        )
+        .expect("write");
+        let probes = load_probes(&path, &scenario).expect("valid");
+        assert_eq!(
+            probes.iter().map(|p| p.truth).collect::<Vec<_>>(),
+            [Some('B'), Some('D')]
+        );
     }
 
     #[test]

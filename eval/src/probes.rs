@@ -327,20 +327,20 @@ fn positions(scenario: &Scenario, run: &Run, source: &Source, at: At) -> Vec<(u3
 }
 
 /// The gold answer of `probe` asked at position `at` of `run`: its true option when the
-/// character could know the answer by then, else the refusal. `None` when the item does
-/// not say which option is true and no sibling item about the same fact does
-/// (`truths`, from [`truths`]).
+/// character could know the answer by then, else the refusal. `None` when the item's
+/// true option cannot be found: it has no `truth`, and no sibling item about the same
+/// fact gives a true option (`truths`, from [`truths`]) whose text is one of this item's
+/// options. A sibling's letter is never carried over: hand-written sets shuffle the
+/// options per item, so only the text names the same answer.
 #[must_use]
 pub fn derive_gold(
     probe: &Probe,
     scenario: &Scenario,
     all: &[Source],
     at: u32,
-    truths: &BTreeMap<String, char>,
+    truths: &BTreeMap<String, String>,
 ) -> Option<char> {
-    let truth = probe
-        .truth
-        .or_else(|| probe.fact.as_ref().and_then(|f| truths.get(f).copied()))?;
+    let truth = true_option(probe, truths)?;
     let given = probe.fact.as_ref().is_some_and(|f| {
         scenario
             .facts
@@ -356,15 +356,44 @@ pub fn derive_gold(
     Some(if known { truth } else { REFUSAL })
 }
 
-/// The true option of each fact, from the hand-written items that give it (a KRf item's
-/// gold is the fact's true option).
+/// The letter of `probe`'s true option: its own `truth`, else the option whose text is
+/// the true text its fact's siblings give.
 #[must_use]
-pub fn truths(probes: &[Probe]) -> BTreeMap<String, char> {
+pub fn true_option(probe: &Probe, truths: &BTreeMap<String, String>) -> Option<char> {
+    if let Some(truth) = probe.truth {
+        return Some(truth);
+    }
+    let text = truths.get(probe.fact.as_ref()?)?;
+    option_with_text(&probe.options, text)
+}
+
+/// The letter (A–D) of the option whose text is `text`, compared without case and with
+/// runs of white space as one.
+#[must_use]
+pub fn option_with_text(options: &BTreeMap<char, String>, text: &str) -> Option<char> {
+    let key = option_key(text);
+    options
+        .iter()
+        .find(|(letter, option)| **letter != REFUSAL && option_key(option) == key)
+        .map(|(letter, _)| *letter)
+}
+
+fn option_key(text: &str) -> String {
+    text.split_whitespace()
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The true option's text of each fact, from the items that give it: an item's own
+/// `truth`, else a KRf item's gold (a KRf item's gold is the fact's true option).
+#[must_use]
+pub fn truths(probes: &[Probe]) -> BTreeMap<String, String> {
     probes
         .iter()
         .filter_map(|p| {
             let truth = p.truth.or((p.split == Split::Krf).then_some(p.gold))?;
-            Some((p.fact.clone()?, truth))
+            Some((p.fact.clone()?, p.options.get(&truth)?.clone()))
         })
         .collect()
 }

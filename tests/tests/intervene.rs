@@ -6,6 +6,10 @@ use dramatis_proto::v1::{
     BringIn, Event, EventKind, InterveneRequest, Narrate, Reveal, Whisper, advance_request,
     intervene_request::Intervention,
 };
+use std::sync::Arc;
+
+use dramatis_embed::FakeEmbedder;
+use dramatis_llm::{RoleModels, ScriptedModel};
 use dramatis_tests::{Cluster, advance, assert_refused, replay_as, world_info};
 
 const CAST: [&str; 4] = ["holmes", "lestrade", "stamford", "watson"];
@@ -44,9 +48,17 @@ async fn memories_and_prompts(cluster: &Cluster, id: &str) -> Vec<(String, Strin
 }
 
 /// A story of the shipped scenario in a cluster of its own, with a whisper to Watson
-/// after two turns when `whisper` is set, run to its end.
+/// after two turns when `whisper` is set, run to its end. Its scripted model numbers
+/// lines by call, not by prompt: Watson's prompts change with the whisper, and a model
+/// that answered them otherwise would change what everyone hears from him; what is
+/// compared is what reaches the others besides his words.
 async fn story(whisper: bool) -> (Cluster, Vec<Event>) {
-    let cluster = Cluster::start(&CAST, &[]).await;
+    let cluster =
+        Cluster::start_configured(&CAST, &[], Arc::new(FakeEmbedder::new(64)), |options| {
+            options.models =
+                RoleModels::uniform(Arc::new(ScriptedModel::default().numbered_by_call()));
+        })
+        .await;
     let mut world = cluster.world().await;
     let id = cluster.create("study-in-scarlet", "w").await;
     let mut events = advance(&mut world, &id, advance_request::Until::Turns(2)).await;

@@ -1,6 +1,7 @@
 //! `dramatis bench cast`: open stories of growing casts on real agent processes, in each
 //! layout: how long the world takes to start, lines per second, and what the agent
-//! processes hold in memory per character, while the story runs and once it is idle.
+//! processes hold in memory per character, while the story runs and once it is idle;
+//! and the shards' disk per character, before anyone speaks and at the end.
 
 use clap::Args;
 use std::path::PathBuf;
@@ -89,6 +90,13 @@ struct Run {
     /// every agent maps and the machine holds once (ONNX Runtime, the executable, the
     /// embedder's weights file).
     idle_private_mb_per_character: f64,
+    /// The shards on disk per character once the world is created, before anyone
+    /// speaks: the blocks the file system gave them (`du`), in KB, and their lengths
+    /// (`ls -l`; redb lays a new file out as 1 MiB with holes).
+    empty_disk_kb_per_character: f64,
+    empty_apparent_kb_per_character: f64,
+    /// The same once the story has ended.
+    end_disk_kb_per_character: f64,
     /// Why the run was skipped, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     skipped: Option<String>,
@@ -194,6 +202,8 @@ pub async fn bench_cast(mut args: CastBenchArgs) -> anyhow::Result<()> {
             "idle_rss_mb_per_character": column(|r| r.idle_rss_mb_per_character.into()),
             "idle_private_mb_per_character": column(|r| r.idle_private_mb_per_character.into()),
             "lines_per_s": column(|r| r.lines_per_s.into()),
+            "empty_disk_kb_per_character": column(|r| r.empty_disk_kb_per_character.into()),
+            "end_disk_kb_per_character": column(|r| r.end_disk_kb_per_character.into()),
             "processes": column(|r| r.processes.into()),
             "startup_s": column(|r| r.startup_s.into()),
             "runs": runs,
@@ -260,7 +270,7 @@ impl Run {
 
 fn print_table(runs: &[Run]) {
     println!(
-        "{:<10} {:>6} {:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>10} {:>12} {:>12} {:>12}",
+        "{:<10} {:>6} {:>6} {:>10} {:>7} {:>8} {:>9} {:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
         "layout",
         "chars",
         "attn",
@@ -272,7 +282,9 @@ fn print_table(runs: &[Run]) {
         "peak MB",
         "peak MB/ch",
         "idle MB/ch",
-        "own MB/ch"
+        "own MB/ch",
+        "empty KB/ch",
+        "end KB/ch"
     );
     for run in runs {
         let attention = match run.attention {
@@ -287,7 +299,7 @@ fn print_table(runs: &[Run]) {
             continue;
         }
         println!(
-            "{:<10} {:>6} {attention:>6} {:>10.1} {:>7} {:>8.1} {:>9.0} {:>6} {:>10.0} {:>12.2} {:>12.2} {:>12.2}",
+            "{:<10} {:>6} {attention:>6} {:>10.1} {:>7} {:>8.1} {:>9.0} {:>6} {:>10.0} {:>12.2} {:>12.2} {:>12.2} {:>12.1} {:>12.1}",
             run.layout,
             run.characters,
             run.startup_s,
@@ -298,7 +310,9 @@ fn print_table(runs: &[Run]) {
             run.peak_rss_mb,
             run.peak_rss_mb_per_character,
             run.idle_rss_mb_per_character,
-            run.idle_private_mb_per_character
+            run.idle_private_mb_per_character,
+            run.empty_disk_kb_per_character,
+            run.end_disk_kb_per_character
         );
     }
 }
@@ -324,6 +338,8 @@ async fn one(
     let started = Instant::now();
     let world = create_world(&mut client, create_world_request::Source::Sandbox(spec), "").await?;
     let startup_s = started.elapsed().as_secs_f64();
+    let shards = stack.data_dir.join("shards");
+    let empty = dramatis_eval::bench::disk_use(&shards);
     let playing = Instant::now();
     let advanced = advance_to_end(&mut client, &world.world_id).await?;
     let seconds = playing.elapsed().as_secs_f64();
@@ -338,6 +354,7 @@ async fn one(
     let peak: f64 = pids.iter().map(|p| peak_rss_mb_of(*p)).sum();
     let idle: f64 = pids.iter().map(|p| rss_mb(*p)).sum();
     let private: f64 = pids.iter().map(|p| private_mb(*p)).sum();
+    let end = dramatis_eval::bench::disk_use(&shards);
     // The stack, and the world with it, is torn down next.
     let _ = client
         .delete_world(DeleteWorldRequest {
@@ -358,6 +375,9 @@ async fn one(
         peak_rss_mb: peak,
         peak_rss_mb_per_character: peak / n,
         idle_rss_mb_per_character: idle / n,
+        empty_disk_kb_per_character: empty.allocated as f64 / 1024.0 / n,
+        empty_apparent_kb_per_character: empty.apparent as f64 / 1024.0 / n,
+        end_disk_kb_per_character: end.allocated as f64 / 1024.0 / n,
         idle_private_mb_per_character: private / n,
         skipped: None,
     })

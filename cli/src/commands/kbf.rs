@@ -349,6 +349,7 @@ fn report(
                 "bands": bands.iter().map(|(b, s)| (b.name(), s)).collect::<BTreeMap<_, _>>(),
                 "unmatched_answers": unmatched,
                 "gold_changed": changed,
+                "gold_not_rederived": asked.underived,
                 "items": probes.iter().zip(answers).enumerate().map(|(i, (p, a))| json!({
                     "id": p.id, "character": p.character, "at": p.at,
                     "split": p.split, "gold": p.gold, "answer": a,
@@ -399,8 +400,19 @@ fn report(
     }
     for c in changed {
         println!(
-            "gold re-derived: {} ({} at position {}): {} -> {}",
-            c.id, c.character, c.at, c.was, c.now
+            "gold re-derived: {} ({} at position {}): {} {:?} -> {} {:?}",
+            c.id, c.character, c.at, c.was, c.was_text, c.now, c.now_text
+        );
+    }
+    for u in &asked.underived {
+        println!(
+            "gold not re-derived: {} ({}): its true option is not known (no `truth`, and no \
+             KRf item about {} has an option with the same text); scored on the file's gold",
+            u.id,
+            u.character,
+            u.fact
+                .as_deref()
+                .map_or("its fact".to_owned(), |f| format!("fact {f:?}"))
         );
     }
 }

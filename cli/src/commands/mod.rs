@@ -9,6 +9,7 @@ pub(crate) mod bench_cluster;
 pub(crate) mod bench_embed;
 pub(crate) mod bench_ingest;
 pub(crate) mod bench_retrieval;
+pub(crate) mod bench_soak;
 pub(crate) mod bench_story;
 pub(crate) mod certs;
 pub(crate) mod eval;

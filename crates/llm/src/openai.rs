@@ -106,6 +106,9 @@ impl OpenAiClient {
             "stream": true,
             "stream_options": {"include_usage": true},
         });
+        if let Some(seed) = request.seed {
+            body["seed"] = seed.into();
+        }
         if let Some(schema) = &request.schema {
             body["response_format"] = json!({
                 "type": "json_schema",

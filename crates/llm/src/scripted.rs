@@ -1,6 +1,12 @@
 //! A scripted language model for tests and offline runs: answers from fixture rules and
 //! records every prompt it receives, so tests can assert on exactly what a character's
 //! agent sent.
+//!
+//! Its answer is a function of its prompt, as a real model's is at temperature 0: a
+//! generated line carries a number drawn from the prompt's text, not from how many calls
+//! this process made. A process that restarts (a killed service, a replaced agent) then
+//! tells the same story from the same state, which is what lets a crashed run be
+//! compared with an uncrashed one event by event.
 
 use std::sync::{Arc, Mutex};
 
@@ -52,6 +58,8 @@ pub struct ScriptedModel {
     record: bool,
     /// Lines numbered with [`FIXED_DIGITS`] spaced digits instead of plain ones.
     fixed_width: bool,
+    /// Lines numbered by the calls answered, not by the prompt.
+    by_call: bool,
 }
 
 /// Digits of a line's number under [`ScriptedModel::with_fixed_width_lines`].
@@ -72,6 +80,7 @@ impl ScriptedModel {
             state: Arc::default(),
             record: true,
             fixed_width: false,
+            by_call: false,
         }
     }
 
@@ -90,12 +99,23 @@ impl ScriptedModel {
     }
 
     /// Numbers generated lines with six digits, spaced ("Scripted line 0 0 1 2 3 4."),
-    /// so every line is the same number of words and embedding tokens however many
-    /// calls came before. For benchmarks whose cost per line must not grow with the
-    /// counter: "Scripted line 7." is 6 tokens, "Scripted line 7000." 7.3 on average.
+    /// so every line is the same number of words and embedding tokens whatever its
+    /// number. For benchmarks whose cost per line must not vary with the number:
+    /// "Scripted line 7." is 6 tokens, "Scripted line 7000." 7.3 on average.
     #[must_use]
     pub fn with_fixed_width_lines(mut self) -> Self {
         self.fixed_width = true;
+        self
+    }
+
+    /// Numbers generated lines by the calls this model has answered (1, 2, 3…), not by
+    /// their prompts, so a line does not depend on what its prompt holds. For tests
+    /// that change one character's prompts on purpose (a whisper) and expect everyone's
+    /// lines to stay as they were. A new process numbers from 1 again, so a run that
+    /// restarts its agents is not the same story under this mode.
+    #[must_use]
+    pub fn numbered_by_call(mut self) -> Self {
+        self.by_call = true;
         self
     }
 
@@ -124,7 +144,7 @@ impl ScriptedModel {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn reply_for(&self, prompt: &str, call: u64, request: &CompletionRequest) -> String {
+    fn reply_for(&self, prompt: &str, request: &CompletionRequest, call: u64) -> String {
         if let Some(rule) = self
             .rules
             .iter()
@@ -132,6 +152,11 @@ impl ScriptedModel {
         {
             return rule.reply.clone();
         }
+        let call = if self.by_call {
+            call
+        } else {
+            line_number(prompt, request)
+        };
         if let Some(schema) = &request.schema {
             let number = if self.fixed_width {
                 fixed_width(call)
@@ -143,6 +168,29 @@ impl ScriptedModel {
             format!("Scripted answer {call}.")
         }
     }
+}
+
+/// Numbers a generated line can carry: below a million, so a line is short and two
+/// lines of one story rarely share one.
+const LINE_NUMBERS: u64 = 1_000_000;
+
+/// The number of the line generated for `prompt`: FNV-1a over the prompt's text, its
+/// schema's name and its seed (when it has one), the same in every process and every
+/// build.
+fn line_number(prompt: &str, request: &CompletionRequest) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let schema = request.schema.as_ref().map_or("", |s| s.name.as_str());
+    let seed = request.seed.map(u32::to_le_bytes);
+    let hash = prompt
+        .bytes()
+        .chain([0])
+        .chain(schema.bytes())
+        .chain(seed.into_iter().flatten())
+        .fold(OFFSET, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(PRIME)
+        });
+    hash % LINE_NUMBERS
 }
 
 /// The smallest value that `schema` accepts, the way an instant model under a grammar
@@ -219,7 +267,7 @@ impl LanguageModel for ScriptedModel {
             }
             state.calls
         };
-        let text = self.reply_for(&prompt, call, request);
+        let text = self.reply_for(&prompt, request, call);
         if let Some(sink) = tokens {
             for piece in text.split_inclusive(' ') {
                 // Tokens are a live preview: a listener that left loses nothing, the reply
@@ -252,7 +300,11 @@ mod tests {
         let c = model.complete(&ask("Watson"), None).await;
         assert_eq!(a.expect("a").text, "A");
         assert_eq!(b.expect("b").text, "B");
-        assert_eq!(c.expect("c").text, "Scripted answer 3.");
+        let c = c.expect("c").text;
+        assert!(
+            c.starts_with("Scripted answer ") && c.ends_with('.'),
+            "a prompt no rule matches gets a generic answer: {c}"
+        );
         assert_eq!(rx.recv().await.as_deref(), Some("A"));
         let prompts: Vec<String> = model.prompts().iter().map(RecordedPrompt::text).collect();
         assert_eq!(prompts, ["Holmes in the lab", "Holmes at home", "Watson"]);
@@ -281,10 +333,60 @@ mod tests {
         let model = ScriptedModel::default();
         let reply = model.complete(&request, None).await.expect("reply");
         let value: serde_json::Value = serde_json::from_str(&reply.text).expect("json");
+        let line = format!("Scripted line {}.", line_number("anything", &request));
         assert_eq!(
             value,
-            serde_json::json!({"kind": "speech", "text": "Scripted line 1.", "thought": "",
+            serde_json::json!({"kind": "speech", "text": line, "thought": "",
                 "level": 1, "done": true, "probes": []})
+        );
+    }
+
+    /// A restarted process (a new model) answers a prompt as the first one did, and
+    /// another prompt gets another line.
+    #[tokio::test]
+    async fn the_answer_is_a_function_of_the_prompt_not_of_the_calls_before() {
+        let ask = |text: &str| CompletionRequest::new(vec![ChatMessage::user(text)]);
+        let first = ScriptedModel::default();
+        let mut before = Vec::new();
+        for text in ["Holmes", "Watson", "Holmes"] {
+            before.push(first.complete(&ask(text), None).await.expect("reply").text);
+        }
+        let restarted = ScriptedModel::default();
+        let again = restarted
+            .complete(&ask("Holmes"), None)
+            .await
+            .expect("reply");
+        assert_eq!(before[0], before[2], "the same prompt, the same answer");
+        assert_ne!(before[0], before[1], "another prompt, another answer");
+        assert_eq!(
+            again.text, before[0],
+            "a new process answers as the old one did"
+        );
+        assert_eq!(first.calls(), 3);
+        // A seed draws the line anew, the same way each time.
+        let seeded = |seed| ask("Holmes").with_seed(Some(seed));
+        let drawn = first.complete(&seeded(7), None).await.expect("reply").text;
+        assert_ne!(drawn, before[0], "a seed draws another line");
+        let again = restarted.complete(&seeded(7), None).await.expect("reply");
+        assert_eq!(again.text, drawn, "the same seed, the same line");
+    }
+
+    /// Numbered by call, a line does not depend on its prompt.
+    #[tokio::test]
+    async fn numbered_by_call_lines_follow_the_calls_not_the_prompt() {
+        let ask = |text: &str| CompletionRequest::new(vec![ChatMessage::user(text)]);
+        let model = ScriptedModel::default().numbered_by_call();
+        let mut texts = Vec::new();
+        for text in ["Holmes", "Holmes", "Watson"] {
+            texts.push(model.complete(&ask(text), None).await.expect("reply").text);
+        }
+        assert_eq!(
+            texts,
+            [
+                "Scripted answer 1.",
+                "Scripted answer 2.",
+                "Scripted answer 3."
+            ]
         );
     }
 
@@ -304,13 +406,17 @@ mod tests {
             .without_recording()
             .with_fixed_width_lines();
         let mut texts = Vec::new();
-        for _ in 0..12 {
+        for i in 0..12 {
+            let request = CompletionRequest {
+                messages: vec![ChatMessage::user(format!("anything {i}"))],
+                ..request.clone()
+            };
             let reply = model.complete(&request, None).await.expect("reply");
             let value: serde_json::Value = serde_json::from_str(&reply.text).expect("json");
             texts.push(value["text"].as_str().expect("text").to_owned());
         }
-        assert_eq!(texts[0], "Scripted line 0 0 0 0 0 1.");
-        assert_eq!(texts[11], "Scripted line 0 0 0 0 1 2.");
+        let numbers: std::collections::BTreeSet<&String> = texts.iter().collect();
+        assert_eq!(numbers.len(), 12, "twelve prompts, twelve lines: {texts:?}");
         let words: Vec<usize> = texts.iter().map(|t| t.split(' ').count()).collect();
         assert_eq!(words, vec![8; 12]);
         assert_eq!(fixed_width(1_234_567), "1 2 3 4 5 6 7");

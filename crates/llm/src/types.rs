@@ -68,6 +68,9 @@ pub struct CompletionRequest {
     /// endpoint can penalise such runs asks it to (see [`crate::OpenAiConfig::dry`]);
     /// other models ignore it.
     pub fresh_wording: bool,
+    /// The sampling seed to draw the answer with (`None`: the endpoint's own). A line
+    /// asked again is given a seed of its own, so it is drawn anew.
+    pub seed: Option<u32>,
 }
 
 impl CompletionRequest {
@@ -79,7 +82,15 @@ impl CompletionRequest {
             temperature: 0.7,
             schema: None,
             fresh_wording: false,
+            seed: None,
         }
+    }
+
+    /// Draws the answer with `seed` (see [`Self::seed`]).
+    #[must_use]
+    pub fn with_seed(mut self, seed: Option<u32>) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// Asks for an answer worded afresh (see [`Self::fresh_wording`]).

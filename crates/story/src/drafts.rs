@@ -36,6 +36,8 @@ pub struct Draft {
     pub director: bool,
     /// Perceived by those `told` only, wherever they are (a whisper, a revelation).
     pub private: bool,
+    /// The actor's own state after its turn, as its agent wrote it.
+    pub actor_state: String,
 }
 
 /// Where the event stands in the log, and who perceived it: what the world adds to a
@@ -80,6 +82,7 @@ impl Draft {
             place_description: self.place_description,
             director: self.director,
             others_perceiving: 0,
+            actor_state: self.actor_state,
         }
     }
 }
@@ -262,6 +265,7 @@ pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Dr
         turn: state.scene_turn + 1,
         usage: action.usage,
         fallback: action.fallback,
+        actor_state: action.actor_state.clone(),
         ..Draft::default()
     };
     match action.kind() {

@@ -53,6 +53,7 @@ pub fn frame_for(scenario: &Scenario, state: &WorldState, actor: &str) -> pb::Sc
         exits,
         scenes_here,
         others_present: 0,
+        seed: 0,
     }
 }
 

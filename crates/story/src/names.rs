@@ -228,11 +228,11 @@ impl Perspective<'_> {
     }
 
     /// The event as `me`'s agent receives it, or `None` if it did not perceive it.
-    /// Only the actor keeps its thought; a scene's end hides its reason; the usage is
-    /// the world's bookkeeping. Others appear by handle, with the names `me` knew them
-    /// by at that moment, and only those it could see: a departure is seen by those
-    /// at the origin, an arrival by those at the destination, and neither side is
-    /// named to the other.
+    /// Only the actor keeps its thought and its state; a scene's end hides its reason;
+    /// the usage is the world's bookkeeping. Others appear by handle, with the names
+    /// `me` knew them by at that moment, and only those it could see: a departure is
+    /// seen by those at the origin, an arrival by those at the destination, and
+    /// neither side is named to the other.
     #[must_use]
     pub fn event(&self, event: &Event) -> Option<Event> {
         if !event.perceivers.iter().any(|p| p == self.me) {
@@ -242,6 +242,7 @@ impl Perspective<'_> {
         let mut view = event.clone();
         if view.speaker != self.me {
             view.thought.clear();
+            view.actor_state.clear();
         }
         view.usage = None;
         view.fallback = false;

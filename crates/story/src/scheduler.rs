@@ -32,12 +32,27 @@ pub enum Step {
     Finished,
 }
 
-/// Decides the next step. `judged` says whether the narrator already judged the scene
-/// running.
+/// What the narrator made of the scene running (open stories).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not judged yet.
+    Unjudged,
+    /// Judged, and the scene goes on.
+    GoOn,
+    /// Judged complete: the scene closes next. A verdict, not an event, so that a
+    /// service that stops between the judgement and the scene's end closes the scene
+    /// when it restarts instead of playing it to its turn limit.
+    Over,
+}
+
+/// Why a scene the narrator judged complete ends.
+pub const NARRATOR_ENDED: &str = "The narrator judged the scene complete.";
+
+/// Decides the next step. `verdict` says what the narrator made of the scene running.
 #[must_use]
-pub fn next_step(state: &WorldState, scenario: &Scenario, judged: bool) -> Step {
+pub fn next_step(state: &WorldState, scenario: &Scenario, verdict: Verdict) -> Step {
     if let Some(open) = &scenario.open {
-        return open_step(state, scenario, open, judged);
+        return open_step(state, scenario, open, verdict);
     }
     let Some(scene) = scenario.scenes.get(state.scene) else {
         return Step::Finished;
@@ -73,7 +88,7 @@ pub fn judge_turn(turns: u32) -> u32 {
     (turns * 2 / 3).max(3)
 }
 
-fn open_step(state: &WorldState, scenario: &Scenario, open: &OpenStory, judged: bool) -> Step {
+fn open_step(state: &WorldState, scenario: &Scenario, open: &OpenStory, verdict: Verdict) -> Step {
     if state.finished(scenario) {
         return Step::Finished;
     }
@@ -91,6 +106,11 @@ fn open_step(state: &WorldState, scenario: &Scenario, open: &OpenStory, judged: 
         return match choose_location(state, scenario) {
             Some(location) => Step::OpenAt { location },
             None => Step::PassRound,
+        };
+    }
+    if verdict == Verdict::Over {
+        return Step::CloseScene {
+            reason: NARRATOR_ENDED.into(),
         };
     }
     let present = state.present_at(&state.scene_location);
@@ -111,7 +131,7 @@ fn open_step(state: &WorldState, scenario: &Scenario, open: &OpenStory, judged: 
             reason: format!("The turn limit of {limit} was reached."),
         };
     }
-    if !judged && !alone && state.scene_turn >= judge_turn(open.scene_turns) {
+    if verdict == Verdict::Unjudged && !alone && state.scene_turn >= judge_turn(open.scene_turns) {
         return Step::Judge;
     }
     match next_actor(state, &present, &state.scene_location) {
@@ -279,23 +299,29 @@ mod tests {
     fn scene_closes_on_turn_limit_or_beat() {
         let scenario = scenario();
         let mut state = WorldState::initial(&scenario);
-        assert_eq!(next_step(&state, &scenario, false), Step::OpenScene);
+        assert_eq!(
+            next_step(&state, &scenario, Verdict::Unjudged),
+            Step::OpenScene
+        );
         state.scene_open = true;
         assert!(matches!(
-            next_step(&state, &scenario, false),
+            next_step(&state, &scenario, Verdict::Unjudged),
             Step::Turn { .. }
         ));
         state.scene_turn = 3;
         assert!(
-            matches!(next_step(&state, &scenario, false), Step::CloseScene { reason } if reason.contains("turn limit"))
+            matches!(next_step(&state, &scenario, Verdict::Unjudged), Step::CloseScene { reason } if reason.contains("turn limit"))
         );
         state.scene_turn = 1;
         state.beat_reached = true;
         assert!(
-            matches!(next_step(&state, &scenario, false), Step::CloseScene { reason } if reason.contains("beat"))
+            matches!(next_step(&state, &scenario, Verdict::Unjudged), Step::CloseScene { reason } if reason.contains("beat"))
         );
         state.scene = 1;
-        assert_eq!(next_step(&state, &scenario, false), Step::Finished);
+        assert_eq!(
+            next_step(&state, &scenario, Verdict::Unjudged),
+            Step::Finished
+        );
     }
 
     fn open_scenario() -> Scenario {
@@ -322,7 +348,7 @@ mod tests {
         let scenario = open_scenario();
         let mut state = WorldState::initial(&scenario);
         assert_eq!(
-            next_step(&state, &scenario, false),
+            next_step(&state, &scenario, Verdict::Unjudged),
             Step::OpenAt {
                 location: "lab".into()
             },
@@ -331,29 +357,42 @@ mod tests {
         state.scene_open = true;
         state.scene_location = "lab".into();
         assert!(matches!(
-            next_step(&state, &scenario, false),
+            next_step(&state, &scenario, Verdict::Unjudged),
             Step::Turn { .. }
         ));
         state.scene_turn = judge_turn(4);
-        assert_eq!(next_step(&state, &scenario, false), Step::Judge);
+        assert_eq!(next_step(&state, &scenario, Verdict::Unjudged), Step::Judge);
         assert!(
-            matches!(next_step(&state, &scenario, true), Step::Turn { .. }),
+            matches!(
+                next_step(&state, &scenario, Verdict::GoOn),
+                Step::Turn { .. }
+            ),
             "judged once per scene"
+        );
+        assert_eq!(
+            next_step(&state, &scenario, Verdict::Over),
+            Step::CloseScene {
+                reason: NARRATOR_ENDED.into()
+            },
+            "a scene judged complete closes next, whoever would act"
         );
         state.scene_turn = 4;
         assert!(matches!(
-            next_step(&state, &scenario, true),
+            next_step(&state, &scenario, Verdict::GoOn),
             Step::CloseScene { reason } if reason.contains("turn limit")
         ));
         state.scene_turn = 1;
         state.locations.remove("a");
         state.locations.remove("b");
         assert!(matches!(
-            next_step(&state, &scenario, false),
+            next_step(&state, &scenario, Verdict::Unjudged),
             Step::CloseScene { reason } if reason.contains("left")
         ));
         state.scene = 2;
-        assert_eq!(next_step(&state, &scenario, false), Step::Finished);
+        assert_eq!(
+            next_step(&state, &scenario, Verdict::Unjudged),
+            Step::Finished
+        );
     }
 
     #[test]
@@ -362,10 +401,13 @@ mod tests {
         let mut state = WorldState::initial(&scenario);
         state.locations.clear();
         state.travelling.insert("a".into(), ("street".into(), 1));
-        assert_eq!(next_step(&state, &scenario, false), Step::PassRound);
+        assert_eq!(
+            next_step(&state, &scenario, Verdict::Unjudged),
+            Step::PassRound
+        );
         state.scene = 1;
         assert_eq!(
-            next_step(&state, &scenario, false),
+            next_step(&state, &scenario, Verdict::Unjudged),
             Step::Arrive {
                 who: "a".into(),
                 location: "street".into()

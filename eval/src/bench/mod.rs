@@ -34,6 +34,7 @@ mod cluster;
 pub mod nats;
 pub mod stages;
 mod story;
+pub mod tellings;
 mod turns;
 
 pub use cluster::{LogBenchReport, LogBenchSetup, log_backends};
@@ -217,20 +218,49 @@ impl Cluster {
 
     /// Bytes of every file under the agent's shard folder.
     fn shard_bytes(&self) -> u64 {
-        fn walk(dir: &std::path::Path) -> u64 {
-            std::fs::read_dir(dir).map_or(0, |entries| {
-                entries
-                    .flatten()
-                    .map(|e| match e.file_type() {
-                        Ok(t) if t.is_dir() => walk(&e.path()),
-                        Ok(_) => e.metadata().map_or(0, |m| m.len()),
-                        Err(_) => 0,
-                    })
-                    .sum()
-            })
-        }
-        walk(&self.data.path().join("shards"))
+        disk_use(&self.data.path().join("shards")).apparent
     }
+}
+
+/// What the files under a directory take.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskUse {
+    /// Their lengths, summed (what `ls -l` shows).
+    pub apparent: u64,
+    /// The blocks the file system gave them, summed (what `du` shows). Less than
+    /// `apparent` for a file with holes: redb lays out a new file as 1 MiB and
+    /// writes a few pages of it.
+    pub allocated: u64,
+    pub files: usize,
+}
+
+/// [`DiskUse`] of every file under `dir`, recursively (nothing when it does not exist).
+#[must_use]
+pub fn disk_use(dir: &std::path::Path) -> DiskUse {
+    use std::os::unix::fs::MetadataExt as _;
+    let mut total = DiskUse::default();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return total;
+    };
+    for entry in entries.flatten() {
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => {
+                let inner = disk_use(&entry.path());
+                total.apparent += inner.apparent;
+                total.allocated += inner.allocated;
+                total.files += inner.files;
+            }
+            Ok(_) => {
+                if let Ok(meta) = entry.metadata() {
+                    total.apparent += meta.len();
+                    total.allocated += meta.blocks() * 512;
+                    total.files += 1;
+                }
+            }
+            Err(_) => {}
+        }
+    }
+    total
 }
 
 impl Drop for Cluster {

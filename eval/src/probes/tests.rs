@@ -271,7 +271,10 @@ fn hand_written_gold_follows_what_was_perceived_before_the_position() {
     };
     let probes = vec![probe("ada", 'A'), probe("ben", REFUSAL)];
     let truths = truths(&probes);
-    assert_eq!(truths.get("cargo"), Some(&'A'));
+    assert_eq!(
+        truths.get("cargo").map(String::as_str),
+        Some("Marked Kestrel")
+    );
     let all = sources(&scenario, &run());
     // Ben heard Ada name "Kestrel" at position 1: from then on he could know.
     assert_eq!(
@@ -293,6 +296,69 @@ fn hand_written_gold_follows_what_was_perceived_before_the_position() {
         derive_gold(&probes[0], &scenario, &all, 0, &truths),
         Some('A')
     );
+}
+
+/// Issue 61. A hand-written set shuffles the options per item: the fact's true option is
+/// A in one item and C in another. The gold re-derived for the second must be its own
+/// option with the true text (C), not the letter the first item used (A).
+#[test]
+fn shuffled_options_keep_the_true_option_by_its_text() {
+    let scenario = scenario();
+    let question = "What is on the customs seal?";
+    let first = Probe {
+        fact: Some("cargo".to_owned()),
+        ..hand_written(
+            "ada",
+            question,
+            [
+                "Marked Kestrel",
+                "Marked Osprey",
+                "Unmarked",
+                "Marked Heron",
+            ],
+            'A',
+        )
+    };
+    let shuffled = |character: &str, gold: char| Probe {
+        fact: Some("cargo".to_owned()),
+        ..hand_written(
+            character,
+            question,
+            [
+                "Marked Osprey",
+                "Marked Heron",
+                "Marked  Kestrel",
+                "Unmarked",
+            ],
+            gold,
+        )
+    };
+    // Written as a KR item (its writer asked it before Ben hears the name); asked at
+    // position 1 it is KRf, and its own letter for the true text is C.
+    let probes = vec![first, shuffled("ben", REFUSAL)];
+    let truths = truths(&probes);
+    let all = sources(&scenario, &run());
+    // Ben heard Ada name "Kestrel" at position 1.
+    assert_eq!(
+        derive_gold(&probes[1], &scenario, &all, 1, &truths),
+        Some('C')
+    );
+    assert_eq!(
+        derive_gold(&probes[1], &scenario, &all, 0, &truths),
+        Some(REFUSAL)
+    );
+    // An item about the fact none of whose options holds the true text is not
+    // re-derived: its letter would be a guess.
+    let elsewhere = Probe {
+        fact: Some("cargo".to_owned()),
+        ..hand_written(
+            "ben",
+            question,
+            ["Marked Osprey", "Marked Heron", "A crown", "Unmarked"],
+            REFUSAL,
+        )
+    };
+    assert_eq!(derive_gold(&elsewhere, &scenario, &all, 1, &truths), None);
 }
 
 #[test]

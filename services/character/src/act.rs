@@ -190,7 +190,10 @@ impl Character {
             )
             .await?;
         usage.latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let action = into_action(&mut shard, parsed, deflect, moment, usage);
+        let mut action = into_action(&mut shard, parsed, deflect, moment, usage);
+        // What this turn left in the character travels with its line, so the line's
+        // delivery restores it even to an agent started after the turn.
+        action.actor_state = shard.turn_state();
         agents.warm_words(&action);
         // Not saved here: the turn's audited prompts and feeling go to disk with the
         // character's own event, which the world delivers as soon as it has logged the
@@ -224,6 +227,7 @@ impl CharacterAgents {
                 0.2
             };
             let request = CompletionRequest::new(built.messages.clone())
+                .with_seed(built.seed)
                 .with_max_tokens(self.options.act_max_tokens)
                 .with_temperature(temperature)
                 .with_schema(ResponseSchema {
@@ -403,6 +407,7 @@ fn into_action(
                 thought: p.thought,
                 usage: Some(usage),
                 fallback: false,
+                actor_state: String::new(),
             }
         }
         None if deflect => deflected(format!("{name} hesitates, and lets the matter drop.")),

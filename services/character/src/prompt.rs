@@ -19,6 +19,8 @@ use crate::shard::{AuditEntry, PERCEIVED, PERSONALITY, Shard};
 pub(crate) struct BuiltPrompt {
     pub messages: Vec<ChatMessage>,
     pub items: Vec<(String, String)>,
+    /// The sampling seed a line asked again is drawn with (`SceneFrame.seed`).
+    pub seed: Option<u32>,
 }
 
 impl BuiltPrompt {
@@ -228,7 +230,11 @@ pub(crate) fn act(
         messages.push(ChatMessage::assistant(MOVE_EXAMPLE_REPLY));
     }
     messages.push(ChatMessage::user(user));
-    BuiltPrompt { messages, items }
+    BuiltPrompt {
+        messages,
+        items,
+        seed: (frame.seed != 0).then_some(frame.seed),
+    }
 }
 
 /// The instruction that closes an answer prompt when nothing in memory bears on the
@@ -264,6 +270,7 @@ pub(crate) fn answer(
             ChatMessage::user(format!("{context}\n\nQuestion: {}", question.trim())),
         ],
         items,
+        seed: None,
     }
 }
 

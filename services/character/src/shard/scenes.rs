@@ -6,14 +6,15 @@ use super::*;
 
 impl Shard {
     /// Stores perceived events. Events already seen are skipped; an event this
-    /// character did not perceive, or that carries someone else's thought, is refused
-    /// (and nothing from the batch is stored). Returns how many were accepted and the
-    /// scenes that ended, ready for the write path.
+    /// character did not perceive, or that carries someone else's thought or state, is
+    /// refused (and nothing from the batch is stored). Returns how many were accepted
+    /// and the scenes that ended, ready for the write path.
     pub fn perceive(&mut self, events: &[Event]) -> Result<(u32, Vec<SceneDraft>), AgentError> {
         let me = self.profile.id.clone();
         for event in events {
-            if !event.perceivers.contains(&me) || (!event.thought.is_empty() && event.speaker != me)
-            {
+            let foreign_mind =
+                event.speaker != me && (!event.thought.is_empty() || !event.actor_state.is_empty());
+            if !event.perceivers.contains(&me) || foreign_mind {
                 return Err(AgentError::NotPerceived {
                     seq: event.seq,
                     character: me,
@@ -40,6 +41,9 @@ impl Shard {
             {
                 ended.extend(self.close_scene());
             }
+            if event.speaker == me {
+                self.resume_turn(event);
+            }
             self.note_own_moment(&perceived);
             let seen = perceived.perceivers.iter().zip(&perceived.perceiver_names);
             for (id, name) in [
@@ -63,6 +67,40 @@ impl Shard {
             }
         }
         Ok((accepted, ended))
+    }
+
+    /// The character's own state as its turn left it (mood, goal and the feeling of
+    /// its action), for the world to log with the line: [`Shard::resume_turn`] takes it
+    /// back when the line arrives.
+    #[must_use]
+    pub fn turn_state(&self) -> String {
+        let state = TurnState {
+            mood: self.state.mood.clone(),
+            goal: self.state.goal.clone(),
+            feeling: self.state.pending.clone(),
+        };
+        serde_json::to_string(&state).unwrap_or_default()
+    }
+
+    /// Puts back the state the character's turn left, carried by its own logged line.
+    /// The same state as the agent already holds when it delivered that line itself;
+    /// after a restart between the line's logging and its delivery, the state the
+    /// turn left instead of the one before it. A line without one (a person's turn, an
+    /// older log) changes nothing, and one that does not read is ignored with a
+    /// warning: it costs the feeling, never the line.
+    fn resume_turn(&mut self, event: &Event) {
+        if event.actor_state.is_empty() {
+            return;
+        }
+        match serde_json::from_str::<TurnState>(&event.actor_state) {
+            Ok(turn) => {
+                self.state.mood = turn.mood;
+                self.state.goal = turn.goal;
+                self.state.pending = turn.feeling;
+            }
+            Err(error) => tracing::warn!(seq = event.seq, %error,
+                "the state logged with this character's line does not read; keeping its own"),
+        }
     }
 
     /// Pairs the character's own event with the annotation of the action behind it.
@@ -128,4 +166,13 @@ impl Shard {
             self.state.memory.personality.record(transition);
         }
     }
+}
+
+/// What a turn leaves in the character: logged with its line as `actor_state`.
+#[derive(Debug, Serialize, Deserialize)]
+struct TurnState {
+    mood: Mood,
+    goal: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    feeling: Option<Annotation>,
 }

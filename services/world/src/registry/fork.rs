@@ -104,6 +104,7 @@ impl Worlds {
                 ))
             })?;
         let fork = self.fork(parent, line - 1, world_id).await?;
+        fork.ask_next_line_again();
         let events = fork.advance(Until::Turns(1)).await?;
         Ok((fork, events))
     }

@@ -27,57 +27,100 @@ impl World {
         state: &mut WorldState,
         draft: Draft,
     ) -> Result<Event, WorldError> {
-        // Movement is seen by those at the destination and, since the actor is still at
-        // the origin, by everyone who saw the actor leave (the actor included).
-        let (perceivers, origin_perceivers) = PerceptionRouter::of_draft(state, &draft);
+        let mut events = self.emit_all(state, vec![draft]).await?;
+        Ok(events.pop().expect("one draft, one event"))
+    }
+
+    /// Numbers, logs, publishes and delivers the events of one story step, in order.
+    /// They are logged in one append, so a step is in the log whole or not at all: a
+    /// service that stops in the middle of a round's opening replays the round from
+    /// its start instead of going on from half of it. Each event is built in the state
+    /// the ones before it leave (a scene's start before its opening narration).
+    pub(super) async fn emit_all(
+        &self,
+        state: &mut WorldState,
+        drafts: Vec<Draft>,
+    ) -> Result<Vec<Event>, WorldError> {
         self.catch_up().await?;
-        let mut draft = draft;
-        if let Some(narrated) = self.narrator.notes().usage.take() {
-            draft
-                .usage
-                .get_or_insert_with(Usage::default)
-                .add_calls_and_tokens(&narrated);
-        }
         let scenario = self.scenario();
-        let event = draft.into_event(
-            &scenario,
-            state,
-            Stamp {
-                world_id: &self.id,
-                seq: self.hub.next_seq(),
-                perceivers,
-                origin_perceivers,
-                timestamp_ms: dramatis_runtime::now_ms(),
-            },
-        );
+        let first = self.hub.next_seq();
+        let narrated = self.narrator.notes().usage.take();
+        let mut usage = narrated;
+        let mut events: Vec<Event> = Vec::with_capacity(drafts.len());
+        // The state after the events built so far: only a step of several events
+        // needs one apart from `state`.
+        let mut after: Option<WorldState> = None;
+        let count = drafts.len();
+        for (i, mut draft) in drafts.into_iter().enumerate() {
+            let basis = after.as_ref().unwrap_or(state);
+            // Movement is seen by those at the destination and, since the actor is
+            // still at the origin, by everyone who saw the actor leave (the actor
+            // included).
+            let (perceivers, origin_perceivers) = PerceptionRouter::of_draft(basis, &draft);
+            if let Some(narrated) = usage.take() {
+                draft
+                    .usage
+                    .get_or_insert_with(Usage::default)
+                    .add_calls_and_tokens(&narrated);
+            }
+            let event = draft.into_event(
+                &scenario,
+                basis,
+                Stamp {
+                    world_id: &self.id,
+                    seq: first + events.len() as u64,
+                    perceivers,
+                    origin_perceivers,
+                    timestamp_ms: dramatis_runtime::now_ms(),
+                },
+            );
+            if i + 1 < count {
+                after
+                    .get_or_insert_with(|| state.clone())
+                    .apply(&scenario, &event);
+            }
+            events.push(event);
+        }
         let timer = crate::metrics::LOG_APPEND.start_timer();
         let appended = self
             .log
-            .append(&self.id, event.seq - 1, vec![event.clone()])
+            .append(&self.id, first - 1, events.clone())
             .instrument(tracing::info_span!("log_append"))
             .await;
         timer.observe_duration();
         if let Err(error) = appended {
+            // Nothing was logged: the narrator's usage waits for the next event.
+            self.narrator.notes().usage = narrated;
             if matches!(error, WorldError::Fenced { .. }) {
                 // Another owner wrote this world's log: this replica's view is stale.
                 self.abandon();
             }
             return Err(error);
         }
-        state.apply(&scenario, &event);
+        for event in &events {
+            state.apply(&scenario, event);
+        }
         *dramatis_runtime::lock(&self.snapshot) = state.clone();
-        self.hub.publish(event.clone());
+        for event in &events {
+            self.hub.publish(event.clone());
+        }
         if state.finished(&scenario) {
             self.hub.close();
         }
-        let delivered = try_join_all(event.perceivers.iter().map(|c| self.deliver_pending(c)))
+        let mut perceivers: Vec<&str> = events
+            .iter()
+            .flat_map(|e| e.perceivers.iter().map(String::as_str))
+            .collect();
+        perceivers.sort_unstable();
+        perceivers.dedup();
+        let delivered = try_join_all(perceivers.into_iter().map(|c| self.deliver_pending(c)))
             .instrument(tracing::info_span!("deliver"))
             .await;
         if let Err(error) = delivered {
             self.behind.store(true, Ordering::Relaxed);
             return Err(error);
         }
-        Ok(event)
+        Ok(events)
     }
 
     /// After a delivery failed (or a world was rebuilt with a shard that ends early),

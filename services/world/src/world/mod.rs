@@ -87,6 +87,9 @@ pub struct World {
     replay: Option<Replay>,
     /// For a branch: the world it was forked from, and where.
     forked_from: Option<ForkPoint>,
+    /// The sampling seed of the next turn's line (0: none): set when a line is asked
+    /// again (`regenerate`), taken by that turn.
+    retake_seed: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for World {
@@ -193,7 +196,23 @@ impl World {
             seats,
             replay: None,
             forked_from: None,
+            retake_seed: std::sync::atomic::AtomicU32::new(0),
         })
+    }
+
+    /// Asks this world's next line again, drawn with a seed of its own: a function of
+    /// the world's id, so each branch that asks it again draws it differently, and the
+    /// same branch the same way.
+    pub(crate) fn ask_next_line_again(&self) {
+        let seed = self
+            .id
+            .bytes()
+            .fold(0x811c_9dc5_u32, |hash, byte| {
+                (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+            })
+            .max(1);
+        self.retake_seed
+            .store(seed, std::sync::atomic::Ordering::Release);
     }
 
     /// The same world, its turns played from `replay` (see [`Replay`]).
@@ -283,13 +302,13 @@ impl World {
         }
         loop {
             self.life.check_live(&self.id)?;
-            let judged = self.narrator.notes().judged == Some(state.scene);
+            let verdict = self.narrator.notes().verdict(state.scene);
             let scenario = self.scenario();
-            let done = match next_step(state, &scenario, judged) {
+            let done = match next_step(state, &scenario, verdict) {
                 Step::Finished => true,
                 Step::OpenScene => {
                     let opening = drafts::scene_opening(&scenario, state);
-                    self.emit_all(state, opening, run).await?;
+                    self.emit_step(state, opening, run).await?;
                     false
                 }
                 Step::OpenAt { location } => {
@@ -304,24 +323,24 @@ impl World {
                         }
                     });
                     let opening = drafts::round_opening(&scenario, state, &location, proposal);
-                    self.emit_all(state, opening, run).await?;
+                    self.emit_step(state, opening, run).await?;
                     false
                 }
                 Step::Arrive { who, location } => {
                     let arrival = drafts::arrival(&scenario, &who, &location);
-                    self.emit_all(state, vec![arrival], run).await?;
+                    self.emit_step(state, vec![arrival], run).await?;
                     false
                 }
                 Step::PassRound => {
-                    self.emit_all(state, vec![drafts::quiet_round()], run)
+                    self.emit_step(state, vec![drafts::quiet_round()], run)
                         .await?;
                     false
                 }
-                Step::Judge => self.on_judge(state, run).await?,
+                Step::Judge => self.on_judge(state).await?,
                 Step::Turn { actor } => self.on_turn(state, &actor, run).await?,
                 Step::CloseScene { reason } => {
                     let end = drafts::scene_end(state, reason);
-                    self.emit_all(state, vec![end], run).await?;
+                    self.emit_step(state, vec![end], run).await?;
                     until == Until::SceneEnd
                 }
             };
@@ -332,30 +351,30 @@ impl World {
         Ok(())
     }
 
-    /// Emits `drafts` in order.
-    async fn emit_all(
+    /// Emits the events of one step, logged together.
+    async fn emit_step(
         &self,
         state: &mut WorldState,
         drafts: Vec<Draft>,
         run: &mut Run,
     ) -> Result<(), WorldError> {
-        for draft in drafts {
-            run.produced.push(self.emit(state, draft).await?);
-        }
+        run.produced.extend(self.emit_all(state, drafts).await?);
         Ok(())
     }
 
-    /// The narrator judges the scene (once per scene); its notes are logged first, so a
-    /// restart neither loses nor repeats them. Ends the run at a scene end it asked for.
-    async fn on_judge(&self, state: &mut WorldState, run: &mut Run) -> Result<bool, WorldError> {
+    /// The narrator judges the scene (once per scene). Its notes, the verdict among
+    /// them, are saved before anything follows from them, so a restart neither loses
+    /// nor repeats them: a scene judged complete is closed by the next step, here or
+    /// after a restart.
+    async fn on_judge(&self, state: &WorldState) -> Result<bool, WorldError> {
         let judgement = self
             .narrator
             .judge_scene(&self.scenario(), &self.hub, state)
             .await;
-        let over = judgement.scene_over;
         let saved = {
             let mut notes = self.narrator.notes();
             notes.judged = Some(state.scene);
+            notes.over = judgement.scene_over;
             notes.proposal = judgement.proposal;
             notes.usage = Some(judgement.usage);
             notes.at_seq = self.hub.next_seq();
@@ -369,12 +388,7 @@ impl World {
             }
             return Err(error);
         }
-        if !over {
-            return Ok(false);
-        }
-        let end = drafts::scene_end(state, "The narrator judged the scene complete.".into());
-        self.emit_all(state, vec![end], run).await?;
-        Ok(run.until == Until::SceneEnd)
+        Ok(false)
     }
 
     /// `actor` takes its turn. Ends the run when the turns asked for are done.

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::hub::TranscriptHub;
 use dramatis_scenario::{OpenStory, Scenario};
 use dramatis_story::attention::Cast;
+use dramatis_story::scheduler::Verdict;
 use dramatis_story::state::WorldState;
 
 /// Name of the narrator's schema.
@@ -267,6 +268,10 @@ fn some_names(scenario: &Scenario, people: &[&str]) -> String {
 pub(super) struct NarratorNotes {
     /// The round whose scene was judged.
     pub judged: Option<usize>,
+    /// Whether that judgement ended the scene (kept with the judgement, so a restart
+    /// between it and the scene's end closes the scene as the judgement said).
+    #[serde(default)]
+    pub over: bool,
     /// The event proposed for the next round: location and text.
     pub proposal: Option<(String, String)>,
     /// Narrator usage not yet attached to an event.
@@ -277,6 +282,15 @@ pub(super) struct NarratorNotes {
 }
 
 impl NarratorNotes {
+    /// What the narrator made of round `scene`'s scene.
+    pub(super) fn verdict(&self, scene: usize) -> Verdict {
+        match (self.judged == Some(scene), self.over) {
+            (false, _) => Verdict::Unjudged,
+            (true, false) => Verdict::GoOn,
+            (true, true) => Verdict::Over,
+        }
+    }
+
     /// The notes as they stand after `history` (the world's logged events): a proposal
     /// already told, or usage already attached to a later event, is spent.
     pub(super) fn after(mut self, history: &[Event]) -> Self {

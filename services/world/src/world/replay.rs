@@ -136,6 +136,7 @@ fn replayed(view: Perspective<'_>, state: &WorldState, line: &Event) -> Draft {
         thought: line.thought.clone(),
         usage: line.usage,
         fallback: line.fallback,
+        actor_state: line.actor_state.clone(),
         ..Action::default()
     };
     let mut draft = resolve(view, state, &action);

@@ -287,6 +287,9 @@ impl OpenSeat {
                                         thought: a.thought,
                                         usage: None,
                                         fallback: false,
+                                        // A person's turn leaves the agent's state as
+                                        // it was; a client cannot write it.
+                                        actor_state: String::new(),
                                     })
                                     .map_err(|_| "Too late: your character's agent took this turn.".to_owned()),
                                 None => Err("It is not your turn yet.".to_owned()),

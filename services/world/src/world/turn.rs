@@ -40,9 +40,15 @@ impl World {
             ));
         }
         let started = Instant::now();
+        let seed = self
+            .retake_seed
+            .swap(0, std::sync::atomic::Ordering::AcqRel);
         let request = pb::ActRequest {
             character: Some(self.character_ref(actor)),
-            frame: Some(self.frame_of(state, actor)),
+            frame: Some(pb::SceneFrame {
+                seed,
+                ..self.frame_of(state, actor)
+            }),
         };
         let seq = self.hub.next_seq();
         let speaker_name = scenario.name_of(actor).to_owned();
