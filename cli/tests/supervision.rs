@@ -31,14 +31,7 @@ async fn connect(url: &str) -> WorldClient<Channel> {
 }
 
 async fn finished(world: &mut WorldClient<Channel>) -> bool {
-    let info = world
-        .get_world(GetWorldRequest {
-            world_id: WORLD.into(),
-        })
-        .await
-        .expect("get world")
-        .into_inner();
-    info.status == WorldStatus::Finished as i32
+    progress(world).await.1
 }
 
 fn create_request() -> CreateWorldRequest {
