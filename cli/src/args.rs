@@ -8,10 +8,10 @@ use clap::{Parser, Subcommand};
 use crate::options::ServerArg;
 
 pub use crate::commands::{
-    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CreateArgs,
-    DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs, IngestBenchArgs, IngestEvalArgs,
-    InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs, RegenerateArgs,
-    RepairArgs, RunArgs, ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
+    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CorpusArgs,
+    CreateArgs, DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs, IngestBenchArgs,
+    IngestEvalArgs, InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs,
+    RegenerateArgs, RepairArgs, RunArgs, ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -210,6 +210,12 @@ pub enum EvalCommand {
     /// the ingest may cut scenes elsewhere), who may know each key fact, and leaks (a key
     /// fact given to a character the answers say could not know it).
     Ingest(IngestEvalArgs),
+    /// KBF on whole books (ReverieMem's corpus): each book ingested or its ingest
+    /// reused, every item of its file (written by reading it) asked where the story
+    /// stands at the item's position, by the retrieval answerer, by it without the
+    /// episodic or the semantic layer, and by the naive-RAG and profile-only baselines.
+    /// Prints per book n_KRf, KRf, n_KR, KR and KBF, and the mean over books.
+    Corpus(CorpusArgs),
     /// BookWorld's pairwise narrative judge: a language model compares story A with
     /// story B on anthropomorphism, character fidelity, immersion and setting, writing
     /// quality, and storyline (script mode) or creativity (free mode).

@@ -76,6 +76,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(EvalCommand::Probes(args)) => commands::eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => commands::kbf::kbf(&args).await,
         Command::Eval(EvalCommand::Ablate(args)) => commands::ablate::ablate(&args).await,
+        Command::Eval(EvalCommand::Corpus(args)) => commands::corpus::corpus(&args).await,
         Command::Eval(EvalCommand::Ingest(args)) => commands::eval_ingest::eval_ingest(&args),
         Command::Eval(EvalCommand::Judge(args)) => commands::judge::judge_command(&args).await,
         Command::Eval(EvalCommand::Style(args)) => commands::style::style(&args).await,

@@ -405,10 +405,22 @@ impl Answerer for PoolAnswerer<'_> {
         probe: &Probe,
     ) -> anyhow::Result<Option<char>> {
         let texts = pool_texts(self.scenario, known, self.pool, &probe.character);
-        let pool = self.vectors.of(&texts, self.embedder).await?;
-        Ok(Some(
-            best_supported(probe, &pool, self.embedder, self.threshold).await?,
-        ))
+        Ok(Some(self.answer_from(&texts, probe).await?))
+    }
+}
+
+impl PoolAnswerer<'_> {
+    /// The option best supported by `texts`, a pool the caller gathered (each text is
+    /// embedded once per answerer).
+    pub async fn answer_from(&mut self, texts: &[String], probe: &Probe) -> anyhow::Result<char> {
+        let pool = self.vectors.of(texts, self.embedder).await?;
+        best_supported(probe, &pool, self.embedder, self.threshold).await
+    }
+
+    /// The character's profile and manner of speech, as [`Pool::Profile`] reads them.
+    #[must_use]
+    pub fn profile(&self, character: &str) -> Vec<String> {
+        pool_texts(self.scenario, &[], Pool::Profile, character)
     }
 }
 

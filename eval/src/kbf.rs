@@ -123,44 +123,71 @@ pub fn load_probes(path: &Path, scenario: &Scenario) -> anyhow::Result<Vec<Probe
             continue;
         }
         let at = format!("{}:{}", path.display(), n + 1);
-        let mut value: serde_json::Value =
-            serde_json::from_str(line).with_context(|| at.clone())?;
-        truth_by_text(&mut value).map_err(|why| anyhow::anyhow!("{at}: truth: {why}"))?;
-        let probe: Probe = serde_json::from_value(value).with_context(|| at.clone())?;
-        for letter in ['A', 'B', 'C', 'D', 'E'] {
-            if !probe.options.contains_key(&letter) {
-                bail!("{at}: options: option {letter} is missing");
-            }
-        }
-        if scenario.character(&probe.character).is_none() {
-            bail!(
-                "{at}: character: {:?} is not in scenario {:?}",
-                probe.character,
-                scenario.name
-            );
-        }
-        if let Some(truth) = probe.truth
-            && !('A'..='D').contains(&truth)
-        {
-            bail!("{at}: truth: {truth:?} is not one of A–D");
-        }
-        let gold_ok = match probe.split {
-            Split::Krf => ('A'..='D').contains(&probe.gold),
-            Split::Kr => probe.gold == REFUSAL,
-        };
-        if !gold_ok {
-            bail!(
-                "{at}: gold: {:?} does not fit split {:?}",
-                probe.gold,
-                probe.split
-            );
-        }
+        let value: serde_json::Value = serde_json::from_str(line).with_context(|| at.clone())?;
+        let probe =
+            probe_from(value, &at, &|c| scenario.character(c).is_some()).map_err(|why| {
+                match why.downcast_ref::<UnknownCharacter>() {
+                    Some(UnknownCharacter(c)) => anyhow::anyhow!(
+                        "{at}: character: {c:?} is not in scenario {:?}",
+                        scenario.name
+                    ),
+                    None => why,
+                }
+            })?;
         probes.push(probe);
     }
     if probes.is_empty() {
         bail!("{}: no probes", path.display());
     }
     Ok(probes)
+}
+
+/// A character an item names that the cast does not hold.
+#[derive(Debug)]
+pub struct UnknownCharacter(pub String);
+
+impl std::fmt::Display for UnknownCharacter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown character {:?}", self.0)
+    }
+}
+
+impl std::error::Error for UnknownCharacter {}
+
+/// One item of a probe file, checked: its options A–E, its character (`is_cast`), its
+/// truth and its gold against its split. `at` names the file and line in errors.
+pub fn probe_from(
+    mut value: serde_json::Value,
+    at: &str,
+    is_cast: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<Probe> {
+    truth_by_text(&mut value).map_err(|why| anyhow::anyhow!("{at}: truth: {why}"))?;
+    let probe: Probe = serde_json::from_value(value).with_context(|| at.to_owned())?;
+    for letter in ['A', 'B', 'C', 'D', 'E'] {
+        if !probe.options.contains_key(&letter) {
+            bail!("{at}: options: option {letter} is missing");
+        }
+    }
+    if !is_cast(&probe.character) {
+        return Err(UnknownCharacter(probe.character).into());
+    }
+    if let Some(truth) = probe.truth
+        && !('A'..='D').contains(&truth)
+    {
+        bail!("{at}: truth: {truth:?} is not one of A–D");
+    }
+    let gold_ok = match probe.split {
+        Split::Krf => ('A'..='D').contains(&probe.gold),
+        Split::Kr => probe.gold == REFUSAL,
+    };
+    if !gold_ok {
+        bail!(
+            "{at}: gold: {:?} does not fit split {:?}",
+            probe.gold,
+            probe.split
+        );
+    }
+    Ok(probe)
 }
 
 /// An item's `truth` may name its true option by letter (`"C"`) or by text (`"the

@@ -9,6 +9,7 @@
 pub mod ablation;
 pub mod answerers;
 pub mod bench;
+pub mod corpus;
 pub mod export;
 pub mod judge;
 pub mod kbf;

@@ -523,6 +523,67 @@ pub async fn ingest(
     options: &Options,
     progress: &dyn Progress,
 ) -> anyhow::Result<output::Done> {
+    Ok(ingest_analysed(
+        book_path,
+        characters_path,
+        out,
+        embedder,
+        model,
+        options,
+        progress,
+    )
+    .await?
+    .done)
+}
+
+/// A book ingested, with its analysis kept: the scenario at any split of the book can be
+/// cut from it without running a stage again (`dramatis eval corpus` asks each item
+/// with the characters' past ending where the item is asked).
+pub struct Analysed {
+    pub analysis: Analysis,
+    pub characters: Vec<FocusCharacter>,
+    pub book: String,
+    pub done: output::Done,
+}
+
+impl Analysed {
+    /// The scenario whose characters' past is the first `past` scenes (their memories,
+    /// facts, patterns and the names they know from those scenes only).
+    pub fn scenario_at(&self, past: usize) -> anyhow::Result<crate::file::ScenarioFile> {
+        let past = past.min(self.analysis.scenes.len());
+        let patterns = output::past_patterns(&self.analysis, past);
+        scenario_out::scenario_file(
+            &self.analysis,
+            &self.characters,
+            &self.book,
+            &self.done.name,
+            past,
+            &patterns,
+        )
+    }
+
+    /// Scenes that are over at byte offset `at` of the book: a position inside a scene
+    /// does not count that scene as lived.
+    #[must_use]
+    pub fn scenes_over_at(&self, at: usize) -> usize {
+        self.analysis
+            .scenes
+            .iter()
+            .take_while(|s| s.span.end <= at)
+            .count()
+    }
+}
+
+/// [`ingest`], keeping the analysis and the book's text.
+pub async fn ingest_analysed(
+    book_path: &Path,
+    characters_path: &Path,
+    out: &Path,
+    embedder: &dyn Embedder,
+    model: Option<Arc<dyn LanguageModel>>,
+    options: &Options,
+    progress: &dyn Progress,
+) -> anyhow::Result<Analysed> {
     let book = text::read_book(book_path)?;
     let characters = text::read_characters(characters_path)?;
     let cache_dir = out.join(".ingest");
@@ -541,7 +602,7 @@ pub async fn ingest(
         progress,
     )
     .await?;
-    output::write(
+    let done = output::write(
         &analysis,
         &characters,
         &book,
@@ -551,7 +612,13 @@ pub async fn ingest(
         options,
         stopped,
         started.elapsed().as_secs_f64(),
-    )
+    )?;
+    Ok(Analysed {
+        analysis,
+        characters,
+        book,
+        done,
+    })
 }
 
 #[cfg(test)]

@@ -188,7 +188,7 @@ mod erased {
 
 /// Patterns clustered over the past scenes only; a pattern whose scenes are exactly a
 /// whole-book pattern's keeps that pattern's (possibly model-written) description.
-fn past_patterns(analysis: &Analysis, past: usize) -> Vec<personality::PatternOut> {
+pub(super) fn past_patterns(analysis: &Analysis, past: usize) -> Vec<personality::PatternOut> {
     let keep: BTreeSet<usize> = (1..=past).collect();
     let mut list = personality::patterns(
         &analysis.behaviours,
