@@ -512,30 +512,6 @@ async fn cached<T: Serialize + DeserializeOwned>(
     Ok(value)
 }
 
-/// Reads the book and character list, runs the stages and writes the folder: the whole
-/// of `dramatis ingest` but the command line.
-pub async fn ingest(
-    book_path: &Path,
-    characters_path: &Path,
-    out: &Path,
-    embedder: &dyn Embedder,
-    model: Option<Arc<dyn LanguageModel>>,
-    options: &Options,
-    progress: &dyn Progress,
-) -> anyhow::Result<output::Done> {
-    Ok(ingest_analysed(
-        book_path,
-        characters_path,
-        out,
-        embedder,
-        model,
-        options,
-        progress,
-    )
-    .await?
-    .done)
-}
-
 /// A book ingested, with its analysis kept: the scenario at any split of the book can be
 /// cut from it without running a stage again (`dramatis eval corpus` asks each item
 /// with the characters' past ending where the item is asked).
@@ -574,7 +550,8 @@ impl Analysed {
     }
 }
 
-/// [`ingest`], keeping the analysis and the book's text.
+/// Reads the book and character list, runs the stages and writes the folder (the whole
+/// of `dramatis ingest` but the command line); keeps the analysis and the book's text.
 pub async fn ingest_analysed(
     book_path: &Path,
     characters_path: &Path,

@@ -19,7 +19,7 @@ use dramatis_embed::FakeEmbedder;
 use dramatis_ingest::book::output::Done;
 use dramatis_ingest::book::personality::pattern_count;
 use dramatis_ingest::book::text::{Namer, contains_phrase, read_characters};
-use dramatis_ingest::book::{Options, Past, Quiet, ingest};
+use dramatis_ingest::book::{Options, Past, Quiet, ingest_analysed};
 use dramatis_llm::{LanguageModel, ScriptedModel};
 use serde::Deserialize;
 
@@ -147,7 +147,7 @@ async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
         patterns: None,
         stop_after: None,
     };
-    let done = ingest(
+    let done = ingest_analysed(
         &book_dir().join("book.txt"),
         &book_dir().join("characters.txt"),
         out.path(),
@@ -157,7 +157,8 @@ async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
         &Quiet,
     )
     .await
-    .expect("ingest");
+    .expect("ingest")
+    .done;
     let answers = answers();
     let book = std::fs::read_to_string(book_dir().join("book.txt")).expect("test data");
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Args;
 use dramatis_embed::OnnxEmbedder;
-use dramatis_ingest::book::{Options, Past, Quiet, ingest};
+use dramatis_ingest::book::{Options, Past, Quiet, ingest_analysed};
 use serde::Serialize;
 
 /// The test book (`ingest/tests/books/wrayhaven/`): our own text, written for the tests.
@@ -102,7 +102,9 @@ async fn run_once(
         stop_after: None,
     };
     let started = Instant::now();
-    let done = ingest(book, characters, out, embedder, None, &options, &Quiet).await?;
+    let done = ingest_analysed(book, characters, out, embedder, None, &options, &Quiet)
+        .await?
+        .done;
     let seconds = started.elapsed().as_secs_f64();
     let summaries: usize = done.layers.iter().map(|r| r.memories).sum();
     let graph: serde_json::Value =

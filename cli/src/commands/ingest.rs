@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_ingest::book::output::Done;
-use dramatis_ingest::book::{Options, Past, Progress, STAGES, ingest as run_ingest};
+use dramatis_ingest::book::{Options, Past, Progress, STAGES, ingest_analysed};
 use dramatis_llm::LanguageModel;
 
 use crate::spawn::{Spawned, start_builtin_llm};
@@ -154,7 +154,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
     let bars = Bars {
         current: Mutex::new(None),
     };
-    let done = run_ingest(
+    let done = ingest_analysed(
         &args.book,
         &args.characters,
         &out,
@@ -163,7 +163,8 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
         &options,
         &bars,
     )
-    .await?;
+    .await?
+    .done;
     warn(&done);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&done)?);
