@@ -211,6 +211,8 @@ pub struct BookRun {
     pub letters: BTreeMap<&'static str, Vec<Option<char>>>,
     /// Per item: whether its character's shard at its position holds an evidence word.
     pub in_shard: Vec<bool>,
+    /// Per item, the first texts the retrieval answerer's recall brought back.
+    pub recalled: Vec<Vec<String>>,
     pub seconds: f64,
 }
 
@@ -249,6 +251,7 @@ pub async fn run_book(
             .map(|a| (*a, vec![None; items.len()]))
             .collect(),
         in_shard: vec![false; items.len()],
+        recalled: vec![Vec::new(); items.len()],
         items,
         cuts,
         scenes,
@@ -295,7 +298,22 @@ async fn ask_cut(
     let mut asked = Ok(());
     for &i in members {
         match recall.answer(&mut walk, &[], &run.items[i].probe).await {
-            Ok(letter) => run.letters.get_mut(layers.name()).expect("answerer")[i] = letter,
+            Ok(letter) => {
+                run.letters.get_mut(layers.name()).expect("answerer")[i] = letter;
+                if layers == Layers::All {
+                    run.recalled[i] = recall
+                        .recalled
+                        .last()
+                        .map(|texts| {
+                            texts
+                                .iter()
+                                .take(RECALLED_SHOWN)
+                                .map(|t| short(t))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                }
+            }
             Err(e) => {
                 asked = Err(e);
                 break;
@@ -350,6 +368,18 @@ async fn naive_rag(
     Ok(())
 }
 
+/// Recalled texts kept per item for the report, and the characters kept of each.
+const RECALLED_SHOWN: usize = 3;
+const RECALLED_CHARS: usize = 160;
+
+fn short(text: &str) -> String {
+    let mut s: String = text.chars().take(RECALLED_CHARS).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
 /// Calls one book's run makes of `each`: per item, three layer sets, the profile
 /// baseline and naive RAG.
 #[must_use]
@@ -373,6 +403,25 @@ pub struct BookScores {
     pub kr_in_shard: Vec<String>,
     pub seconds: f64,
     pub items_per_second: f64,
+    /// Every item's outcome, in file order.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// One item as asked: where, its gold, each answerer's letter, and what the retrieval
+/// answerer's recall rested on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub id: String,
+    pub character: String,
+    pub kind: Option<String>,
+    pub split: Split,
+    /// Scenes over at its position.
+    pub cut: usize,
+    pub gold: char,
+    /// Per answerer, the letter (`None`: no option matched).
+    pub letters: BTreeMap<String, Option<char>>,
+    pub in_shard: bool,
+    pub recalled: Vec<String>,
 }
 
 /// Scores one book's run.
@@ -416,7 +465,30 @@ pub fn scores(run: &BookRun) -> BookScores {
         kr_in_shard: ids(Split::Kr, true),
         seconds: run.seconds,
         items_per_second: steps(run.items.len()) as f64 / run.seconds.max(1e-9),
+        outcomes: outcomes(run),
     }
+}
+
+fn outcomes(run: &BookRun) -> Vec<Outcome> {
+    run.items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Outcome {
+            id: item.probe.id.clone(),
+            character: item.probe.character.clone(),
+            kind: item.kind.clone(),
+            split: item.probe.split,
+            cut: run.cuts[i],
+            gold: item.probe.gold,
+            letters: run
+                .letters
+                .iter()
+                .map(|(a, l)| ((*a).to_owned(), l[i]))
+                .collect(),
+            in_shard: run.in_shard[i],
+            recalled: run.recalled[i].clone(),
+        })
+        .collect()
 }
 
 /// The mean of each answerer's KBF, KRf and KR accuracy over books.

@@ -105,7 +105,9 @@ const INNER_LIFE: &str = "thought thoughts thinking felt feel feeling feelings f
 
 /// The narrator of each first-person chapter (1-based chapter → character id).
 ///
-/// A character marked `narrator` in the list tells every first-person chapter; with
+/// A chapter whose title names its teller ("Narrative Continued by the Doctor") is told
+/// by that listed narrator. Otherwise a character marked `narrator` in the list tells
+/// every first-person chapter; with
 /// several marked, or none, the one the others address by name in the chapter's
 /// quotes ("…, Watson?") and the narration never names, and failing that the one chosen
 /// most often over the book. A chapter nobody can be bound to is left out.
@@ -130,9 +132,22 @@ pub fn narrators(
     let mut out = BTreeMap::new();
     let mut undecided = Vec::new();
     let mut chosen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut previous_end = 0;
     for (chapter, (start, end)) in ranges {
         let text = &book[start..end];
+        let above = previous_end;
+        previous_end = end;
         if !first_person(text) {
+            continue;
+        }
+        // A title that names the teller is the surest evidence, and local to the
+        // chapter: it overrides the list's one narrator and the vocatives.
+        let titled = title_above(book, above, start)
+            .into_iter()
+            .find_map(|line| teller_named(line, namer))
+            .filter(|id| marked.is_empty() || marked.contains(&id.as_str()));
+        if let Some(id) = titled {
+            out.insert(chapter, id);
             continue;
         }
         if let [only] = marked[..] {
@@ -245,29 +260,88 @@ impl Tellers {
 /// Journal", "Letter from Miss Mina Murray to Miss Lucy Westenra", "Telegram, Arthur
 /// Holmwood to Quincey P. Morris". What comes after " to " is whom it is sent to.
 fn writer_of(heading: &str, namer: &Namer) -> Option<String> {
+    let heading = readable(heading);
+    let from = heading.split(" to ").next().unwrap_or(&heading);
+    namer.mentions(from).first().map(|m| m.character.to_owned())
+}
+
+/// A heading as the names in it are written: "JONATHAN HARKER'S JOURNAL" read as
+/// "Jonathan Harker's Journal"; a heading not all in capitals as it is.
+fn readable(heading: &str) -> String {
     let capitals = heading
         .chars()
         .filter(|c| c.is_alphabetic())
         .all(char::is_uppercase);
-    // "JONATHAN HARKER'S JOURNAL" read as "Jonathan Harker's Journal".
-    let heading = if capitals {
-        heading
-            .split_whitespace()
-            .map(|w| {
-                let lower = w.to_lowercase();
-                let mut c = lower.chars();
-                c.next()
-                    .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                    .unwrap_or_default()
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    } else {
-        heading.to_owned()
-    };
-    let from = heading.split(" to ").next().unwrap_or(&heading);
-    namer.mentions(from).first().map(|m| m.character.to_owned())
+    if !capitals {
+        return heading.to_owned();
+    }
+    heading
+        .split_whitespace()
+        .map(|w| {
+            let lower = w.to_lowercase();
+            let mut c = lower.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
+
+/// Words a chapter's title tells its teller with, before "by": "Narrative Continued by
+/// the Doctor", "Told by Huck", "Related by Mr. Sholto".
+const TELLING: [&str; 10] = [
+    "narrative",
+    "narrated",
+    "told",
+    "related",
+    "continued",
+    "resumed",
+    "written",
+    "account",
+    "statement",
+    "story",
+];
+
+/// The one listed character a chapter's title names as its teller ("Narrative
+/// Continued by the Doctor: How the Ship Was Abandoned"): a telling word, then "by"
+/// and a name or a listed form. A form several characters share names no one.
+fn teller_named(title: &str, namer: &Namer) -> Option<String> {
+    let title = readable(title);
+    let lower = title.to_lowercase();
+    let by = lower.find(" by ")?;
+    let told = lower[..by]
+        .split(|c: char| !c.is_alphabetic())
+        .any(|w| TELLING.contains(&w));
+    if !told {
+        return None;
+    }
+    let after = &title[by + " by ".len()..];
+    let named = after.split([':', ';', '.', '(']).next().unwrap_or(after);
+    let mentions = namer.mentions(named);
+    let first = mentions.first()?;
+    match namer.owners(first, named)[..] {
+        [one] => Some(one.to_owned()),
+        _ => None,
+    }
+}
+
+/// The title lines above a chapter's body that starts at `start` (after `from`, the end
+/// of the chapter before): the last few lines of what lies between.
+fn title_above(book: &str, from: usize, start: usize) -> Vec<&str> {
+    let mut at = start.saturating_sub(TITLE_ZONE).max(from);
+    while !book.is_char_boundary(at) {
+        at += 1;
+    }
+    book[at..start]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Bytes above a chapter's body searched for its title.
+const TITLE_ZONE: usize = 300;
 
 /// The emotion whose words a text uses most ("" when none).
 #[must_use]

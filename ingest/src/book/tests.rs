@@ -1052,3 +1052,46 @@ fn a_form_two_characters_share_puts_neither_on_stage_nor_speaks_for_either() {
     assert_on_stage(&scene, 3, "billy-bones", true);
 }
 mod speakers;
+
+/// A chapter of first-person narration in which the other narrator is called by name.
+fn told_chapter(heading: &str, word: &str) -> String {
+    format!(
+        "{heading}\n\n{}\n\nI went down to the beach, and my hands shook. I took my pistol and I \
+         looked about me.\n\n\"Come, Jim,\" said the squire, \"we must go.\"\n\n\"Aye, Jim, \
+         come,\" said the squire again.\n\n{}\n\n",
+        body(200, word),
+        body(200, word)
+    )
+}
+
+#[test]
+fn a_chapter_titled_with_its_teller_is_told_by_that_teller() {
+    let list = "Jim Hawkins | Jim, Hawkins | narrator\n\
+                Dr. Livesey | Livesey, Doctor, the doctor | narrator\n\
+                Squire Trelawney | the squire\n";
+    let characters = parse_characters(list).expect("list");
+    let namer = Namer::new(&characters);
+    let text = format!(
+        "{}{}{}",
+        told_chapter("CHAPTER I", "alpha"),
+        told_chapter(
+            "CHAPTER II\nNarrative Continued by the Doctor: How the Ship Was Abandoned",
+            "beta"
+        ),
+        told_chapter(
+            "CHAPTER III\nNARRATIVE RESUMED BY JIM HAWKINS: THE STOCKADE",
+            "gamma"
+        ),
+    );
+    let p = partition(&text);
+    assert_eq!(p.chapters, 3);
+    let narrators = super::narration::narrators(&text, &p.scenes, &characters, &namer);
+    // Chapter I has no title: the one called by name in its quotes tells it. Chapter
+    // II's title names the doctor, whom no quote calls; chapter III's, in capitals, Jim.
+    let ids: Vec<(usize, &str)> = narrators.iter().map(|(c, id)| (*c, id.as_str())).collect();
+    assert_eq!(
+        ids,
+        [(1, "jim-hawkins"), (2, "livesey"), (3, "jim-hawkins")],
+        "{narrators:?}"
+    );
+}
