@@ -403,6 +403,9 @@ pub struct BookScores {
     pub kr_in_shard: Vec<String>,
     pub seconds: f64,
     pub items_per_second: f64,
+    /// How long the book's ingest took, or reading it back from `--work` (set by the
+    /// command that ran it).
+    pub ingest_seconds: f64,
     /// Every item's outcome, in file order.
     pub outcomes: Vec<Outcome>,
 }
@@ -465,6 +468,7 @@ pub fn scores(run: &BookRun) -> BookScores {
         kr_in_shard: ids(Split::Kr, true),
         seconds: run.seconds,
         items_per_second: steps(run.items.len()) as f64 / run.seconds.max(1e-9),
+        ingest_seconds: 0.0,
         outcomes: outcomes(run),
     }
 }
