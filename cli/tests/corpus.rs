@@ -38,6 +38,9 @@ async fn two_books_are_ingested_and_their_first_items_asked_by_every_answerer() 
     assert_eq!(names, ["a-study-in-scarlet", "treasure-island"], "in order");
     for row in rows {
         assert_eq!(row["items"], 3, "{row}");
+        // The ingest (here from nothing) is timed apart from the asking.
+        let ingest = row["ingest_seconds"].as_f64().unwrap_or(0.0);
+        assert!(ingest > 0.0, "ingest timed: {row}");
         for answerer in [
             "retrieval",
             "no-episodic",
