@@ -35,7 +35,9 @@ impl LocalStack {
     pub fn agent_links(&self) -> dramatis_world::agent_clients::AgentLinks {
         dramatis_world::agent_clients::AgentLinks {
             directory: Arc::clone(&self.agents) as Arc<dyn AgentDirectory>,
-            pool: dramatis_world::agent_clients::AgentPool::new(Some(self.agents.agent_tls())),
+            pool: Arc::new(dramatis_world::agent_clients::AgentPool::new(Some(
+                self.agents.agent_tls(),
+            ))),
         }
     }
 

@@ -133,9 +133,9 @@ pub async fn play_and_probe(
             .endpoint_for(&world, &character.id)
             .await
             .map_err(|e| anyhow!("{e}"))?;
-        let mut agent = agents
+        let agent = agents
             .pool
-            .client(&endpoint, &character.id)
+            .port(&endpoint, &character.id)
             .map_err(|e| anyhow!("{e}"))?;
         let snapshot = agent
             .snapshot(SnapshotRequest {
@@ -146,8 +146,7 @@ pub async fn play_and_probe(
                 ..Default::default()
             })
             .await
-            .map_err(|s| anyhow!("snapshot: {}", describe(&s)))?
-            .into_inner();
+            .map_err(|s| anyhow!("snapshot: {}", describe(&s)))?;
         for (name, value) in snapshot.module_stats {
             *stats.entry(name).or_default() += value;
         }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dramatis_proto::v1::agent_client::AgentClient;
+use dramatis_proto::v1::{self as pb, act_response};
+use tonic::Status;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, ClientTlsConfig};
 
@@ -20,6 +22,79 @@ pub type AgentRpc = AgentClient<
         fn(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status>,
     >,
 >;
+
+/// The items of one `Act` call, in order: tokens as the character says them, then its
+/// action.
+pub type ActItems = futures::stream::BoxStream<'static, Result<act_response::Item, Status>>;
+
+/// What a world asks of the agent hosting one of its characters: the six calls of
+/// `agent.proto`, so the orchestrator runs alike over the tonic client and over a
+/// double in its tests. Errors are gRPC statuses, classified by supervision
+/// (`world/agents.rs`): a transport failure is recovered, an answer is the caller's.
+#[async_trait]
+pub trait AgentPort: Send + Sync + std::fmt::Debug {
+    /// Hosts the character (from its saved shard, if any); returns where its shard ends.
+    async fn attach(&self, request: pb::AttachRequest) -> Result<pb::AttachResponse, Status>;
+    /// Lets the character go, keeping or deleting its shard.
+    async fn detach(&self, request: pb::DetachRequest) -> Result<(), Status>;
+    /// Events the character perceived, in order.
+    async fn perceive(&self, request: pb::PerceiveRequest) -> Result<(), Status>;
+    /// The character's turn: its tokens, then its action.
+    async fn act(&self, request: pb::ActRequest) -> Result<ActItems, Status>;
+    /// An interview question, answered from the character's own shard.
+    async fn answer(&self, request: pb::AnswerRequest) -> Result<pb::AnswerResponse, Status>;
+    /// The character's shard, or a page of its prompt audit.
+    async fn snapshot(&self, request: pb::SnapshotRequest) -> Result<pb::SnapshotResponse, Status>;
+}
+
+/// Where a world's [`AgentPort`]s come from: one per endpoint and character, a health
+/// probe of an endpoint, and the end of an endpoint whose agent is gone.
+#[async_trait]
+pub trait AgentPorts: Send + Sync + std::fmt::Debug {
+    /// A port to `character`'s agent at `endpoint`, connecting lazily.
+    fn port(&self, endpoint: &str, character: &str) -> Result<Arc<dyn AgentPort>, WorldError>;
+    /// Whether the agent at `endpoint` answers a health check in time: `Some(false)`
+    /// when it refuses, `None` when no answer came (a frozen process).
+    async fn probe(&self, endpoint: &str) -> Option<bool>;
+    /// Drops what is kept for `endpoint` (its agent is gone).
+    fn forget(&self, endpoint: &str);
+}
+
+/// The tonic client as an [`AgentPort`].
+#[derive(Debug, Clone)]
+pub struct TonicAgent(AgentRpc);
+
+#[async_trait]
+impl AgentPort for TonicAgent {
+    async fn attach(&self, request: pb::AttachRequest) -> Result<pb::AttachResponse, Status> {
+        Ok(self.0.clone().attach(request).await?.into_inner())
+    }
+
+    async fn detach(&self, request: pb::DetachRequest) -> Result<(), Status> {
+        self.0.clone().detach(request).await.map(drop)
+    }
+
+    async fn perceive(&self, request: pb::PerceiveRequest) -> Result<(), Status> {
+        self.0.clone().perceive(request).await.map(drop)
+    }
+
+    async fn act(&self, request: pb::ActRequest) -> Result<ActItems, Status> {
+        use futures::StreamExt as _;
+        let stream = self.0.clone().act(request).await?.into_inner();
+        // A message with no item carries nothing: it is skipped, not a stream's end.
+        Ok(stream
+            .filter_map(|message| std::future::ready(message.map(|m| m.item).transpose()))
+            .boxed())
+    }
+
+    async fn answer(&self, request: pb::AnswerRequest) -> Result<pb::AnswerResponse, Status> {
+        Ok(self.0.clone().answer(request).await?.into_inner())
+    }
+
+    async fn snapshot(&self, request: pb::SnapshotRequest) -> Result<pb::SnapshotResponse, Status> {
+        Ok(self.0.clone().snapshot(request).await?.into_inner())
+    }
+}
 
 /// Decides which agent endpoint hosts each character.
 #[async_trait]
@@ -386,11 +461,26 @@ impl AgentPool {
     }
 }
 
+#[async_trait]
+impl AgentPorts for AgentPool {
+    fn port(&self, endpoint: &str, character: &str) -> Result<Arc<dyn AgentPort>, WorldError> {
+        Ok(Arc::new(TonicAgent(self.client(endpoint, character)?)))
+    }
+
+    async fn probe(&self, endpoint: &str) -> Option<bool> {
+        AgentPool::probe(self, endpoint).await
+    }
+
+    fn forget(&self, endpoint: &str) {
+        AgentPool::forget(self, endpoint);
+    }
+}
+
 /// What a world needs to reach its agents and to recover them when one dies.
 #[derive(Debug, Clone)]
 pub struct AgentLinks {
     pub directory: Arc<dyn AgentDirectory>,
-    pub pool: AgentPool,
+    pub pool: Arc<dyn AgentPorts>,
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ impl Worlds {
         }
         let links = AgentLinks {
             directory: Arc::clone(&self.inner.agents),
-            pool: self.inner.pool.clone(),
+            pool: Arc::clone(&self.inner.pool),
         };
         let shared = Shared {
             log: Arc::clone(&self.inner.log),

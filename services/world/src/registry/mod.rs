@@ -16,7 +16,7 @@ use dashmap::DashMap;
 use dramatis_proto::v1 as pb;
 use tokio_util::task::TaskTracker;
 
-use crate::agent_clients::{AgentDirectory, AgentPool};
+use crate::agent_clients::{AgentDirectory, AgentPool, AgentPorts};
 use crate::cluster::Cluster;
 use crate::error::WorldError;
 use crate::limits::Limits;
@@ -108,7 +108,7 @@ struct Inner {
     catalog: ScenarioCatalog,
     log: SharedLog,
     agents: Arc<dyn AgentDirectory>,
-    pool: AgentPool,
+    pool: Arc<dyn AgentPorts>,
     narrator: Option<Arc<dyn dramatis_llm::LanguageModel>>,
     /// Where inline sandbox specs are kept (beside the log).
     sandboxes: PathBuf,
@@ -157,7 +157,7 @@ impl Worlds {
                     None => Arc::new(crate::log::RedbLog::open(&options.log_path)?),
                 },
                 agents: Arc::clone(&options.agents),
-                pool: AgentPool::new(options.agent_tls.clone()),
+                pool: Arc::new(AgentPool::new(options.agent_tls.clone())),
                 narrator: options.narrator.clone(),
                 sandboxes: options
                     .log_path

@@ -181,8 +181,9 @@ impl Worlds {
             };
             let removed = async {
                 let endpoint = self.inner.agents.endpoint_for(world_id, &character).await?;
-                let mut client = self.inner.pool.client(&endpoint, &character)?;
-                client
+                self.inner
+                    .pool
+                    .port(&endpoint, &character)?
                     .detach(request)
                     .await
                     .map_err(|s| WorldError::agent(&character, &s))

@@ -9,14 +9,13 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-
 use tonic::Code;
 
-use super::{Slot, World};
+use super::World;
+use super::delivery::Cursor;
 use dramatis_proto::v1 as pb;
 
-use crate::agent_clients::{AgentLinks, AgentRpc, Loss};
+use crate::agent_clients::{AgentLinks, AgentPort, Loss};
 use crate::convert::attach_request;
 use crate::error::WorldError;
 
@@ -26,7 +25,7 @@ const ATTEMPTS: u32 = 4;
 /// Where a character's agent is.
 pub(super) struct Link {
     pub endpoint: String,
-    pub client: AgentRpc,
+    pub client: Arc<dyn AgentPort>,
     /// Bumped each time the link is replaced, so concurrent callers that saw the same
     /// failure recover it once.
     pub generation: u64,
@@ -77,15 +76,49 @@ impl Supervisor {
     }
 }
 
+/// One character of a world: where its agent is, and where delivery to it stands.
+pub(super) struct Slot {
+    /// The agent hosting this character; replaced when that agent dies.
+    link: std::sync::Mutex<Link>,
+    /// Owned by `delivery.rs`.
+    pub cursor: Cursor,
+}
+
 impl Slot {
-    /// A client of this character's agent, as it is now.
-    pub(super) fn client(&self) -> AgentRpc {
-        dramatis_runtime::lock(&self.link).client.clone()
+    /// A character at `link` whose shard holds every event up to `delivered`.
+    pub fn new(link: Link, delivered: u64) -> Self {
+        Self {
+            link: std::sync::Mutex::new(link),
+            cursor: Cursor::at(delivered),
+        }
     }
 
-    fn current(&self) -> (AgentRpc, u64, String) {
+    /// The port of this character's agent, as it is now.
+    pub(super) fn port(&self) -> Arc<dyn AgentPort> {
+        Arc::clone(&dramatis_runtime::lock(&self.link).client)
+    }
+
+    fn current(&self) -> (Arc<dyn AgentPort>, u64, String) {
         let link = dramatis_runtime::lock(&self.link);
-        (link.client.clone(), link.generation, link.endpoint.clone())
+        (
+            Arc::clone(&link.client),
+            link.generation,
+            link.endpoint.clone(),
+        )
+    }
+
+    fn endpoint(&self) -> String {
+        dramatis_runtime::lock(&self.link).endpoint.clone()
+    }
+
+    /// Moves the character to the agent at `endpoint`.
+    fn relink(&self, endpoint: &str, client: Arc<dyn AgentPort>) -> Option<String> {
+        let mut link = dramatis_runtime::lock(&self.link);
+        let left = (link.endpoint != endpoint).then(|| link.endpoint.clone());
+        endpoint.clone_into(&mut link.endpoint);
+        link.client = client;
+        link.generation += 1;
+        left
     }
 }
 
@@ -124,7 +157,7 @@ impl World {
         call: F,
     ) -> Result<T, WorldError>
     where
-        F: Fn(AgentRpc) -> Fut,
+        F: Fn(Arc<dyn AgentPort>) -> Fut,
         Fut: Future<Output = Result<T, tonic::Status>>,
     {
         let slot = self
@@ -221,30 +254,18 @@ impl World {
             .agents
             .all()
             .into_iter()
-            .filter(|(_, slot)| dramatis_runtime::lock(&slot.link).endpoint == endpoint)
+            .filter(|(_, slot)| slot.endpoint() == endpoint)
             .collect();
         let scenario = self.scenario();
         for (id, slot) in moved {
             let id = id.as_str();
-            let client = self.agents.links.pool.client(&fresh, id)?;
-            {
-                let mut link = dramatis_runtime::lock(&slot.link);
-                link.endpoint.clone_from(&fresh);
-                link.client = client.clone();
-                link.generation += 1;
-            }
+            let port = self.agents.links.pool.port(&fresh, id)?;
+            slot.relink(&fresh, Arc::clone(&port));
             // A failed attach is not final: the next call finds the character
             // detached and attaches it again.
-            match client
-                .clone()
-                .attach(attach_request(&self.id, &scenario, id))
-                .await
-            {
+            match port.attach(attach_request(&self.id, &scenario, id)).await {
                 // What the shard lacks is sent at the next delivery.
-                Ok(attached) => {
-                    slot.rewind
-                        .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
-                }
+                Ok(attached) => slot.cursor.attached_at(attached.last_seq),
                 Err(status) => tracing::warn!(world_id = %self.id, character = %id, %status,
                     "attach after recovery failed"),
             }
@@ -260,10 +281,8 @@ impl World {
         if !self.is_finished() {
             return false;
         }
-        // Not while an advance or any call to an agent runs.
-        let Ok(_state) = self.state.try_lock() else {
-            return false;
-        };
+        // Not while an advance runs (its phase is Running) or a call to an agent is in
+        // flight (it holds the gate): the lifecycle decides both.
         let Some(sleep) = self.life.try_sleep(idle) else {
             return false;
         };
@@ -283,7 +302,7 @@ impl World {
                 character: Some(self.character_ref(&character)),
                 keep_shard,
             };
-            if let Err(status) = slot.client().detach(request).await {
+            if let Err(status) = slot.port().detach(request).await {
                 tracing::debug!(%status, character, "detach failed");
             }
         }
@@ -305,21 +324,15 @@ impl World {
                 .directory
                 .endpoint_for(&self.id, id)
                 .await?;
-            let client = self.agents.links.pool.client(&endpoint, id)?;
-            let attached = client
-                .clone()
+            let port = self.agents.links.pool.port(&endpoint, id)?;
+            let attached = port
                 .attach(attach_request(&self.id, &scenario, id))
                 .await
                 .map_err(|s| WorldError::agent(id, &s))?;
-            slot.rewind
-                .fetch_min(attached.into_inner().last_seq, Ordering::Relaxed);
-            let mut link = dramatis_runtime::lock(&slot.link);
-            if link.endpoint != endpoint {
-                self.agents.links.pool.forget(&link.endpoint);
+            slot.cursor.attached_at(attached.last_seq);
+            if let Some(left) = slot.relink(&endpoint, port) {
+                self.agents.links.pool.forget(&left);
             }
-            link.endpoint = endpoint;
-            link.client = client;
-            link.generation += 1;
         }
         self.life.woke();
         tracing::info!(world_id = %self.id, "woken: characters attached again");

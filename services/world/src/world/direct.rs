@@ -10,7 +10,6 @@
 //! entrance is logged.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use dramatis_proto::v1::{self as pb, Event, EventKind};
 
@@ -232,9 +231,8 @@ impl World {
         let attached = async {
             let links = &self.agents.links;
             let endpoint = links.directory.endpoint_for(&self.id, &id).await?;
-            let client = links.pool.client(&endpoint, &id)?;
+            let client = links.pool.port(&endpoint, &id)?;
             client
-                .clone()
                 .attach(attach_request(&self.id, &joined, &id))
                 .await
                 .map_err(|s| WorldError::agent(&id, &s))?;
@@ -257,15 +255,8 @@ impl World {
                 return Err(error);
             }
         };
-        self.agents.add(
-            id.clone(),
-            Slot {
-                link: std::sync::Mutex::new(link),
-                // It perceived nothing before it joined.
-                delivered: tokio::sync::Mutex::new(last),
-                rewind: AtomicU64::new(u64::MAX),
-            },
-        );
+        // It perceived nothing before it joined.
+        self.agents.add(id.clone(), Slot::new(link, last));
         self.scenario.replace(joined);
         tracing::info!(world_id = %self.id, character = %id, "a newcomer joined the cast");
         Ok(())

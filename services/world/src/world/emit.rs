@@ -1,11 +1,11 @@
-//! Emitting an event: number it, decide who perceives it, log it, publish it to
-//! watchers, and deliver it to the agents of exactly those who perceived it, each copy
-//! rendered with the names its character knows.
+//! Emitting an event: number it, decide who perceives it, log it, apply it to the
+//! state, publish it to watchers, and deliver it (`delivery.rs`) to the agents of
+//! exactly those who perceived it, each copy rendered with the names its character
+//! knows. That order is the rule: nobody sees an event the log could lose, and no
+//! agent perceives one its watchers cannot read.
 
 use dramatis_proto::v1::{self as pb, Event, Usage};
-use std::sync::atomic::Ordering;
 
-use futures::future::try_join_all;
 use tracing::Instrument as _;
 
 use super::World;
@@ -16,9 +16,6 @@ use dramatis_story::frame::frame_for;
 use dramatis_story::names::Perspective;
 use dramatis_story::perception::PerceptionRouter;
 use dramatis_story::state::WorldState;
-
-/// Most events in one `Perceive` call.
-const PERCEIVE_BATCH: usize = 256;
 
 impl World {
     /// Numbers, logs, publishes and delivers one event.
@@ -113,84 +110,10 @@ impl World {
             .collect();
         perceivers.sort_unstable();
         perceivers.dedup();
-        let delivered = try_join_all(perceivers.into_iter().map(|c| self.deliver_pending(c)))
+        self.deliver_to(&perceivers)
             .instrument(tracing::info_span!("deliver"))
-            .await;
-        if let Err(error) = delivered {
-            self.behind.store(true, Ordering::Relaxed);
-            return Err(error);
-        }
+            .await?;
         Ok(events)
-    }
-
-    /// After a delivery failed (or a world was rebuilt with a shard that ends early),
-    /// sends every character what it has not been sent yet; an error here fails the
-    /// caller before it logs anything more.
-    pub(crate) async fn catch_up(&self) -> Result<(), WorldError> {
-        if !self.behind.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let characters = self.agents.characters();
-        try_join_all(characters.iter().map(|c| self.deliver_pending(c))).await?;
-        self.behind.store(false, Ordering::Relaxed);
-        tracing::info!(world_id = %self.id, "every character has its story again");
-        Ok(())
-    }
-
-    /// Sends `character` every logged event it perceived and has not been sent yet
-    /// (again from where its shard ends, when its agent was replaced meanwhile).
-    pub(super) async fn deliver_pending(&self, character: &str) -> Result<(), WorldError> {
-        let Some(slot) = self.agents.slot(character) else {
-            return Ok(());
-        };
-        let mut delivered = slot.delivered.lock().await;
-        loop {
-            let rewind = slot.rewind.swap(u64::MAX, Ordering::Relaxed);
-            if rewind < *delivered {
-                tracing::info!(world_id = %self.id, character, from = rewind + 1,
-                    "sending a moved character its story again");
-                *delivered = rewind;
-            }
-            let fresh = self.hub.events_from(*delivered + 1);
-            let Some(last) = fresh.last().map(|e| e.seq) else {
-                return Ok(());
-            };
-            let views: Vec<Event> = {
-                let scenario = self.scenario();
-                let state = dramatis_runtime::lock(&self.snapshot);
-                let view = self.perspective(&scenario, &state, character);
-                fresh.iter().filter_map(|e| view.event(e)).collect()
-            };
-            // In batches, so a long history (a restored world's first delivery) never
-            // makes one oversized message.
-            for batch in views.chunks(PERCEIVE_BATCH) {
-                let request = pb::PerceiveRequest {
-                    character: Some(self.character_ref(character)),
-                    events: batch.to_vec(),
-                };
-                let rewind = &slot.rewind;
-                self.call_agent(character, |mut client| {
-                    let request = request.clone();
-                    async move {
-                        // An agent replaced during this delivery attached the
-                        // character with less than this batch follows: send nothing
-                        // more now (it would take these and then refuse the earlier
-                        // events as old); the loop starts again from its shard's end.
-                        if rewind.load(Ordering::Relaxed) != u64::MAX {
-                            return Ok(None);
-                        }
-                        client.perceive(request).await.map(Some)
-                    }
-                })
-                .await?;
-            }
-            *delivered = last;
-            // An agent replaced during these calls may have attached the character
-            // with less than was just sent.
-            if slot.rewind.load(Ordering::Relaxed) == u64::MAX {
-                return Ok(());
-            }
-        }
     }
 
     /// `character`'s view of the world's people in `state`.

@@ -47,6 +47,8 @@ pub(super) struct Lifecycle {
     gate: tokio::sync::RwLock<()>,
     /// When an agent was last called (ms since the epoch).
     last_call_ms: AtomicI64,
+    /// Cancelled when the world is deleted or given up: waits on people end with it.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 /// Held by a call to an agent: no sleep starts while it is held.
@@ -77,6 +79,7 @@ impl Lifecycle {
             phase: std::sync::Mutex::new(Phase::Ready),
             gate: tokio::sync::RwLock::new(()),
             last_call_ms: AtomicI64::new(dramatis_runtime::now_ms()),
+            ended: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -113,12 +116,18 @@ impl Lifecycle {
         }
     }
 
+    /// Resolves once the world is deleted or given up.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await;
+    }
+
     /// Gives the world up. True the first time (a deleted world is not given up).
     pub fn abandon(&self) -> bool {
         let before = self.set(|phase| match phase {
             Phase::Ready | Phase::Running | Phase::Asleep => Some(Phase::Abandoned),
             Phase::Abandoned | Phase::Deleted { .. } => None,
         });
+        self.ended.cancel();
         matches!(before, Phase::Ready | Phase::Running | Phase::Asleep)
     }
 
@@ -183,6 +192,7 @@ impl Lifecycle {
                 Some(Phase::Deleted { detached: false })
             }
         });
+        self.ended.cancel();
         drop(self.gate.write().await);
     }
 }

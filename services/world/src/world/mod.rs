@@ -1,21 +1,49 @@
 //! One running world: its scenario, state, transcript hub and the agents of its
 //! characters. `advance` runs the story one step at a time, each step handled by one
-//! method; every event is logged, then published, then delivered to exactly the
-//! characters who perceived it (`emit`).
+//! method; every event is logged, then applied, then published, then delivered to
+//! exactly the characters who perceived it (`emit.rs`, `delivery.rs`). Its agents are
+//! reached through [`AgentPort`](crate::agent_clients::AgentPort) only, so `tests.rs`
+//! runs all of it with no agent process.
+//!
+//! # Lock order
+//!
+//! A task takes a world's locks in this order and never the other way; a lock lower in
+//! the list is never held while one higher up is taken.
+//!
+//! 1. `runs` (tokio): one `advance` at a time, for the whole run. Held across model
+//!    calls and across a person's thinking: it holds back only other advances.
+//! 2. `state` (tokio): one story step at a time (a turn, an opening, a director's
+//!    event). Held across the step's agent calls (its turn, its deliveries), taken anew
+//!    for each step so a director's event lands between two, and **not held while a
+//!    person thinks** (`seats.rs`): the turn is offered under it, waited for without it,
+//!    and taken under it again if it is still that character's turn.
+//! 3. a slot's delivery cursor (tokio, `delivery.rs`): one delivery to a character at a
+//!    time. Held across its `Perceive` calls.
+//! 4. the lifecycle's gate (tokio `RwLock`, `lifecycle.rs`): read-held by each call to
+//!    an agent, write-held by a sleep and by a deletion.
+//! 5. `agents.reviving` (tokio): one recovery, wake or sleep of the agents at a time.
+//! 6. Leaves, `std` locks held for a copy or a swap and never across an `.await`: the
+//!    state's `snapshot`, a slot's link, `agents.slots`, the phase, the seats, the
+//!    narrator's notes and the shared scenario's cell.
+//!
+//! Supervision reads the lifecycle's phase, never a lock probe: a sleep starts only
+//! from `Ready` with the gate free (no advance runs, no call is in flight).
 
 mod agents;
+mod delivery;
 mod direct;
 mod emit;
 mod lifecycle;
 mod narration;
 mod replay;
 mod seats;
+#[cfg(test)]
+mod tests;
 mod turn;
 mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use dramatis_llm::LanguageModel;
 use dramatis_proto::v1::{self as pb, Event, WorldStatus};
@@ -27,6 +55,7 @@ use crate::error::WorldError;
 use crate::hub::TranscriptHub;
 use crate::limits::Limits;
 use crate::log::{ForkPoint, SharedLog};
+use agents::Slot;
 pub use direct::Intervention;
 use dramatis_scenario::Scenario;
 use dramatis_story::drafts::{self, Draft};
@@ -47,16 +76,6 @@ pub enum Until {
     ScriptEnd,
 }
 
-struct Slot {
-    /// The agent hosting this character; replaced when that agent dies.
-    link: std::sync::Mutex<agents::Link>,
-    /// Highest seq already considered for delivery to this character.
-    delivered: tokio::sync::Mutex<u64>,
-    /// The highest seq the character's shard held when it was attached again after
-    /// its agent was replaced (`u64::MAX`: none pending): delivery goes back to it.
-    rewind: std::sync::atomic::AtomicU64,
-}
-
 /// A world.
 pub struct World {
     id: String,
@@ -66,7 +85,10 @@ pub struct World {
     scenario: SharedScenario,
     log: SharedLog,
     hub: TranscriptHub,
-    /// Held for the length of an `advance`: one story step at a time.
+    /// Held for the length of an `advance`: one run at a time.
+    runs: tokio::sync::Mutex<()>,
+    /// Held for one story step (a turn, an opening, a director's event): one step at a
+    /// time, and never while a person thinks.
     state: tokio::sync::Mutex<WorldState>,
     /// The latest state, readable while an advance runs.
     snapshot: Arc<std::sync::Mutex<WorldState>>,
@@ -77,8 +99,8 @@ pub struct World {
     life: lifecycle::Lifecycle,
     /// A logged event did not reach all its perceivers (an agent failed, a disk was
     /// full): they are sent it before anything more is logged, so the story never runs
-    /// on without them.
-    behind: AtomicBool,
+    /// on without them (`delivery.rs`).
+    backlog: delivery::Backlog,
     /// The narrator of open stories and its notes.
     narrator: narration::Narrator,
     /// Characters a person plays: where to ask for their actions.
@@ -146,19 +168,13 @@ impl World {
         };
         let mut slots = BTreeMap::new();
         for (character_id, endpoint) in endpoints {
-            let client = links.pool.client(&endpoint, &character_id)?;
-            slots.insert(
-                character_id,
-                Arc::new(Slot {
-                    link: std::sync::Mutex::new(agents::Link {
-                        endpoint,
-                        client,
-                        generation: 0,
-                    }),
-                    delivered: tokio::sync::Mutex::new(0),
-                    rewind: std::sync::atomic::AtomicU64::new(u64::MAX),
-                }),
-            );
+            let client = links.pool.port(&endpoint, &character_id)?;
+            let link = agents::Link {
+                endpoint,
+                client,
+                generation: 0,
+            };
+            slots.insert(character_id, Arc::new(Slot::new(link, 0)));
         }
         let held = attach_all(&id, &scenario, &slots).await?;
         // A shard that ends before the last event its character perceived (one rebuilt
@@ -183,6 +199,7 @@ impl World {
             log,
             hub,
             snapshot: Arc::new(std::sync::Mutex::new(state.clone())),
+            runs: tokio::sync::Mutex::new(()),
             state: tokio::sync::Mutex::new(state),
             agents: agents::Supervisor {
                 slots: std::sync::RwLock::new(slots),
@@ -191,7 +208,7 @@ impl World {
             },
             limits,
             life: lifecycle::Lifecycle::new(),
-            behind: AtomicBool::new(short),
+            backlog: delivery::Backlog::new(short),
             narrator: narration::Narrator::new(narrator, notes),
             seats,
             replay: None,
@@ -267,7 +284,7 @@ impl World {
 
     /// Runs the story until `until`; returns the events it produced.
     pub async fn advance(&self, until: Until) -> Result<Vec<Event>, WorldError> {
-        let mut state = self.state.lock().await;
+        let _one_run = self.runs.lock().await;
         self.life.begin_run();
         let mut run = Run {
             until,
@@ -275,7 +292,7 @@ impl World {
             turns: 0,
         };
         let first = self.hub.next_seq();
-        let result = self.advance_locked(&mut state, &mut run).await;
+        let result = self.run_steps(&mut run).await;
         self.life.end_run();
         // An event is logged before it is delivered, so a failed delivery leaves it
         // logged though the run never returned it: name every event this run logged.
@@ -291,64 +308,105 @@ impl World {
         }
     }
 
-    async fn advance_locked(
-        &self,
-        state: &mut WorldState,
-        run: &mut Run,
-    ) -> Result<(), WorldError> {
-        let until = run.until;
-        if until == Until::Turns(0) {
+    /// The step the story takes next from `state`.
+    fn next_step(&self, state: &WorldState) -> Step {
+        let verdict = self.narrator.notes().verdict(state.scene);
+        next_step(state, &self.scenario(), verdict)
+    }
+
+    /// Runs steps until the run is done, taking the step lock anew for each, so a
+    /// director's event waiting for it lands between two steps. A person's turn is
+    /// offered and waited for without it.
+    async fn run_steps(&self, run: &mut Run) -> Result<(), WorldError> {
+        if run.until == Until::Turns(0) {
             return Ok(());
         }
         loop {
+            let mut state = self.state.lock().await;
             self.life.check_live(&self.id)?;
-            let verdict = self.narrator.notes().verdict(state.scene);
-            let scenario = self.scenario();
-            let done = match next_step(state, &scenario, verdict) {
-                Step::Finished => true,
-                Step::OpenScene => {
-                    let opening = drafts::scene_opening(&scenario, state);
-                    self.emit_step(state, opening, run).await?;
-                    false
+            let step = self.next_step(&state);
+            let offer = match &step {
+                Step::Turn { actor } if self.replay.is_none() => {
+                    self.deliver_pending(actor).await?;
+                    self.offer_for(&state, actor)
                 }
-                Step::OpenAt { location } => {
-                    let proposal = self.narrator.notes().proposal.take().filter(|(at, text)| {
-                        match narration_guard::check(&scenario, state, at, text) {
-                            Ok(()) => true,
-                            Err(why) => {
-                                tracing::warn!(world_id = %self.id, location = %at, %why,
-                                    "the narrator's proposal is refused by the boundary guard");
-                                false
-                            }
+                _ => None,
+            };
+            let done = match (step, offer) {
+                (Step::Turn { actor }, Some(offer)) => {
+                    drop(state);
+                    let played = offer.wait(self).await;
+                    let mut state = self.state.lock().await;
+                    self.life.check_live(&self.id)?;
+                    // A director's event may have landed while the person thought: the
+                    // action is taken if it is still their character's turn.
+                    match self.next_step(&state) {
+                        Step::Turn { actor: now } if now == actor => {
+                            self.on_turn(&mut state, &actor, played, run).await?
                         }
-                    });
-                    let opening = drafts::round_opening(&scenario, state, &location, proposal);
-                    self.emit_step(state, opening, run).await?;
-                    false
+                        _ => {
+                            tracing::info!(world_id = %self.id, character = %actor,
+                                "the story moved on while the player thought; the turn is taken again");
+                            false
+                        }
+                    }
                 }
-                Step::Arrive { who, location } => {
-                    let arrival = drafts::arrival(&scenario, &who, &location);
-                    self.emit_step(state, vec![arrival], run).await?;
-                    false
-                }
-                Step::PassRound => {
-                    self.emit_step(state, vec![drafts::quiet_round()], run)
-                        .await?;
-                    false
-                }
-                Step::Judge => self.on_judge(state).await?,
-                Step::Turn { actor } => self.on_turn(state, &actor, run).await?,
-                Step::CloseScene { reason } => {
-                    let end = drafts::scene_end(state, reason);
-                    self.emit_step(state, vec![end], run).await?;
-                    until == Until::SceneEnd
-                }
+                (step, _) => self.take_step(&mut state, step, run).await?,
             };
             if done {
-                break;
+                return Ok(());
             }
         }
-        Ok(())
+    }
+
+    /// Takes one step under the step lock; true when it ends the run.
+    async fn take_step(
+        &self,
+        state: &mut WorldState,
+        step: Step,
+        run: &mut Run,
+    ) -> Result<bool, WorldError> {
+        let scenario = self.scenario();
+        Ok(match step {
+            Step::Finished => true,
+            Step::OpenScene => {
+                let opening = drafts::scene_opening(&scenario, state);
+                self.emit_step(state, opening, run).await?;
+                false
+            }
+            Step::OpenAt { location } => {
+                let proposal = self.narrator.notes().proposal.take().filter(|(at, text)| {
+                    match narration_guard::check(&scenario, state, at, text) {
+                        Ok(()) => true,
+                        Err(why) => {
+                            tracing::warn!(world_id = %self.id, location = %at, %why,
+                                "the narrator's proposal is refused by the boundary guard");
+                            false
+                        }
+                    }
+                });
+                let opening = drafts::round_opening(&scenario, state, &location, proposal);
+                self.emit_step(state, opening, run).await?;
+                false
+            }
+            Step::Arrive { who, location } => {
+                let arrival = drafts::arrival(&scenario, &who, &location);
+                self.emit_step(state, vec![arrival], run).await?;
+                false
+            }
+            Step::PassRound => {
+                self.emit_step(state, vec![drafts::quiet_round()], run)
+                    .await?;
+                false
+            }
+            Step::Judge => self.on_judge(state).await?,
+            Step::Turn { actor } => self.on_turn(state, &actor, None, run).await?,
+            Step::CloseScene { reason } => {
+                let end = drafts::scene_end(state, reason);
+                self.emit_step(state, vec![end], run).await?;
+                run.until == Until::SceneEnd
+            }
+        })
     }
 
     /// Emits the events of one step, logged together.
@@ -391,16 +449,26 @@ impl World {
         Ok(false)
     }
 
-    /// `actor` takes its turn. Ends the run when the turns asked for are done.
+    /// `actor` takes its turn: the action a person `played`, or else its agent's. Ends
+    /// the run when the turns asked for are done.
     async fn on_turn(
         &self,
         state: &mut WorldState,
         actor: &str,
+        played: Option<pb::Action>,
         run: &mut Run,
     ) -> Result<bool, WorldError> {
-        let span = info_span!("turn", world_id = %self.id, character = %actor,
-            turn = state.scene_turn + 1);
-        let draft = self.run_turn(state, actor).instrument(span).await?;
+        let draft = match played {
+            Some(action) => {
+                let scenario = self.scenario();
+                drafts::resolve(self.perspective(&scenario, state, actor), state, &action)
+            }
+            None => {
+                let span = info_span!("turn", world_id = %self.id, character = %actor,
+                    turn = state.scene_turn + 1);
+                self.agent_turn(state, actor).instrument(span).await?
+            }
+        };
         run.produced.push(self.emit(state, draft).await?);
         crate::metrics::TURNS.inc();
         run.turns += 1;
@@ -464,13 +532,11 @@ async fn attach_all(
 ) -> Result<Vec<(String, u64)>, WorldError> {
     let attaches = slots.keys().map(|character| {
         let request = attach_request(id, scenario, character);
-        let client = slots[character].client();
+        let port = slots[character].port();
         async move {
-            client
-                .clone()
-                .attach(request)
+            port.attach(request)
                 .await
-                .map(|attached| (character, attached.into_inner().last_seq))
+                .map(|attached| (character, attached.last_seq))
                 .map_err(|s| WorldError::agent(character, &s))
         }
     });
@@ -495,7 +561,7 @@ async fn attach_all(
                 }),
                 keep_shard: true,
             };
-            if let Err(status) = slots[character].client().detach(request).await {
+            if let Err(status) = slots[character].port().detach(request).await {
                 tracing::debug!(%status, character, "detach after a failed start failed");
             }
         }

@@ -119,22 +119,59 @@ impl World {
         self.seats.release(character);
     }
 
-    /// The person's action for `actor`'s turn, if someone plays it and answers in time.
-    pub(super) async fn ask_player(&self, state: &WorldState, actor: &str) -> Option<Action> {
+    /// The turn to offer a person who plays `actor`, framed in `state`; none when
+    /// nobody plays it. Made under the step lock; waited for outside it.
+    pub(super) fn offer_for(&self, state: &WorldState, actor: &str) -> Option<Offer> {
         let seat = self.seats.seat(actor)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let offer = TurnRequest {
+        let request = TurnRequest {
             frame: self.frame_of(state, actor),
             timeout: seat.timeout,
             reply,
         };
-        seat.turns.send(offer).await.ok()?;
-        match tokio::time::timeout(seat.timeout, answer).await {
-            Ok(Ok(action)) => Some(action),
-            _ => {
-                tracing::info!(world_id = %self.id, character = actor, "no action from the player in time; the agent acts");
-                None
+        Some(Offer {
+            seat,
+            request,
+            answer,
+            actor: actor.to_owned(),
+        })
+    }
+}
+
+/// A turn to offer a person, and where their action comes back.
+pub(super) struct Offer {
+    seat: Seat,
+    request: TurnRequest,
+    answer: tokio::sync::oneshot::Receiver<Action>,
+    actor: String,
+}
+
+impl Offer {
+    /// Offers the turn and waits for the person's action, up to the seat's timeout.
+    /// `None` when they did not answer in time, or left, or the world was deleted or
+    /// given up meanwhile: the agent acts instead (or, in a world that ended, nothing
+    /// does). The world's step lock is not held here.
+    pub async fn wait(self, world: &World) -> Option<Action> {
+        let Self {
+            seat,
+            request,
+            answer,
+            actor,
+        } = self;
+        let answered = async {
+            seat.turns.send(request).await.ok()?;
+            match tokio::time::timeout(seat.timeout, answer).await {
+                Ok(Ok(action)) => Some(action),
+                _ => {
+                    tracing::info!(world_id = %world.id, character = %actor,
+                        "no action from the player in time; the agent acts");
+                    None
+                }
             }
+        };
+        tokio::select! {
+            action = answered => action,
+            () = world.life.ended() => None,
         }
     }
 }
@@ -175,7 +212,8 @@ impl OpenSeat {
         claim: &pb::PlayClaim,
         player: Option<&str>,
     ) -> Result<Self, WorldError> {
-        // The story waits for the person while holding the world, so the wait is capped.
+        // The story waits for the person (other steps wait behind the turn), so the wait
+        // is capped.
         let longest = world.limits.seat_wait;
         let timeout = if claim.timeout_ms == 0 {
             std::time::Duration::from_secs(60).min(longest)

@@ -2,6 +2,8 @@
 //! interview, and the prompt audit: the world's calls to agents for one character.
 
 use std::time::Instant;
+
+use futures::StreamExt as _;
 use tracing::Instrument as _;
 
 use dramatis_proto::v1::{self as pb, TokenChunk, act_response};
@@ -21,8 +23,9 @@ pub const AUDIT_PAGE_MAX: u32 = 1_000;
 pub const MAX_OPTIONS: usize = 8;
 
 impl World {
-    /// Asks the actor's agent for its action, streaming its tokens to watchers.
-    pub(super) async fn run_turn(
+    /// The actor's turn from its agent (or, in a replaying world, from the replayed
+    /// log), its tokens streamed to watchers. Called under the step lock.
+    pub(super) async fn agent_turn(
         &self,
         state: &WorldState,
         actor: &str,
@@ -31,13 +34,6 @@ impl World {
         let scenario = self.scenario();
         if let Some(replay) = &self.replay {
             return replay.next(self.perspective(&scenario, state, actor), state, actor);
-        }
-        if let Some(action) = self.ask_player(state, actor).await {
-            return Ok(resolve(
-                self.perspective(&scenario, state, actor),
-                state,
-                &action,
-            ));
         }
         let started = Instant::now();
         let seed = self
@@ -62,15 +58,15 @@ impl World {
         // asked again (watchers may see the line's first tokens twice; the log holds
         // one line).
         let action = self
-            .call_agent(actor, |mut client| {
+            .call_agent(actor, |port| {
                 let request = request.clone();
                 let (hearers, speaker_name) = (&hearers, &speaker_name);
                 async move {
-                    let mut stream = client.act(request).await?.into_inner();
+                    let mut items = port.act(request).await?;
                     let mut action = None;
-                    while let Some(message) = stream.message().await? {
-                        match message.item {
-                            Some(act_response::Item::Token(text)) => {
+                    while let Some(item) = items.next().await {
+                        match item? {
+                            act_response::Item::Token(text) => {
                                 let token = TokenChunk {
                                     seq,
                                     speaker: actor.to_owned(),
@@ -80,8 +76,7 @@ impl World {
                                 };
                                 self.hub.publish_token(token);
                             }
-                            Some(act_response::Item::Action(a)) => action = Some(a),
-                            None => {}
+                            act_response::Item::Action(a) => action = Some(a),
                         }
                     }
                     Ok(action)
@@ -151,12 +146,11 @@ impl World {
             options: options.to_vec(),
         };
         let answer = self
-            .call_agent(&id, |mut client| {
+            .call_agent(&id, |port| {
                 let request = request.clone();
-                async move { client.answer(request).await }
+                async move { port.answer(request).await }
             })
-            .await?
-            .into_inner();
+            .await?;
         Ok(pb::AskResponse {
             character: id,
             answer: answer.answer,
@@ -209,12 +203,11 @@ impl World {
                 prompts_limit: room,
             };
             let page = self
-                .call_agent(id, |mut client| {
+                .call_agent(id, |port| {
                     let request = request.clone();
-                    async move { client.snapshot(request).await }
+                    async move { port.snapshot(request).await }
                 })
-                .await?
-                .into_inner();
+                .await?;
             let got = u32::try_from(page.prompts.len()).unwrap_or(u32::MAX);
             audits.push(pb::CharacterAudit {
                 character: id.clone(),
