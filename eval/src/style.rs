@@ -104,8 +104,9 @@ fn mean(vectors: &[Vec<f32>]) -> Option<Vec<f32>> {
     Some(sum)
 }
 
+/// The similarity of two unit vectors.
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    f64::from(a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>())
+    f64::from(dramatis_memory::vector::dot(a, b))
 }
 
 /// The mean vector of `texts` under `embedder`.

@@ -56,9 +56,7 @@ mod tests {
         items.iter().map(|s| (*s).to_owned()).collect()
     }
 
-    fn dot(a: &[f32], b: &[f32]) -> f32 {
-        a.iter().zip(b).map(|(x, y)| x * y).sum()
-    }
+    use dramatis_memory::vector::dot;
 
     #[tokio::test]
     async fn a_composed_vector_is_the_length_weighted_mean_of_its_pieces() {

@@ -240,7 +240,7 @@ fn generate(
             String::from_utf8_lossy(&pending).into_owned(),
         ));
     }
-    let prompt_tokens = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+    let prompt_tokens = dramatis_base::saturating_u32(tokens.len());
     Ok((prompt_tokens, generated))
 }
 

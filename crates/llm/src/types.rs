@@ -156,5 +156,5 @@ pub trait LanguageModel: Send + Sync + std::fmt::Debug {
 /// A rough token count (about four characters a token) for endpoints that report none.
 #[must_use]
 pub fn estimate_tokens(text: &str) -> u32 {
-    u32::try_from(text.chars().count().div_ceil(4)).unwrap_or(u32::MAX)
+    dramatis_base::saturating_u32(text.chars().count().div_ceil(4))
 }

@@ -42,18 +42,6 @@ impl ReverieLayers {
         }
     }
 
-    /// Writes the shard atomically (a temporary file renamed over the old one).
-    pub fn save(&self, path: &Path) -> Result<(), ShardError> {
-        save_json(path, self)
-    }
-
-    /// Reads a saved shard.
-    pub fn load(path: &Path) -> Result<Self, ShardError> {
-        let shard: Self = load_json(path)?;
-        shard.validate(path)?;
-        Ok(shard)
-    }
-
     /// Checks that a shard read from `path` is in the format this build writes.
     pub fn validate(&self, path: &Path) -> Result<(), ShardError> {
         if self.version == SHARD_VERSION {
@@ -74,26 +62,7 @@ fn io_error(path: &Path, message: &impl ToString) -> ShardError {
     }
 }
 
-/// Writes `value` as JSON atomically: a temporary file renamed over the old one, so a
-/// crash mid-write leaves the previous file intact.
-pub fn save_json<T: Serialize>(path: &Path, value: &T) -> Result<(), ShardError> {
-    let bytes = serde_json::to_vec(value).map_err(|e| io_error(path, &e))?;
-    write_atomic(path, &bytes)
-}
-
-/// Writes `bytes` to `path` atomically (a temporary file beside it, renamed over it),
-/// creating the directory when needed.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ShardError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(path, &e))?;
-    }
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".tmp");
-    std::fs::write(&temporary, bytes).map_err(|e| io_error(path, &e))?;
-    std::fs::rename(&temporary, path).map_err(|e| io_error(path, &e))
-}
-
-/// Reads JSON written by [`save_json`].
+/// Reads a JSON file (a shard of the format before the store, read once to migrate it).
 pub fn load_json<T: DeserializeOwned>(path: &Path) -> Result<T, ShardError> {
     let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
     serde_json::from_slice(&bytes).map_err(|e| io_error(path, &e))

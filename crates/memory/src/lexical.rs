@@ -41,7 +41,7 @@ pub struct Lexical {
 impl Lexical {
     /// Indexes the text at the next position.
     pub fn push(&mut self, text: &str) {
-        let position = u32::try_from(self.lengths.len()).unwrap_or(u32::MAX);
+        let position = dramatis_base::saturating_u32(self.lengths.len());
         let words = stems(text);
         let mut counts: HashMap<String, u16> = HashMap::new();
         for word in &words {
@@ -54,7 +54,7 @@ impl Lexical {
                 .or_default()
                 .push((position, count));
         }
-        let length = u32::try_from(words.len()).unwrap_or(u32::MAX);
+        let length = dramatis_base::saturating_u32(words.len());
         self.lengths.push(length);
         self.total += u64::from(length);
     }

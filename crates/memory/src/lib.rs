@@ -25,6 +25,6 @@ pub mod vector;
 
 pub use episodic::{EpisodicLayer, EpisodicMemory};
 pub use index::{ANN_LINK_FROM, ANN_THRESHOLD, Hit, Indexed, VectorIndex};
-pub use layers::{ReverieLayers, ShardError, load_json, save_json, write_atomic};
+pub use layers::{ReverieLayers, ShardError, load_json};
 pub use personality::{EmotionTransition, PersonalityLayer, PersonalityPattern};
 pub use semantic::{Fact, SemanticLayer, VisibilityRoute};

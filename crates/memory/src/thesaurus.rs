@@ -255,7 +255,7 @@ impl Builder {
         if let Some(n) = self.numbers.get(stem) {
             return *n;
         }
-        let n = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        let n = dramatis_base::saturating_u32(self.names.len());
         self.names.push(stem.to_owned());
         self.numbers.insert(stem.to_owned(), n);
         self.related.push(Vec::new());
@@ -280,9 +280,9 @@ impl Builder {
         order.sort_unstable_by(|a, b| self.names[*a].cmp(&self.names[*b]));
         let mut place = vec![0u32; order.len()];
         for (at, old) in order.iter().enumerate() {
-            place[*old] = u32::try_from(at).unwrap_or(u32::MAX);
+            place[*old] = dramatis_base::saturating_u32(at);
         }
-        let offset = |length: usize| u32::try_from(length).unwrap_or(u32::MAX);
+        let offset = dramatis_base::saturating_u32::<usize>;
         let mut thesaurus = Thesaurus::default();
         for old in order {
             thesaurus.text.push_str(&self.names[old]);

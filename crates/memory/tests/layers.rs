@@ -233,12 +233,11 @@ fn emotion_record_finds_how_a_similar_moment_was_met() {
 }
 
 #[test]
-fn a_saved_shard_reloads_identically() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("w1/watson.json");
+fn a_serialised_shard_reloads_identically() {
+    // The agent's store keeps the layers as JSON inside the character's state.
     let shard = shard();
-    shard.save(&path).expect("saved");
-    let loaded = ReverieLayers::load(&path).expect("loaded");
+    let bytes = serde_json::to_vec(&shard).expect("serialised");
+    let loaded: ReverieLayers = serde_json::from_slice(&bytes).expect("loaded");
     assert_eq!(loaded, shard);
     let probes = vec![unit(1.0, 0.0, 0.0)];
     let ids = |s: &ReverieLayers| {
@@ -249,7 +248,5 @@ fn a_saved_shard_reloads_identically() {
             .collect::<Vec<_>>()
     };
     assert_eq!(ids(&loaded), ids(&shard), "same answers after a restart");
-    std::fs::write(&path, b"{not json").expect("corrupt");
-    let error = ReverieLayers::load(&path).expect_err("corrupt file refused");
-    assert!(error.to_string().contains("watson.json"), "{error}");
+    assert!(!ids(&loaded).is_empty());
 }

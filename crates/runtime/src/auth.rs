@@ -117,7 +117,7 @@ impl Tokens {
                         number,
                         format!(
                             "unknown role {:?} (viewer, player or operator)",
-                            crate::small::prefix(role, 20)
+                            crate::prefix(role, 20)
                         ),
                     )
                 })?;
@@ -262,7 +262,7 @@ impl Access {
                     let method = path.rsplit('/').next().unwrap_or_default();
                     return Err(tonic::Status::permission_denied(format!(
                         "{} needs the {needed} role; this token's role is {}",
-                        crate::small::prefix(method, 40),
+                        crate::prefix(method, 40),
                         caller.role
                     )));
                 }
@@ -332,7 +332,7 @@ where
 /// was (browsers read the status from its headers).
 fn refusal<B>(status: &tonic::Status, request: &http::Request<B>) -> http::Response<Body> {
     tracing::info!(
-        path = %crate::small::prefix(request.uri().path(), 80),
+        path = %crate::prefix(request.uri().path(), 80),
         code = ?status.code(),
         "refused a call"
     );

@@ -11,8 +11,7 @@ pub mod metrics;
 pub mod models;
 pub mod pki;
 pub mod shutdown;
-mod small;
 pub mod telemetry;
 
+pub use dramatis_base::{QUOTE_CHARS, lock, now_ms, prefix, push, quote, saturating_u32};
 pub use shutdown::Shutdown;
-pub use small::{QUOTE_CHARS, lock, now_ms, prefix, quote, saturating_u32};

@@ -3,8 +3,8 @@
 //! rules, as one more `[[characters]]` entry of the story it joins, and joins the cast
 //! offstage: its entrance is the director's event that follows.
 
+use dramatis_base::quote;
 use dramatis_proto::v1::SandboxCharacter;
-use dramatis_runtime::quote;
 
 use crate::{Scenario, ScenarioError, sandbox};
 

@@ -211,9 +211,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
             })
             .collect(),
         memory_modules: scenario.memory_modules.clone(),
-        attention: scenario
-            .attention
-            .map_or(0, |a| u32::try_from(a).unwrap_or(u32::MAX)),
+        attention: scenario.attention.map_or(0, dramatis_base::saturating_u32),
     })
 }
 

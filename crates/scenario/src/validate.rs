@@ -5,7 +5,7 @@ use std::path::Path;
 
 use dramatis_proto::v1::MemoryModules;
 
-use dramatis_runtime::quote;
+use dramatis_base::quote;
 
 use super::raw::{RawScenario, RawScene, S};
 use super::{FORMAT_VERSION, Lines, Problem, Scenario, ScenarioError};

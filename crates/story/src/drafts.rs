@@ -60,7 +60,7 @@ impl Draft {
         Event {
             world_id: stamp.world_id.to_owned(),
             seq: stamp.seq,
-            scene_index: dramatis_runtime::saturating_u32(state.scene + 1),
+            scene_index: dramatis_base::saturating_u32(state.scene + 1),
             scene_id,
             speaker_name: scenario.name_of(&self.speaker).to_owned(),
             target_name: scenario.name_of(&self.target).to_owned(),

@@ -34,7 +34,7 @@ pub fn frame_for(scenario: &Scenario, state: &WorldState, actor: &str) -> pb::Sc
     };
     pb::SceneFrame {
         scene_id: state.scene_id.clone(),
-        scene_index: dramatis_runtime::saturating_u32(state.scene + 1),
+        scene_index: dramatis_base::saturating_u32(state.scene + 1),
         location_id: here.clone(),
         location_name: location.map(|l| l.name.clone()).unwrap_or_default(),
         location_description: location.map(|l| l.description.clone()).unwrap_or_default(),

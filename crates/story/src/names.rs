@@ -294,7 +294,7 @@ impl Perspective<'_> {
             .into_iter()
             .filter(|p| *p == self.me || named.contains(p))
             .collect();
-        (kept, dramatis_runtime::saturating_u32(listed.more))
+        (kept, dramatis_base::saturating_u32(listed.more))
     }
 
     /// The perceivers of `event` that `me` could see.
@@ -333,7 +333,7 @@ impl Perspective<'_> {
         let ids: Vec<&str> = frame.present.iter().map(|p| p.id.as_str()).collect();
         let listed = self.attend(&ids, &[]);
         let named: Vec<String> = listed.named.iter().map(|id| (*id).to_owned()).collect();
-        frame.others_present = dramatis_runtime::saturating_u32(listed.more);
+        frame.others_present = dramatis_base::saturating_u32(listed.more);
         frame.present = named
             .iter()
             .map(|id| dramatis_proto::v1::PresentCharacter {

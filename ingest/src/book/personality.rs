@@ -4,6 +4,7 @@
 //! excerpts nearest its centre. A scene's behaviour is the mean embedding of the lines
 //! the character speaks in it, from the agent's own embedder.
 
+use dramatis_memory::vector::dot;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
@@ -99,10 +100,6 @@ pub fn pattern_count(n: usize, fixed: Option<usize>) -> usize {
         .unwrap_or_else(|| (n as f64).sqrt().ceil() as usize)
         .min(8);
     k.clamp(usize::from(n > 0), n)
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn mean(vectors: &[&[f32]]) -> Vec<f32> {

@@ -501,18 +501,6 @@ pub fn starts_upper(word: &str) -> bool {
     word.chars().next().is_some_and(char::is_uppercase)
 }
 
-/// Counts of each word over texts.
-#[must_use]
-pub fn word_counts<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeMap<String, usize> {
-    let mut counts = BTreeMap::new();
-    for text in texts {
-        for w in words(text) {
-            *counts.entry(w).or_insert(0) += 1;
-        }
-    }
-    counts
-}
-
 /// Lines of `text` with their byte offsets.
 pub(super) fn lines_with_offsets(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let mut at = 0;

@@ -427,12 +427,16 @@ async fn within<T>(what: &str, wait: impl Future<Output = T>) -> T {
         .unwrap_or_else(|_| panic!("{what} is stuck"))
 }
 
+/// What was true of an event when an agent perceived it: its seq, whether the log and
+/// the hub held it, and whether the state had applied it (1) or not (0).
+type Seen = (u64, bool, bool, u32);
+
 /// An emit logs, then applies to the state, then publishes, then delivers: when an
 /// agent perceives an event, the log, the state and the hub all hold it already.
 #[tokio::test]
 async fn an_emit_logs_then_applies_then_publishes_then_delivers() {
     let fixture = Fixture::new().await;
-    let seen: Arc<Mutex<Vec<(u64, bool, bool, u32)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let world: Arc<OnceLock<Weak<World>>> = Arc::default();
     world.set(Arc::downgrade(&fixture.world)).expect("once");
     let hook: Hook = {
@@ -578,7 +582,7 @@ async fn a_seat_that_times_out_gives_the_turn_to_the_agent() {
         format!("{} speaks.", line.speaker),
         "the agent's line"
     );
-    assert_eq!(fixture.agents.held().acts, [line.speaker.clone()]);
+    assert_eq!(fixture.agents.held().acts, std::slice::from_ref(&line.speaker));
     drop(offer);
 }
 

@@ -208,7 +208,7 @@ impl World {
                     async move { port.snapshot(request).await }
                 })
                 .await?;
-            let got = u32::try_from(page.prompts.len()).unwrap_or(u32::MAX);
+            let got = dramatis_runtime::saturating_u32(page.prompts.len());
             audits.push(pb::CharacterAudit {
                 character: id.clone(),
                 prompts: page.prompts,

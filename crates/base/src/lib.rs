@@ -1,4 +1,6 @@
-//! Small helpers every service needs the same way.
+//! The small helpers every crate of Dramatis needs the same way, in a crate of no
+//! dependencies, so the pure crates (`dramatis-story`, `dramatis-scenario`) use them
+//! without linking the services' runtime (its HTTP server, certificates and metrics).
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
