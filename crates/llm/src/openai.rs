@@ -164,7 +164,7 @@ impl OpenAiClient {
         &self,
         body: &serde_json::Value,
         budget: usize,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
         streamed: &mut bool,
     ) -> Result<Completion, LlmError> {
         let endpoint = &self.url;
@@ -228,9 +228,7 @@ impl OpenAiClient {
                         let kept: String = piece.chars().take(room).collect();
                         if !kept.is_empty() {
                             if let Some(sink) = tokens {
-                                // Tokens are a live preview: a listener that left loses
-                                // nothing, the reply comes whole.
-                                let _ = sink.send(kept.clone());
+                                sink.token(&kept);
                             }
                             *streamed = true;
                             completion.text.push_str(&kept);
@@ -282,7 +280,7 @@ impl LanguageModel for OpenAiClient {
     async fn complete(
         &self,
         request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError> {
         let body = self.body(request);
         let budget = usize::try_from(request.max_tokens)
@@ -310,7 +308,7 @@ impl OpenAiClient {
         &self,
         body: &serde_json::Value,
         budget: usize,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError> {
         let mut delay = self.config.backoff;
         let mut attempt = 0;

@@ -116,7 +116,7 @@ impl LanguageModel for Metered {
     async fn complete(
         &self,
         request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError> {
         let role = self.role.as_str();
         let timer = SECONDS.with_label_values(&[role]).start_timer();

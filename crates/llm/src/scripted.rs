@@ -251,7 +251,7 @@ impl LanguageModel for ScriptedModel {
     async fn complete(
         &self,
         request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError> {
         let prompt = request.prompt_text();
         let prompt_tokens = estimate_tokens(&prompt);
@@ -270,9 +270,7 @@ impl LanguageModel for ScriptedModel {
         let text = self.reply_for(&prompt, request, call);
         if let Some(sink) = tokens {
             for piece in text.split_inclusive(' ') {
-                // Tokens are a live preview: a listener that left loses nothing, the reply
-                // comes whole.
-                let _ = sink.send(piece.to_owned());
+                sink.token(piece);
             }
         }
         Ok(Completion {

@@ -3,8 +3,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::LlmError;
 
-/// Receives generated text piece by piece while a completion runs.
-pub type TokenSink = tokio::sync::mpsc::UnboundedSender<String>;
+/// Receives generated text piece by piece while a completion runs. A sink is called
+/// from the completion's own task, in order; it must not block. The words are a live
+/// preview: the completion returns the whole text whatever a sink does with them.
+pub trait TokenSink: Send + Sync {
+    /// The next piece of the completion's text.
+    fn token(&self, piece: &str);
+}
+
+/// A channel's sender is a sink (a test collects the pieces this way); a receiver
+/// that left takes nothing more.
+impl TokenSink for tokio::sync::mpsc::UnboundedSender<String> {
+    fn token(&self, piece: &str) {
+        // A listener that left loses nothing: the reply comes whole.
+        let _ = self.send(piece.to_owned());
+    }
+}
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,7 +163,7 @@ pub trait LanguageModel: Send + Sync + std::fmt::Debug {
     async fn complete(
         &self,
         request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError>;
 }
 

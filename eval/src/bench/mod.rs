@@ -59,27 +59,40 @@ impl LanguageModel for StampedModel {
     async fn complete(
         &self,
         request: &CompletionRequest,
-        tokens: Option<&TokenSink>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<Completion, LlmError> {
         let Some(sink) = tokens else {
             return self.inner.complete(request, None).await;
         };
         // The scripted model's own pieces, passed on with the moment the line starts.
-        let (pieces_tx, mut pieces) = tokio::sync::mpsc::unbounded_channel();
-        let completion = self.inner.complete(request, Some(&pieces_tx)).await?;
-        let mut sent = String::new();
-        let mut stamped = false;
-        while let Ok(piece) = pieces.try_recv() {
-            sent.push_str(&piece);
-            if !stamped && sent.contains("\"text\":\"") {
-                stamped = true;
-                dramatis_runtime::lock(&self.first_visible).push(Instant::now());
+        let stamping = Stamping {
+            sink,
+            sent: std::sync::Mutex::default(),
+            first_visible: &self.first_visible,
+        };
+        self.inner.complete(request, Some(&stamping)).await
+    }
+}
+
+/// A sink that notes when the first piece of an action's visible line goes by.
+struct Stamping<'a> {
+    sink: &'a dyn TokenSink,
+    /// What went by so far, and whether the line's start was noted.
+    sent: std::sync::Mutex<(String, bool)>,
+    first_visible: &'a std::sync::Mutex<Vec<Instant>>,
+}
+
+impl TokenSink for Stamping<'_> {
+    fn token(&self, piece: &str) {
+        {
+            let mut sent = dramatis_runtime::lock(&self.sent);
+            sent.0.push_str(piece);
+            if !sent.1 && sent.0.contains("\"text\":\"") {
+                sent.1 = true;
+                dramatis_runtime::lock(self.first_visible).push(Instant::now());
             }
-            // Tokens are a live preview: a listener that left loses nothing, the reply
-            // comes whole.
-            let _ = sink.send(piece);
         }
-        Ok(completion)
+        self.sink.token(piece);
     }
 }
 

@@ -5,10 +5,15 @@
 use std::time::Instant;
 use tracing::Instrument as _;
 
-use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema};
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema, TokenSink};
 use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
-use tokio::sync::mpsc;
+use futures::Stream;
 
 use crate::action::ACTION_SCHEMA_NAME;
 use crate::action::{ParsedAction, ParsedKind, action_schema, parse_action};
@@ -95,13 +100,37 @@ impl Moment {
 /// A usable action, the reply it was read from, and the request it answered.
 type Reply = (ParsedAction, String, CompletionRequest);
 
+/// One item of a turn as it goes: the visible words of its line as the model writes
+/// them, then the action.
+#[derive(Debug)]
+pub enum ActItem {
+    Words(String),
+    Action(ActOutcome),
+}
+
 impl Character {
-    /// The character's next action. Visible words stream to `tokens` as generated.
+    /// The character's turn as a stream: the visible words of its line as they are
+    /// generated, then its action (see [`Character::turn`]). The turn runs as the stream
+    /// is polled, in the caller's task; dropping the stream ends it.
+    #[must_use]
+    pub fn act(self, frame: SceneFrame) -> TurnItems {
+        let said = Said::default();
+        let sink = said.clone();
+        TurnItems {
+            turn: Some(Box::pin(
+                async move { self.turn(&frame, Some(&sink)).await },
+            )),
+            said,
+            ended: None,
+        }
+    }
+
+    /// The character's next action. Visible words go to `tokens` as generated.
     /// Unusable model output is retried, then replaced by a plain in-character line.
-    pub async fn act(
+    pub async fn turn(
         &self,
         frame: &SceneFrame,
-        tokens: Option<mpsc::UnboundedSender<String>>,
+        tokens: Option<&dyn TokenSink>,
     ) -> Result<ActOutcome, AgentError> {
         let agents = &self.agents;
         let mut shard = self.shard.lock().await;
@@ -214,7 +243,7 @@ impl CharacterAgents {
         model: &dyn LanguageModel,
         built: &BuiltPrompt,
         schema: serde_json::Value,
-        tokens: Option<mpsc::UnboundedSender<String>>,
+        tokens: Option<&dyn TokenSink>,
         usage: &mut Usage,
     ) -> Result<Option<Reply>, AgentError> {
         let character = shard.id().to_owned();
@@ -238,7 +267,7 @@ impl CharacterAgents {
                 // quotes (the lines just heard, the style excerpts).
                 .worded_afresh();
             // Only the first attempt streams: a retry's words would run into the first's.
-            let sink = if attempt == 0 { tokens.as_ref() } else { None };
+            let sink = if attempt == 0 { tokens } else { None };
             let completion = match stream_completion(model, &request, sink)
                 .instrument(tracing::info_span!("model"))
                 .await
@@ -415,32 +444,109 @@ fn into_action(
     }
 }
 
-/// Runs a completion, forwarding only the visible words of the action to `tokens`.
+/// Runs a completion, passing only the visible words of the action on to `tokens`.
 async fn stream_completion(
     model: &dyn LanguageModel,
     request: &CompletionRequest,
-    tokens: Option<&mpsc::UnboundedSender<String>>,
+    tokens: Option<&dyn TokenSink>,
 ) -> Result<dramatis_llm::Completion, AgentError> {
-    let Some(visible) = tokens else {
+    let Some(out) = tokens else {
         return Ok(model.complete(request, None).await?);
     };
-    let (raw_tx, mut raw_rx) = mpsc::unbounded_channel::<String>();
-    let visible = visible.clone();
-    let forward = tokio::spawn(async move {
-        let mut streamer = TextFieldStreamer::default();
-        while let Some(piece) = raw_rx.recv().await {
-            let text = streamer.push(&piece);
-            if !text.is_empty() && visible.send(text).is_err() {
-                break;
+    let visible = VisibleWords {
+        streamer: std::sync::Mutex::default(),
+        out,
+    };
+    Ok(model.complete(request, Some(&visible)).await?)
+}
+
+/// A sink that passes on only the characters of the action's `"text"` value.
+struct VisibleWords<'a> {
+    streamer: std::sync::Mutex<TextFieldStreamer>,
+    out: &'a dyn TokenSink,
+}
+
+impl TokenSink for VisibleWords<'_> {
+    fn token(&self, piece: &str) {
+        let text = dramatis_runtime::lock(&self.streamer).push(piece);
+        if !text.is_empty() {
+            self.out.token(&text);
+        }
+    }
+}
+
+/// The words a turn said that its stream has not handed out yet, and the task waiting
+/// for them. Words are pushed from inside the turn's own poll, or from a model's
+/// thread; either wakes the waiting stream.
+#[derive(Debug, Clone, Default)]
+struct Said(Arc<std::sync::Mutex<SaidNow>>);
+
+#[derive(Debug, Default)]
+struct SaidNow {
+    words: VecDeque<String>,
+    waiting: Option<Waker>,
+}
+
+impl TokenSink for Said {
+    fn token(&self, piece: &str) {
+        let waiting = {
+            let mut said = dramatis_runtime::lock(&self.0);
+            said.words.push_back(piece.to_owned());
+            said.waiting.take()
+        };
+        if let Some(waker) = waiting {
+            waker.wake();
+        }
+    }
+}
+
+impl Said {
+    fn take(&self) -> Option<String> {
+        dramatis_runtime::lock(&self.0).words.pop_front()
+    }
+
+    fn wake_on_words(&self, cx: &Context<'_>) {
+        dramatis_runtime::lock(&self.0).waiting = Some(cx.waker().clone());
+    }
+}
+
+/// A turn under way, as a stream of [`ActItem`]s: every word said, in order, then the
+/// action (or the turn's error), then the end.
+pub struct TurnItems {
+    turn: Option<futures::future::BoxFuture<'static, Result<ActOutcome, AgentError>>>,
+    said: Said,
+    ended: Option<Result<ActOutcome, AgentError>>,
+}
+
+impl Stream for TurnItems {
+    type Item = Result<ActItem, AgentError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if let Some(words) = this.said.take() {
+            return Poll::Ready(Some(Ok(ActItem::Words(words))));
+        }
+        if let Some(turn) = this.turn.as_mut() {
+            // Asked before the turn is polled, so words said meanwhile wake this task.
+            this.said.wake_on_words(cx);
+            match turn.as_mut().poll(cx) {
+                Poll::Ready(ended) => {
+                    this.turn = None;
+                    this.ended = Some(ended);
+                }
+                Poll::Pending => {
+                    return this.said.take().map_or(Poll::Pending, |words| {
+                        Poll::Ready(Some(Ok(ActItem::Words(words))))
+                    });
+                }
             }
         }
-    });
-    let result = model.complete(request, Some(&raw_tx)).await;
-    drop(raw_tx);
-    // The task only relays tokens to the world; the line stands whether it ended well or
-    // not.
-    let _ = forward.await;
-    Ok(result?)
+        // The turn ended: the words it said go first, then its action.
+        if let Some(words) = this.said.take() {
+            return Poll::Ready(Some(Ok(ActItem::Words(words))));
+        }
+        Poll::Ready(this.ended.take().map(|ended| ended.map(ActItem::Action)))
+    }
 }
 
 #[cfg(test)]
@@ -468,7 +574,7 @@ mod tests {
         async fn complete(
             &self,
             _: &CompletionRequest,
-            _: Option<&TokenSink>,
+            _: Option<&dyn TokenSink>,
         ) -> Result<Completion, LlmError> {
             Err(LlmError::Status {
                 endpoint: "http://127.0.0.1:9/v1/chat/completions".into(),
@@ -497,10 +603,59 @@ mod tests {
         let outcome = agents
             .character("w", "holmes")
             .expect("attached")
-            .act(&SceneFrame::default(), None)
+            .turn(&SceneFrame::default(), None)
             .await
             .expect("a turn, not an error");
         (agents, outcome)
+    }
+
+    /// The turn's stream hands out the visible words in order as they are written,
+    /// none of the JSON around them, and the action last; then it ends.
+    #[tokio::test]
+    async fn a_turn_streams_its_words_in_order_then_its_action() {
+        use futures::StreamExt as _;
+        let model = ScriptedModel::new(vec![ScriptRule {
+            when: vec!["Character: Holmes".into()],
+            reply: r#"{"kind":"speech","target":"","text":"You have been in Afghanistan, I perceive.","thought":"","destination":""}"#.into(),
+        }]);
+        let agents = CharacterAgents::new(AgentOptions::new(
+            RoleModels::uniform(Arc::new(model)),
+            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
+        ));
+        let profile = CharacterProfile {
+            id: "holmes".into(),
+            name: "Holmes".into(),
+            profile: "A detective.".into(),
+            ..CharacterProfile::default()
+        };
+        agents
+            .attach("w", "holmes", profile)
+            .await
+            .expect("attached");
+        let items: Vec<ActItem> = agents
+            .character("w", "holmes")
+            .expect("attached")
+            .act(SceneFrame::default())
+            .map(|item| item.expect("no error"))
+            .collect()
+            .await;
+        let (last, words) = items.split_last().expect("items");
+        let ActItem::Action(outcome) = last else {
+            panic!("the action comes last: {items:?}");
+        };
+        let words: Vec<&str> = words
+            .iter()
+            .map(|item| match item {
+                ActItem::Words(words) => words.as_str(),
+                ActItem::Action(_) => panic!("one action: {items:?}"),
+            })
+            .collect();
+        assert!(words.len() > 3, "word by word: {words:?}");
+        assert_eq!(words.concat(), outcome.action.text);
+        assert_eq!(
+            outcome.action.text,
+            "You have been in Afghanistan, I perceive."
+        );
     }
 
     #[tokio::test]

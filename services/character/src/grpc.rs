@@ -5,10 +5,10 @@ use std::pin::Pin;
 
 use dramatis_proto::v1::agent_server::Agent as AgentApi;
 use dramatis_proto::v1::{self as pb, act_response};
-use futures::Stream;
-use tokio_stream::wrappers::ReceiverStream;
+use futures::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
+use crate::act::ActItem;
 use crate::host::CharacterAgents;
 
 /// The gRPC face of [`CharacterAgents`].
@@ -97,34 +97,17 @@ impl AgentApi for AgentGrpc {
             .agents
             .character(&world, &character)
             .map_err(Status::from)?;
-        let (out, rx) = tokio::sync::mpsc::channel(64);
-        self.agents.tasks.spawn(async move {
-            let (tokens_tx, mut tokens_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-            let forward_out = out.clone();
-            let forward = tokio::spawn(async move {
-                while let Some(token) = tokens_rx.recv().await {
-                    let item = pb::ActResponse {
-                        item: Some(act_response::Item::Token(token)),
-                    };
-                    if forward_out.send(Ok(item)).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            // The turn drops the token sender as it ends: the forwarder ends with it.
-            let outcome = character.act(&frame, Some(tokens_tx)).await;
-            // The task only relays tokens to the world; the line stands whether it ended
-            // well or not.
-            let _ = forward.await;
-            let last = outcome
-                .map(|o| pb::ActResponse {
-                    item: Some(act_response::Item::Action(o.action)),
-                })
-                .map_err(Status::from);
-            // The world may have given up the call; the shard has the line either way.
-            let _ = out.send(last).await;
+        // The turn runs as tonic polls the stream: its words, then its action. A world
+        // that gives up the call drops the stream, and the turn ends with it (the world
+        // asks again; nothing was logged).
+        let items = character.act(frame).map(|item| {
+            let item = match item.map_err(Status::from)? {
+                ActItem::Words(text) => act_response::Item::Token(text),
+                ActItem::Action(outcome) => act_response::Item::Action(outcome.action),
+            };
+            Ok(pb::ActResponse { item: Some(item) })
         });
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        Ok(Response::new(Box::pin(items)))
     }
 
     async fn answer(

@@ -86,7 +86,7 @@ async fn a_leaked_canary_is_regenerated_then_deflected_in_act_and_in_answer() {
     let turn = agents
         .character("w", "watson")
         .expect("attached")
-        .act(&frame(), None)
+        .turn(&frame(), None)
         .await
         .expect("a turn");
     assert!(!turn.action.text.contains(CANARY), "{}", turn.action.text);
@@ -128,7 +128,7 @@ async fn flag_mode_keeps_the_line_and_notes_it_and_a_known_name_is_not_flagged()
     let turn = agents
         .character("w", "watson")
         .expect("attached")
-        .act(&frame(), None)
+        .turn(&frame(), None)
         .await
         .expect("a turn");
     assert_eq!(turn.action.text, LEAK);
@@ -139,7 +139,7 @@ async fn flag_mode_keeps_the_line_and_notes_it_and_a_known_name_is_not_flagged()
     agents
         .character("w", "watson")
         .expect("attached")
-        .act(&frame(), None)
+        .turn(&frame(), None)
         .await
         .expect("a turn");
     assert!(flagged(&agents).await.is_empty());

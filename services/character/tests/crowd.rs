@@ -45,7 +45,7 @@ async fn a_crowd_turn_lists_the_named_few_and_counts_the_others() {
     let turn = agents
         .character("w", "martha")
         .expect("attached")
-        .act(&frame, None)
+        .turn(&frame, None)
         .await
         .expect("a turn");
     assert_eq!(turn.action.text, "Loaves, fresh loaves!");

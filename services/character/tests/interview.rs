@@ -302,7 +302,7 @@ async fn a_question_never_reaches_a_later_prompt() {
         agents
             .character("w", "holmes")
             .expect("attached")
-            .act(&frame(scene), None)
+            .turn(&frame(scene), None)
             .await
             .expect("acted");
     }
@@ -316,7 +316,7 @@ async fn a_question_never_reaches_a_later_prompt() {
     agents
         .character("w", "holmes")
         .expect("attached")
-        .act(&frame("s4"), None)
+        .turn(&frame("s4"), None)
         .await
         .expect("acted");
 

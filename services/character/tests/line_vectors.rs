@@ -100,7 +100,7 @@ async fn a_line_is_embedded_once_per_process_for_all_who_perceived_it() {
         agents
             .character("w", id)
             .expect("attached")
-            .act(&frame, None)
+            .turn(&frame, None)
             .await
             .expect("act");
     }
@@ -130,7 +130,7 @@ async fn a_lines_words_are_embedded_as_it_is_made_and_not_again_when_perceived()
     let made = agents
         .character("w", CAST[0].0)
         .expect("attached")
-        .act(&frame, None)
+        .turn(&frame, None)
         .await
         .expect("act");
     let words = made.action.text.trim().to_owned();
@@ -150,7 +150,7 @@ async fn a_lines_words_are_embedded_as_it_is_made_and_not_again_when_perceived()
     agents
         .character("w", CAST[1].0)
         .expect("attached")
-        .act(&frame, None)
+        .turn(&frame, None)
         .await
         .expect("act");
     let asked = recording.asked();

@@ -227,7 +227,7 @@ async fn emo_gate_keeps_the_pattern_on_routine_turns_and_fires_on_salient_ones()
         agents
             .character("w", "holmes")
             .expect("attached")
-            .act(&frame(), None)
+            .turn(&frame(), None)
             .await
             .expect("acted");
         let shard = agents.snapshot("w", "holmes").await.expect("shard");
@@ -411,7 +411,7 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
     let first = agents
         .character("w", "holmes")
         .expect("attached")
-        .act(&frame(), None)
+        .turn(&frame(), None)
         .await
         .expect("act");
     let own = Event {
@@ -436,7 +436,7 @@ async fn a_turn_is_saved_with_its_own_event_and_a_detach_saves_the_last_one() {
     agents
         .character("w", "holmes")
         .expect("attached")
-        .act(&frame(), None)
+        .turn(&frame(), None)
         .await
         .expect("act");
     let shown = agents.snapshot("w", "holmes").await.expect("snapshot");

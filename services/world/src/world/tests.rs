@@ -582,7 +582,10 @@ async fn a_seat_that_times_out_gives_the_turn_to_the_agent() {
         format!("{} speaks.", line.speaker),
         "the agent's line"
     );
-    assert_eq!(fixture.agents.held().acts, std::slice::from_ref(&line.speaker));
+    assert_eq!(
+        fixture.agents.held().acts,
+        std::slice::from_ref(&line.speaker)
+    );
     drop(offer);
 }
 
