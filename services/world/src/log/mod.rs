@@ -165,6 +165,35 @@ pub trait EventLog: Send + Sync + std::fmt::Debug + 'static {
 /// A log shared by the worlds of a service.
 pub type SharedLog = Arc<dyn EventLog>;
 
+/// The one follow loop of both backends: a world's events from `from_seq` on, in
+/// order and each once, out of `source` (which may repeat events or start earlier).
+/// It ends after the first error, which it hands on, and when its consumer drops it;
+/// it runs in the consumer's task.
+pub(crate) fn in_order(
+    from_seq: u64,
+    source: impl Stream<Item = Result<Event, WorldError>> + Send + 'static,
+) -> EventFeed {
+    use futures::StreamExt as _;
+    let items = source
+        .scan((from_seq.max(1), false), |(next, failed), item| {
+            let out = match item {
+                _ if *failed => None,
+                Ok(event) if event.seq < *next => Some(None),
+                Ok(event) => {
+                    *next = event.seq + 1;
+                    Some(Some(Ok(event)))
+                }
+                Err(error) => {
+                    *failed = true;
+                    Some(Some(Err(error)))
+                }
+            };
+            std::future::ready(out)
+        })
+        .filter_map(std::future::ready);
+    Box::pin(items)
+}
+
 /// Checks that `events` continue a world whose last event is `after` with consecutive
 /// numbers; both backends refuse anything else before touching their store.
 pub(crate) fn check_run(world_id: &str, after: u64, events: &[Event]) -> Result<(), WorldError> {
@@ -177,4 +206,44 @@ pub(crate) fn check_run(world_id: &str, after: u64, events: &[Event]) -> Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt as _;
+
+    use super::*;
+
+    fn event(seq: u64) -> Event {
+        Event {
+            seq,
+            ..Event::default()
+        }
+    }
+
+    /// The follow loop hands on each event once, in order, from where it was asked,
+    /// and nothing after an error.
+    #[tokio::test]
+    async fn a_feed_starts_where_asked_skips_repeats_and_ends_after_an_error() {
+        let source = futures::stream::iter(vec![
+            Ok(event(1)),
+            Ok(event(2)),
+            Ok(event(3)),
+            Ok(event(3)),
+            Ok(event(2)),
+            Ok(event(4)),
+            Err(WorldError::Log("torn".into())),
+            Ok(event(5)),
+        ]);
+        let got: Vec<Result<u64, String>> = in_order(2, source)
+            .map(|item| item.map(|e| e.seq).map_err(|e| e.to_string()))
+            .collect()
+            .await;
+        assert_eq!(got.len(), 4, "{got:?}");
+        assert_eq!(got[..3], [Ok(2), Ok(3), Ok(4)]);
+        assert!(
+            matches!(&got[3], Err(why) if why.contains("torn")),
+            "{got:?}"
+        );
+    }
 }

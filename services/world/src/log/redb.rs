@@ -12,6 +12,8 @@ use prost::Message;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use tokio::sync::broadcast;
 
+use futures::StreamExt as _;
+
 use super::{EventFeed, EventLog, WorldRecord, check_run};
 use crate::error::WorldError;
 
@@ -292,44 +294,37 @@ impl EventLog for RedbLog {
 
     async fn follow(&self, world_id: &str, from_seq: u64) -> Result<EventFeed, WorldError> {
         // Subscribed before the first read, so nothing appended in between is missed.
-        let mut appended = self.appended.subscribe();
-        let log = self.clone();
+        let appended = self.appended.subscribe();
         let world: Arc<str> = Arc::from(world_id);
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
-        tokio::spawn(async move {
-            let mut next = from_seq.max(1);
+        let start = (self.clone(), world, from_seq.max(1), appended);
+        // Reads what is logged past `next`, then waits for an append to this world past
+        // it (a lagged receiver reads again, which is always safe).
+        let batches = futures::stream::unfold(Some(start), |state| async move {
+            let (log, world, next, mut appended) = state?;
             loop {
                 match log.read(&world, next).await {
-                    Ok(events) => {
-                        for event in events {
-                            next = event.seq + 1;
-                            if tx.send(Ok(event)).await.is_err() {
-                                return;
-                            }
-                        }
+                    Err(error) => return Some((vec![Err(error)], None)),
+                    Ok(events) if !events.is_empty() => {
+                        let after = events.last().map_or(next, |e| e.seq + 1);
+                        let batch = events.into_iter().map(Ok).collect();
+                        return Some((batch, Some((log, world, after, appended))));
                     }
-                    Err(error) => {
-                        // The follower may have gone; then no one is left to tell.
-                        let _ = tx.send(Err(error)).await;
-                        return;
-                    }
+                    Ok(_) => {}
                 }
-                // Wait for an append to this world past what was read; a lagged
-                // receiver reads again, which is always safe.
                 loop {
-                    tokio::select! {
-                        () = tx.closed() => return,
-                        got = appended.recv() => match got {
-                            Ok((w, last)) if w == world && last >= next => break,
-                            Ok(_) => {}
-                            Err(broadcast::error::RecvError::Lagged(_)) => break,
-                            Err(broadcast::error::RecvError::Closed) => return,
-                        },
+                    match appended.recv().await {
+                        Ok((w, last)) if w == world && last >= next => break,
+                        Ok(_) => {}
+                        Err(broadcast::error::RecvError::Lagged(_)) => break,
+                        Err(broadcast::error::RecvError::Closed) => return None,
                     }
                 }
             }
         });
-        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+        Ok(super::in_order(
+            from_seq,
+            batches.flat_map(futures::stream::iter),
+        ))
     }
 
     async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {

@@ -169,37 +169,18 @@ impl EventLog for JetStreamLog {
     async fn follow(&self, world_id: &str, from_seq: u64) -> Result<EventFeed, WorldError> {
         let from_seq = from_seq.max(1);
         let start = self.start_of(world_id, from_seq).await?;
-        let mut messages = self.deliver_from(world_id, start).await?;
-        let (tx, rx) = tokio::sync::mpsc::channel(256);
-        tokio::spawn(async move {
-            let mut next = from_seq;
-            loop {
-                // The feed outlives its consumers (see `SubjectFeed`): it ends only
-                // when no consumer can be made, and then the watcher hears why.
-                let message = tokio::select! {
-                    () = tx.closed() => return,
-                    message = messages.next() => message,
-                };
-                let event = message
-                    .map_err(WorldError::from)
-                    .and_then(|(_, payload)| decode(&payload));
-                match event {
-                    Ok(event) if event.seq < next => {}
-                    Ok(event) => {
-                        next = event.seq + 1;
-                        if tx.send(Ok(event)).await.is_err() {
-                            return;
-                        }
-                    }
-                    Err(error) => {
-                        // The follower may have gone; then no one is left to tell.
-                        let _ = tx.send(Err(error)).await;
-                        return;
-                    }
-                }
-            }
+        let messages = self.deliver_from(world_id, start).await?;
+        // The feed outlives its consumers (see `SubjectFeed`): it ends only when no
+        // consumer can be made, and then the watcher hears why.
+        let events = futures::stream::unfold(messages, |mut messages| async move {
+            let event = messages
+                .next()
+                .await
+                .map_err(WorldError::from)
+                .and_then(|(_, payload)| decode(&payload));
+            Some((event, messages))
         });
-        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+        Ok(crate::log::in_order(from_seq, events))
     }
 
     async fn put_notes(&self, world_id: &str, notes: Vec<u8>) -> Result<(), WorldError> {
