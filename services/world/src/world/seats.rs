@@ -19,12 +19,42 @@ pub(super) struct Seat {
     player: Option<String>,
 }
 
-/// A turn offered to a person: what the character sees, and where to put the action.
+/// A turn offered to a person: what the character sees, how long the world waits, and
+/// (private) where the action goes.
 #[derive(Debug)]
 pub struct TurnRequest {
     pub frame: pb::SceneFrame,
     pub timeout: std::time::Duration,
-    pub reply: tokio::sync::oneshot::Sender<Action>,
+    reply: tokio::sync::oneshot::Sender<Action>,
+}
+
+impl TurnRequest {
+    /// Plays `action` as the character's turn; fails if the world stopped waiting
+    /// meanwhile (its agent took the turn).
+    pub fn play(self, action: Action) -> Result<(), TooLate> {
+        self.reply.send(action).map_err(|_| TooLate)
+    }
+
+    /// Resolves once the world stopped waiting for this turn.
+    pub async fn taken_back(&mut self) {
+        self.reply.closed().await;
+    }
+}
+
+/// A person's action came after the world stopped waiting for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLate;
+
+/// A person's hold on a character: the turns the world offers it, in order.
+#[derive(Debug)]
+pub struct SeatTurns(tokio::sync::mpsc::Receiver<TurnRequest>);
+
+impl SeatTurns {
+    /// The next turn offered; `None` once the seat is closed (its world was deleted or
+    /// given up).
+    pub async fn next(&mut self) -> Option<TurnRequest> {
+        self.0.recv().await
+    }
 }
 
 /// The characters people play in one world, each with the channel its turns go to.
@@ -52,7 +82,7 @@ impl Seats {
         id: &str,
         timeout: std::time::Duration,
         player: Option<&str>,
-    ) -> Result<tokio::sync::mpsc::Receiver<TurnRequest>, WorldError> {
+    ) -> Result<SeatTurns, WorldError> {
         let mut seats = dramatis_runtime::lock(&self.held);
         if seats.get(id).is_some_and(|s| !s.turns.is_closed()) {
             return Err(WorldError::SeatTaken(id.to_owned()));
@@ -83,7 +113,7 @@ impl Seats {
                 player: player.map(str::to_owned),
             },
         );
-        Ok(offered)
+        Ok(SeatTurns(offered))
     }
 
     fn release(&self, character: &str) {
@@ -108,7 +138,7 @@ impl World {
         character: &str,
         timeout: std::time::Duration,
         player: Option<&str>,
-    ) -> Result<(String, tokio::sync::mpsc::Receiver<TurnRequest>), WorldError> {
+    ) -> Result<(String, SeatTurns), WorldError> {
         let id = self.character_id(character)?;
         let offered = self.seats.claim(&id, timeout, player)?;
         Ok((id, offered))
@@ -191,7 +221,7 @@ pub enum PlayInput {
 pub struct OpenSeat {
     world: std::sync::Arc<World>,
     id: String,
-    turns: tokio::sync::mpsc::Receiver<TurnRequest>,
+    turns: SeatTurns,
     out: tokio::sync::mpsc::Sender<pb::PlayResponse>,
     rx: tokio::sync::mpsc::Receiver<pb::PlayResponse>,
     /// Forwards what the character perceives; stopped when the seat closes, so the
@@ -276,26 +306,26 @@ impl OpenSeat {
         let mut inputs = inputs;
         tokio::spawn(async move {
             let notice = |text: &str| play_item(pb::play_response::Item::Notice(text.to_owned()));
-            let mut pending: Option<tokio::sync::oneshot::Sender<pb::Action>> = None;
+            let mut pending: Option<TurnRequest> = None;
             loop {
                 let handed_back = async {
                     match pending.as_mut() {
-                        Some(reply) => reply.closed().await,
+                        Some(turn) => turn.taken_back().await,
                         None => std::future::pending().await,
                     }
                 };
                 tokio::select! {
-                    offer = turns.recv() => {
-                        let Some(offer) = offer else {
+                    offer = turns.next() => {
+                        let Some(mut offer) = offer else {
                             // The world closed the seat: it was deleted.
                             let _ = out.send(notice("This world was deleted; your seat is closed.")).await;
                             break;
                         };
-                        pending = Some(offer.reply);
                         let turn = pb::YourTurn {
-                            frame: Some(offer.frame),
+                            frame: Some(std::mem::take(&mut offer.frame)),
                             timeout_ms: dramatis_runtime::saturating_u32(offer.timeout.as_millis()),
                         };
+                        pending = Some(offer);
                         if out.send(play_item(pb::play_response::Item::YourTurn(turn))).await.is_err() {
                             break;
                         }
@@ -316,8 +346,8 @@ impl OpenSeat {
                                     pending = Some(reply);
                                     Err(format!("That line has {over} characters; the limit is {longest}. Say it shorter."))
                                 }
-                                Some(reply) => reply
-                                    .send(pb::Action {
+                                Some(turn) => turn
+                                    .play(pb::Action {
                                         kind: a.kind,
                                         text: a.text,
                                         target: a.target,

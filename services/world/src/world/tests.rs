@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use tokio::sync::{Notify, Semaphore};
 use tonic::Status;
 
-use super::seats::TurnRequest;
+use super::seats::{SeatTurns, TurnRequest};
 use super::{Intervention, Shared, Until, World};
 use crate::agent_clients::{ActItems, AgentDirectory, AgentLinks, AgentPort, AgentPorts, Loss};
 use crate::error::WorldError;
@@ -21,7 +21,7 @@ use crate::limits::Limits;
 use crate::log::{EventFeed, EventLog, RedbLog, SharedLog, WorldRecord};
 use dramatis_scenario::Scenario;
 
-type Seat = tokio::sync::mpsc::Receiver<TurnRequest>;
+type Seat = SeatTurns;
 
 const ENDPOINT: &str = "fake://agents";
 const WORLD: &str = "w";
@@ -414,8 +414,8 @@ async fn next_offer(seats: &mut [Seat; 2]) -> TurnRequest {
     let [one, two] = seats;
     within("the offer", async {
         tokio::select! {
-            Some(offer) = one.recv() => offer,
-            Some(offer) = two.recv() => offer,
+            Some(offer) = one.next() => offer,
+            Some(offer) = two.next() => offer,
         }
     })
     .await
@@ -640,8 +640,7 @@ async fn a_players_turn_does_not_hold_the_world() {
         .await
         .expect("taken while the person thinks");
     offer
-        .reply
-        .send(pb::Action {
+        .play(pb::Action {
             kind: pb::ActionKind::Speech.into(),
             text: "A person says this.".into(),
             ..Default::default()
