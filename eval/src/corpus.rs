@@ -321,6 +321,8 @@ async fn ask_cut(
         }
         each();
     }
+    // The world was the walk's scratch copy: a failed deletion leaves it to the
+    // service's own end, and the answers stand.
     let _ = walk
         .client
         .delete_world(DeleteWorldRequest {

@@ -207,7 +207,7 @@ fn truth_by_text(item: &mut serde_json::Value) -> Result<(), String> {
         .get("options")
         .and_then(|o| serde_json::from_value(o.clone()).ok())
         .unwrap_or_default();
-    let letter = crate::probes::option_with_text(&options, &text).ok_or_else(|| {
+    let letter = option_with_text(&options, &text).ok_or_else(|| {
         format!(
             "{:?} is the text of none of the options A–D",
             text.chars().take(60).collect::<String>()
@@ -404,6 +404,24 @@ pub fn scores(probes: &[Probe], answers: &[Option<char>]) -> (Score, BTreeMap<St
         .map(|(c, o)| (c, score(&o)))
         .collect();
     (score(&all), per)
+}
+
+/// The letter (A–D) of the option whose text is `text`, compared without case and with
+/// runs of white space as one.
+#[must_use]
+pub fn option_with_text(options: &BTreeMap<char, String>, text: &str) -> Option<char> {
+    let key = option_key(text);
+    options
+        .iter()
+        .find(|(letter, option)| **letter != REFUSAL && option_key(option) == key)
+        .map(|(letter, _)| *letter)
+}
+
+fn option_key(text: &str) -> String {
+    text.split_whitespace()
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::hash::Hasher as _;
 
 use dramatis_scenario::Scenario;
 
-use crate::kbf::{Probe, REFUSAL, REFUSAL_TEXT, Split};
+use crate::kbf::{Probe, REFUSAL, REFUSAL_TEXT, Split, option_with_text};
 use crate::walk::{Run, Source, sources};
 use crate::words::{Token, contains_word, tokens};
 
@@ -365,24 +365,6 @@ pub fn true_option(probe: &Probe, truths: &BTreeMap<String, String>) -> Option<c
     }
     let text = truths.get(probe.fact.as_ref()?)?;
     option_with_text(&probe.options, text)
-}
-
-/// The letter (A–D) of the option whose text is `text`, compared without case and with
-/// runs of white space as one.
-#[must_use]
-pub fn option_with_text(options: &BTreeMap<char, String>, text: &str) -> Option<char> {
-    let key = option_key(text);
-    options
-        .iter()
-        .find(|(letter, option)| **letter != REFUSAL && option_key(option) == key)
-        .map(|(letter, _)| *letter)
-}
-
-fn option_key(text: &str) -> String {
-    text.split_whitespace()
-        .map(str::to_lowercase)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The true option's text of each fact, from the items that give it: an item's own

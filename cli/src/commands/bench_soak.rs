@@ -213,8 +213,10 @@ async fn killed(
             if let Some(pid) = child.child.id() {
                 kill9(i32::try_from(pid).unwrap_or(0));
             }
+            // Killed just above: its exit status says only that.
             let _ = child.child.wait().await;
             serve_kills += 1;
+            // The call was cut by the kill; its error is the point of the soak.
             let _ = call.await;
             // Its agents follow it down through their lifelines.
             let deadline = Instant::now() + Duration::from_secs(15);
@@ -241,6 +243,7 @@ async fn killed(
 
 fn kill9(pid: i32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        // A process that is gone already needs no signal.
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
 }

@@ -464,6 +464,7 @@ pub fn repair(path: &Path) -> Result<Repaired, WorldError> {
     let mut fresh_name = path.file_name().unwrap_or_default().to_os_string();
     fresh_name.push(".repairing");
     let fresh_path = path.with_file_name(fresh_name);
+    // A repair cut short before leaves its half-written copy; none is the usual case.
     let _ = std::fs::remove_file(&fresh_path);
     {
         let fresh = Database::create(&fresh_path)
