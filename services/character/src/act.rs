@@ -584,8 +584,8 @@ mod tests {
         }
     }
 
-    /// Holmes attached to an agent on `model`, and his turn in an empty frame.
-    async fn holmes_turn(model: Arc<dyn LanguageModel>) -> (CharacterAgents, ActOutcome) {
+    /// Holmes attached to an agent on `model`.
+    async fn holmes(model: Arc<dyn LanguageModel>) -> CharacterAgents {
         let agents = CharacterAgents::new(AgentOptions::new(
             RoleModels::uniform(model),
             Arc::new(dramatis_embed::FakeEmbedder::new(32)),
@@ -600,6 +600,12 @@ mod tests {
             .attach("w", "holmes", profile)
             .await
             .expect("attached");
+        agents
+    }
+
+    /// Holmes attached to an agent on `model`, and his turn in an empty frame.
+    async fn holmes_turn(model: Arc<dyn LanguageModel>) -> (CharacterAgents, ActOutcome) {
+        let agents = holmes(model).await;
         let outcome = agents
             .character("w", "holmes")
             .expect("attached")
@@ -618,20 +624,7 @@ mod tests {
             when: vec!["Character: Holmes".into()],
             reply: r#"{"kind":"speech","target":"","text":"You have been in Afghanistan, I perceive.","thought":"","destination":""}"#.into(),
         }]);
-        let agents = CharacterAgents::new(AgentOptions::new(
-            RoleModels::uniform(Arc::new(model)),
-            Arc::new(dramatis_embed::FakeEmbedder::new(32)),
-        ));
-        let profile = CharacterProfile {
-            id: "holmes".into(),
-            name: "Holmes".into(),
-            profile: "A detective.".into(),
-            ..CharacterProfile::default()
-        };
-        agents
-            .attach("w", "holmes", profile)
-            .await
-            .expect("attached");
+        let agents = holmes(Arc::new(model)).await;
         let items: Vec<ActItem> = agents
             .character("w", "holmes")
             .expect("attached")
