@@ -13,7 +13,7 @@ use futures::future::Either;
 use tonic::body::Body;
 use tonic::transport::server::TlsConnectInfo;
 
-use crate::grpc::ConnectionInfo;
+use crate::connection::ConnectionInfo;
 
 /// What a token lets its holder do; each role includes the ones before it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -13,6 +13,7 @@ use tonic::transport::{Server, ServerTlsConfig};
 use tower_layer::{Identity, Stack};
 
 use crate::auth::{Access, AccessLayer};
+use crate::connection::{ConnectionInfo, OpenCall, Peer};
 
 /// How a server is reached (plain or TLS) and who may call it.
 #[derive(Debug, Clone)]
@@ -109,55 +110,6 @@ struct Held {
     next: u64,
     /// Every connection held and not told to close, by number.
     open: std::collections::HashMap<u64, Arc<Peer>>,
-}
-
-/// What the server knows of one connection, shared by its socket ([`Guarded`]) and its
-/// requests (through [`ConnectionInfo`]).
-#[derive(Debug)]
-pub struct Peer {
-    id: u64,
-    /// Milliseconds after the table's epoch.
-    opened: u64,
-    spoke: std::sync::atomic::AtomicBool,
-    last_call: std::sync::atomic::AtomicU64,
-    calls: std::sync::atomic::AtomicUsize,
-    evicted: std::sync::atomic::AtomicBool,
-    waker: futures::task::AtomicWaker,
-    epoch: std::time::Instant,
-}
-
-impl Peer {
-    fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// A request has come: the connection has spoken, and has one more call open
-    /// until the returned guard (held by the answer's body) is dropped.
-    fn call(self: &Arc<Self>) -> OpenCall {
-        use std::sync::atomic::Ordering;
-        self.spoke.store(true, Ordering::Release);
-        self.calls.fetch_add(1, Ordering::AcqRel);
-        self.last_call.store(self.now(), Ordering::Release);
-        OpenCall(Arc::clone(self))
-    }
-
-    fn evict(&self) {
-        self.evicted
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.waker.wake();
-    }
-}
-
-/// One call open on a connection; dropping it closes the call.
-#[derive(Debug)]
-struct OpenCall(Arc<Peer>);
-
-impl Drop for OpenCall {
-    fn drop(&mut self) {
-        use std::sync::atomic::Ordering;
-        self.0.last_call.store(self.0.now(), Ordering::Release);
-        self.0.calls.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 impl Connections {
@@ -381,14 +333,6 @@ impl tokio::io::AsyncWrite for Guarded {
     ) -> std::task::Poll<std::io::Result<()>> {
         std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
-}
-
-/// What a request learns of its connection (in its extensions; under TLS, inside
-/// [`tonic::transport::server::TlsConnectInfo`]).
-#[derive(Debug, Clone)]
-pub struct ConnectionInfo {
-    pub tcp: tonic::transport::server::TcpConnectInfo,
-    peer: Arc<Peer>,
 }
 
 impl tonic::transport::server::Connected for Guarded {

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod connection;
 pub mod disk;
 pub mod grpc;
 pub mod memory_use;
