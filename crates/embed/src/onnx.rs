@@ -260,8 +260,31 @@ impl Embedder for OnnxEmbedder {
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let inner = Arc::clone(&self.inner);
         let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || inner.run(&texts))
-            .await
-            .map_err(|e| EmbedError::Worker(e.to_string()))?
+        tokio::task::spawn_blocking(move || {
+            let vectors = inner.run(&texts);
+            if texts.len() >= TRIM_AFTER {
+                give_back_freed_memory();
+            }
+            vectors
+        })
+        .await
+        .map_err(|e| EmbedError::Worker(e.to_string()))?
+    }
+}
+
+/// A batch of at least this many texts is followed by a trim of the allocator.
+const TRIM_AFTER: usize = 32;
+
+/// Hands the memory a large batch freed back to the system. The batch runs on a
+/// blocking-pool thread, whose own malloc arena otherwise keeps the freed buffers
+/// (tens of MB after a shard's first embedding) for the life of the process, or not,
+/// depending on which arena the thread drew: `malloc_trim` releases the free pages of
+/// every arena.
+#[allow(unsafe_code)]
+fn give_back_freed_memory() {
+    // SAFETY: `malloc_trim` only returns free pages to the system; it reads and
+    // writes no memory of ours and is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
