@@ -123,7 +123,7 @@ pub struct ModelArgs {
     /// `episodic` (scene memories), `semantic` (visible facts and perceived lines),
     /// `personality` (emotion track, behaviour patterns), or `all`.
     #[arg(long, env = "DRAMATIS_LAYERS", default_value = "all", value_parser = parse_layers)]
-    pub layers: dramatis_character::Layers,
+    pub layers: dramatis_memory::reverie::Layers,
     /// How recall searches a character's visible facts: `vectors` (the default), `words`
     /// (BM25 over word stems) or `both`, fused by rank. On every hand-written set the
     /// words added nothing once the evidence gate weighs the options (README, KBF).
@@ -212,8 +212,8 @@ fn parse_on_off(value: &str) -> Result<bool, String> {
     }
 }
 
-fn parse_layers(text: &str) -> Result<dramatis_character::Layers, String> {
-    dramatis_character::Layers::parse(text)
+fn parse_layers(text: &str) -> Result<dramatis_memory::reverie::Layers, String> {
+    dramatis_memory::reverie::Layers::parse(text)
 }
 
 fn parse_modules(text: &str) -> Result<dramatis_memory::modules::ModuleSet, String> {

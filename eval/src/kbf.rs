@@ -232,7 +232,7 @@ pub fn match_letter(answer: &str, options: &BTreeMap<char, String>) -> Option<ch
             return Some(letter);
         }
     }
-    if dramatis_character::is_refusal(answer) {
+    if dramatis_memory::reverie::is_refusal(answer) {
         return Some(REFUSAL);
     }
     let words = |s: &str| -> Vec<String> {

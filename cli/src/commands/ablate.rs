@@ -21,12 +21,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::anyhow;
-use dramatis_character::Layers;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::ablation::{Bench, measure_set, resolve_scenario};
 use dramatis_eval::kbf::load_probes;
 use dramatis_eval::long_run::{PLANTED, write_long_run};
 use dramatis_memory::modules::ModuleSet;
+use dramatis_memory::reverie::Layers;
 use dramatis_runtime::Shutdown;
 use dramatis_scenario::Scenario;
 

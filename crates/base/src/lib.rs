@@ -96,3 +96,13 @@ mod tests {
         assert_eq!(quote("short"), "\"short\"");
     }
 }
+
+/// Scales a vector to unit length in place (a zero vector stays zero).
+pub fn normalise(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > f32::EPSILON {
+        for x in vector.iter_mut() {
+            *x /= norm;
+        }
+    }
+}

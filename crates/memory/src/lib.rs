@@ -17,6 +17,7 @@ mod layers;
 pub mod lexical;
 pub mod modules;
 mod personality;
+pub mod reverie;
 mod semantic;
 mod sight;
 pub mod synthetic;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole, ResponseSchema, TokenSink};
-use dramatis_memory::modules::ModuleKind;
+use dramatis_memory::reverie::Query;
 use dramatis_proto::v1::{Action, ActionKind, SceneFrame, Usage};
 use futures::Stream;
 
@@ -22,8 +22,8 @@ use crate::character::Character;
 use crate::echo::{self, Echo};
 use crate::error::AgentError;
 use crate::host::{ActOutcome, CharacterAgents};
+use crate::mind::usage_of;
 use crate::prompt::{self, BuiltPrompt};
-use crate::reverie::recall::{Query, Recalled, recall};
 use crate::shard::{Annotation, PerceivedKind, Phrase, Shard};
 use crate::stream_text::TextFieldStreamer;
 
@@ -137,9 +137,10 @@ impl Character {
         let started = Instant::now();
         let model = agents.options.models.get(ModelRole::Character);
         let moment = Moment::of(&shard, frame);
-        let mut recalled = if shard.module_set().contains(ModuleKind::Reverie) {
-            recall(
+        let mut recalled = agents
+            .recall(
                 &mut shard,
+                model.as_ref(),
                 &Query {
                     text: &moment.text,
                     lines: &moment.lines,
@@ -153,16 +154,9 @@ impl Character {
                     },
                     options: &[],
                 },
-                &agents.options.recall,
-                agents.options.embedder.as_ref(),
-                &agents.emotion_vectors,
-                model.as_ref(),
             )
             .instrument(tracing::info_span!("recall"))
-            .await?
-        } else {
-            Recalled::nothing(shard.mood().clone())
-        };
+            .await?;
         shard.set_mood(recalled.mood.clone());
         let present: Vec<String> = frame.present.iter().map(|p| p.id.clone()).collect();
         let grounding = agents
@@ -172,7 +166,7 @@ impl Character {
                 &moment.text,
                 false,
                 &present,
-                &mut recalled.usage,
+                &mut recalled.spent,
             )
             .instrument(tracing::info_span!("grounding"))
             .await?;
@@ -196,7 +190,7 @@ impl Character {
                 .as_ref()
                 .map_or(&[][..], |p| p.excerpts.as_slice()),
         );
-        let mut usage = recalled.usage;
+        let mut usage = usage_of(recalled.spent);
         let schema = action_schema(&present, &frame.exits);
         let reply = agents
             .generate(

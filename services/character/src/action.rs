@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use dramatis_llm::parse_json;
 
-use crate::reverie::emotion::EMOTIONS;
+use dramatis_memory::reverie::EMOTIONS;
 
 /// Name of the action schema in `response_format`.
 pub const ACTION_SCHEMA_NAME: &str = "character_action";
@@ -149,7 +149,7 @@ fn from_wire(wire: &Wire, repaired: bool) -> Option<ParsedAction> {
             String::new()
         },
         thought: clean(wire.thought.as_deref().unwrap_or_default()),
-        emotion: crate::reverie::emotion::normalise_emotion(
+        emotion: dramatis_memory::reverie::normalise_emotion(
             wire.emotion.as_deref().unwrap_or_default(),
         )
         .to_owned(),

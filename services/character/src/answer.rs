@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use dramatis_llm::{CompletionRequest, LanguageModel, ModelRole};
-use dramatis_memory::modules::ModuleKind;
+use dramatis_memory::reverie::{Query, Recalled, is_refusal};
 use dramatis_proto::v1::{RecalledItem, Usage};
 
 use dramatis_memory::modules::Grounding;
@@ -16,9 +16,8 @@ use crate::character::Character;
 use crate::error::AgentError;
 use crate::evidence::{self, Verdict};
 use crate::host::{AnswerOutcome, CharacterAgents};
+use crate::mind::usage_of;
 use crate::prompt::{self};
-use crate::reverie::emotion::is_refusal;
-use crate::reverie::recall::{Query, Recalled, recall};
 use crate::shard::Shard;
 
 /// What a question brings to a character's mind, without an answer.
@@ -88,9 +87,10 @@ impl CharacterAgents {
             .last()
             .map(|p| p.scene_id.clone())
             .unwrap_or_default();
-        let mut recalled: Recalled = if shard.module_set().contains(ModuleKind::Reverie) {
-            recall(
+        let mut recalled = self
+            .recall(
                 shard,
+                model,
                 &Query {
                     text: question,
                     lines: &[],
@@ -100,17 +100,10 @@ impl CharacterAgents {
                     rounds: self.options.recall.answer_rounds,
                     options,
                 },
-                &self.options.recall,
-                self.options.embedder.as_ref(),
-                &self.emotion_vectors,
-                model,
             )
-            .await?
-        } else {
-            Recalled::nothing(shard.mood().clone())
-        };
+            .await?;
         let grounding = self
-            .module_grounding(shard, model, question, true, &[], &mut recalled.usage)
+            .module_grounding(shard, model, question, true, &[], &mut recalled.spent)
             .await?;
         let me = shard.id().to_owned();
         let lines: Vec<String> = shard
@@ -141,7 +134,6 @@ impl CharacterAgents {
         lines: &[String],
         (question, options): (&str, &[String]),
     ) -> Verdict {
-        let reverie_on = evidence::reverie_on(shard);
         let settings = &self.options.recall;
         let own = evidence::own_description(shard, question);
         // The gate reads the question with the other names of whoever it names.
@@ -154,7 +146,6 @@ impl CharacterAgents {
         let verdict = match &settings.gate {
             Some(gate) => evidence::weigh(
                 (gate, settings.relevant),
-                reverie_on,
                 recalled,
                 grounding,
                 (own.as_deref(), lines),
@@ -169,7 +160,7 @@ impl CharacterAgents {
                 ),
             ),
             None => Verdict {
-                abstain: evidence::abstains(reverie_on, recalled.abstain, grounding),
+                abstain: evidence::abstains(recalled.abstain, grounding),
                 ..Verdict::default()
             },
         };
@@ -206,7 +197,7 @@ impl CharacterAgents {
             .with_max_tokens(self.options.answer_max_tokens)
             .with_temperature(self.options.answer_temperature);
         let completion = model.complete(&request, None).await?;
-        let mut usage = recalled.usage;
+        let mut usage = usage_of(recalled.spent);
         usage.count_call(completion.prompt_tokens, completion.completion_tokens);
         let mut answer = completion.text.trim().to_owned();
         if recalled.abstain && !is_refusal(&answer) {
@@ -292,7 +283,7 @@ impl Character {
                 .collect();
             Ok(RecallView {
                 items,
-                usage: recalled.usage,
+                usage: usage_of(recalled.spent),
                 abstained: recalled.abstain,
                 choice: verdict.choice,
             })

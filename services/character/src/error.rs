@@ -1,3 +1,4 @@
+use dramatis_memory::modules::MindError;
 use dramatis_proto::{DomainError, ErrorKind};
 
 /// Why an agent operation failed.
@@ -13,6 +14,9 @@ pub enum AgentError {
     Model(#[from] dramatis_llm::LlmError),
     #[error("embedder: {0}")]
     Embed(#[from] dramatis_embed::EmbedError),
+    /// A memory step that needs the embedder or the model failed (ReverieMem's read).
+    #[error(transparent)]
+    Mind(#[from] dramatis_memory::modules::MindError),
     #[error("{0}")]
     Shard(#[from] dramatis_memory::ShardError),
     #[error("shard storage: {0}")]
@@ -42,9 +46,13 @@ impl DomainError for AgentError {
             Self::NotAttached { .. } | Self::ShardLost(_) => ErrorKind::NotFound,
             Self::InvalidArgument(_) | Self::NotPerceived { .. } => ErrorKind::InvalidArgument,
             Self::Model(e) if e.is_retryable() => ErrorKind::Unavailable,
+            Self::Mind(MindError::Model {
+                retryable: true, ..
+            }) => ErrorKind::Unavailable,
             Self::Fenced(_) => ErrorKind::Aborted,
             Self::DiskFull(_) => ErrorKind::ResourceExhausted,
             Self::Model(_)
+            | Self::Mind(_)
             | Self::Embed(_)
             | Self::Shard(_)
             | Self::Storage(_)

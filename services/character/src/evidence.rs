@@ -14,22 +14,18 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::OnceLock;
 
 use dramatis_memory::evidence::{Gate, Held};
-use dramatis_memory::modules::{Grounding, ModuleKind};
+use dramatis_memory::modules::Grounding;
 use dramatis_memory::thesaurus::{Thesaurus, WORDNET_DIR};
 
-use crate::reverie::recall::Recalled;
 use crate::shard::Shard;
+use dramatis_memory::reverie::Recalled;
 
-/// Whether the character must abstain: with ReverieMem on, its verdict stands unless a
-/// module item bears on the query; with it off, only module items that bear count.
+/// Whether the character must abstain: ReverieMem's verdict stands unless a module
+/// item bears on the query (with ReverieMem off it recalled nothing, so only module
+/// items that bear count).
 #[must_use]
-pub fn abstains(reverie_on: bool, reverie_abstains: bool, grounding: &[Grounding]) -> bool {
-    let bearing = grounding.iter().any(Grounding::bears);
-    if reverie_on {
-        reverie_abstains && !bearing
-    } else {
-        !bearing
-    }
+pub fn abstains(reverie_abstains: bool, grounding: &[Grounding]) -> bool {
+    reverie_abstains && !grounding.iter().any(Grounding::bears)
 }
 
 /// What the evidence gate ([`dramatis_memory::evidence::Gate`]) decided about a
@@ -49,12 +45,11 @@ pub struct Verdict {
 /// the question's own search, so on its subject when they reach the `relevant` floor),
 /// what weighing the options found, the lines of the current scene (`lines`, the
 /// question's own line left out), and module items that reach their module's floor
-/// (on the subject: their module has judged them so). With ReverieMem off, only lines
-/// and module items count.
+/// (on the subject: their module has judged them so). With ReverieMem off it recalled
+/// nothing, so only lines and module items count.
 #[must_use]
 pub fn weigh<'a>(
     (gate, relevant): (&Gate, f32),
-    reverie_on: bool,
     recalled: &'a Recalled,
     grounding: &'a [Grounding],
     (own, lines): (Option<&'a str>, &'a [String]),
@@ -82,42 +77,41 @@ pub fn weigh<'a>(
         };
         ("", text)
     }));
-    if reverie_on {
-        held.extend(
-            recalled.facts.iter().map(|(fact, closeness)| {
-                (fact.id.as_str(), asked(&fact.id, &fact.text, *closeness))
+    held.extend(
+        recalled
+            .facts
+            .iter()
+            .map(|(fact, closeness)| (fact.id.as_str(), asked(&fact.id, &fact.text, *closeness))),
+    );
+    // A scene's digest lists all that happened and who was there: about too many
+    // things to be evidence for one (its lines are facts of their own).
+    held.extend(
+        recalled
+            .anchor
+            .iter()
+            .filter(|a| !is_digest(&a.id))
+            .map(|a| {
+                (
+                    a.id.as_str(),
+                    asked(&a.id, &a.text, recalled.anchor_closeness),
+                )
             }),
-        );
-        // A scene's digest lists all that happened and who was there: about too many
-        // things to be evidence for one (its lines are facts of their own).
-        held.extend(
-            recalled
-                .anchor
-                .iter()
-                .filter(|a| !is_digest(&a.id))
-                .map(|a| {
-                    (
-                        a.id.as_str(),
-                        asked(&a.id, &a.text, recalled.anchor_closeness),
-                    )
-                }),
-        );
-        held.extend(
-            recalled
-                .evidence
-                .iter()
-                .filter(|f| !is_digest(&f.id))
-                .map(|f| {
-                    let text = Held {
-                        text: &f.text,
-                        closeness: f.closeness,
-                        asked: false,
-                        fits: fits(&f.id),
-                    };
-                    (f.id.as_str(), text)
-                }),
-        );
-    }
+    );
+    held.extend(
+        recalled
+            .evidence
+            .iter()
+            .filter(|f| !is_digest(&f.id))
+            .map(|f| {
+                let text = Held {
+                    text: &f.text,
+                    closeness: f.closeness,
+                    asked: false,
+                    fits: fits(&f.id),
+                };
+                (f.id.as_str(), text)
+            }),
+    );
     held.extend(lines.iter().map(|line| {
         let text = Held {
             text: line,
@@ -263,12 +257,6 @@ pub fn other_names(shard: &Shard, question: &str) -> Vec<String> {
     others
 }
 
-/// Whether ReverieMem's layers are on for `shard`.
-#[must_use]
-pub fn reverie_on(shard: &Shard) -> bool {
-    shard.module_set().contains(ModuleKind::Reverie)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,15 +270,11 @@ mod tests {
             text: "x".into(),
             relevance,
         };
-        assert!(abstains(
-            true,
-            true,
-            &[item("dualmem", 0.2), item("moom", 0.1)]
-        ));
-        assert!(!abstains(true, true, &[item("dualmem", 0.5)]));
-        assert!(abstains(true, true, &[item("bookmarks", 0.4)]));
-        assert!(!abstains(true, false, &[]));
-        assert!(abstains(false, false, &[item("moom", 0.3)]));
-        assert!(!abstains(false, false, &[item("moom", 0.9)]));
+        assert!(abstains(true, &[item("dualmem", 0.2), item("moom", 0.1)]));
+        assert!(!abstains(true, &[item("dualmem", 0.5)]));
+        assert!(abstains(true, &[item("bookmarks", 0.4)]));
+        assert!(!abstains(false, &[]));
+        assert!(abstains(true, &[item("moom", 0.3)]));
+        assert!(!abstains(true, &[item("moom", 0.9)]));
     }
 }

@@ -12,12 +12,12 @@ use dramatis_llm::{LanguageModel, RoleModels};
 use dramatis_proto::v1::{Action, CharacterProfile, Usage};
 use tokio::sync::Mutex;
 
-use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery};
+use dramatis_memory::modules::{Grounding, ModuleSet, ReadQuery, Spent};
+use dramatis_memory::reverie::{EmotionVectors, RecallSettings};
 
 use crate::boundary::GuardMode;
 use crate::error::AgentError;
 use crate::mind::AgentMind;
-use crate::reverie::recall::{EmotionVectors, RecallSettings};
 use crate::shard::{DiskShard, JetStreamShard, Shard, ShardBackend as _, ShardStore, store_path};
 
 /// How a scene's episodic memory is written.
@@ -448,7 +448,7 @@ impl CharacterAgents {
     }
 
     /// Grounding from the memory modules for `text` (none when no module is on); their
-    /// model calls are added to `usage` and audited.
+    /// model calls are added to `spent` and audited.
     pub(crate) async fn module_grounding(
         &self,
         shard: &mut Shard,
@@ -456,7 +456,7 @@ impl CharacterAgents {
         text: &str,
         answering: bool,
         present: &[String],
-        usage: &mut Usage,
+        spent: &mut Spent,
     ) -> Result<Vec<Grounding>, AgentError> {
         if !shard.modules().any() {
             return Ok(Vec::new());
@@ -482,8 +482,8 @@ impl CharacterAgents {
                 self.options.module_budget_tokens,
             )
             .await;
-        let (spent, audit) = mind.finish();
-        usage.add_calls_and_tokens(&spent);
+        let (calls, audit) = mind.finish();
+        spent.add(calls);
         for entry in audit {
             shard.record_prompt(entry);
         }

@@ -33,8 +33,6 @@ pub use character::Character;
 pub use error::AgentError;
 pub use host::{AgentOptions, AnswerOutcome, CharacterAgents, MemoryWrites};
 pub use prompt::ABSTAIN_INSTRUCTION;
-pub use reverie::emotion::is_refusal;
-pub use reverie::recall::{Layers, RecallSettings};
 pub use shard::Shard;
 
 use dramatis_proto::v1::agent_server::AgentServer;

@@ -1,16 +1,22 @@
-//! The agent's side of the memory-module seam: embeddings from the agent's own embedder,
-//! and JSON from the character model (schema in `response_format`, repaired when it
-//! comes back slightly wrong, retried once) — or nothing, when module steps run on their
-//! deterministic fallbacks. Every call is counted and audited.
+//! The agent's side of the memory-module seam: embeddings from the agent's own embedder
+//! (composed from pieces it embedded before), JSON from the character model (schema in
+//! `response_format`, repaired when it comes back slightly wrong, retried once) — or
+//! nothing, when module steps run on their deterministic fallbacks — and ReverieMem's
+//! one-shot calls. Every call is counted and audited.
 
 use std::sync::Mutex;
 
-use dramatis_embed::Embedder;
-use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema, parse_json};
-use dramatis_memory::modules::Mind;
+use dramatis_embed::{EmbedError, Embedder, embed_composed};
+use dramatis_llm::{
+    ChatMessage, CompletionRequest, LanguageModel, LlmError, ResponseSchema, parse_json,
+};
+use dramatis_memory::modules::{Call, Mind, MindError, Reply, Spent};
+use dramatis_memory::reverie::{Query, Recalled};
 use dramatis_proto::v1::Usage;
 
-use crate::shard::AuditEntry;
+use crate::error::AgentError;
+use crate::host::CharacterAgents;
+use crate::shard::{AuditEntry, Shard};
 use dramatis_runtime::now_ms;
 
 /// Tokens a module step may generate.
@@ -21,7 +27,7 @@ pub(crate) struct AgentMind<'a> {
     pub embedder: &'a dyn Embedder,
     /// The model, when module steps may call it.
     pub model: Option<&'a dyn LanguageModel>,
-    usage: Mutex<Usage>,
+    spent: Mutex<Spent>,
     audit: Mutex<Vec<AuditEntry>>,
 }
 
@@ -30,17 +36,51 @@ impl<'a> AgentMind<'a> {
         Self {
             embedder,
             model,
-            usage: Mutex::default(),
+            spent: Mutex::default(),
             audit: Mutex::default(),
         }
     }
 
-    /// The calls made and their prompts, for the caller to record.
-    pub fn finish(self) -> (Usage, Vec<AuditEntry>) {
+    /// The calls `json` made (a [`Reply`] carries its own) and every prompt sent, for
+    /// the caller to record.
+    pub fn finish(self) -> (Spent, Vec<AuditEntry>) {
         (
-            self.usage.into_inner().unwrap_or_default(),
+            self.spent.into_inner().unwrap_or_default(),
             self.audit.into_inner().unwrap_or_default(),
         )
+    }
+
+    fn audit(&self, purpose: &str, prompt: String, items: Vec<(String, String)>) {
+        dramatis_runtime::lock(&self.audit).push(AuditEntry {
+            purpose: purpose.to_owned(),
+            prompt,
+            items,
+            timestamp_ms: now_ms(),
+            flagged: Vec::new(),
+            guard: Vec::new(),
+        });
+    }
+}
+
+/// The wire's usage of `spent`.
+#[must_use]
+pub fn usage_of(spent: Spent) -> Usage {
+    Usage {
+        llm_calls: spent.calls,
+        prompt_tokens: spent.prompt_tokens,
+        completion_tokens: spent.completion_tokens,
+        latency_ms: 0,
+    }
+}
+
+fn embed_failed(error: &EmbedError) -> MindError {
+    MindError::Embed(error.to_string())
+}
+
+fn model_failed(error: &LlmError) -> MindError {
+    MindError::Model {
+        message: error.to_string(),
+        retryable: error.is_retryable(),
     }
 }
 
@@ -78,16 +118,7 @@ impl Mind for AgentMind<'_> {
         });
         let sent = request.prompt_text();
         for attempt in 0..2 {
-            if let Ok(mut audit) = self.audit.lock() {
-                audit.push(AuditEntry {
-                    purpose: purpose.to_owned(),
-                    prompt: sent.clone(),
-                    items: Vec::new(),
-                    timestamp_ms: now_ms(),
-                    flagged: Vec::new(),
-                    guard: Vec::new(),
-                });
-            }
+            self.audit(purpose, sent.clone(), Vec::new());
             let completion = match model.complete(&request, None).await {
                 Ok(completion) => completion,
                 Err(error) => {
@@ -95,9 +126,10 @@ impl Mind for AgentMind<'_> {
                     return None;
                 }
             };
-            if let Ok(mut usage) = self.usage.lock() {
-                usage.count_call(completion.prompt_tokens, completion.completion_tokens);
-            }
+            dramatis_runtime::lock(&self.spent).add(Spent::call(
+                completion.prompt_tokens,
+                completion.completion_tokens,
+            ));
             if let Some((value, _)) =
                 parse_json::<serde_json::Value>(&completion.text, serde_json::Value::is_object)
             {
@@ -106,5 +138,71 @@ impl Mind for AgentMind<'_> {
             tracing::warn!(purpose, attempt, output = %completion.text, "unusable module output");
         }
         None
+    }
+    async fn try_embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, MindError> {
+        self.embedder
+            .embed(texts)
+            .await
+            .map_err(|e| embed_failed(&e))
+    }
+
+    async fn compose(&self, texts: &[Vec<String>]) -> Result<Vec<Vec<f32>>, MindError> {
+        embed_composed(self.embedder, texts)
+            .await
+            .map_err(|e| embed_failed(&e))
+    }
+
+    async fn call(&self, call: Call<'_>) -> Result<Reply, MindError> {
+        let Some(model) = self.model else {
+            return Err(MindError::Model {
+                message: format!("no model for {}", call.purpose),
+                retryable: false,
+            });
+        };
+        let request = CompletionRequest::new(vec![
+            ChatMessage::system(call.system),
+            ChatMessage::user(call.user),
+        ])
+        .with_max_tokens(call.max_tokens)
+        .with_temperature(call.temperature)
+        .with_schema(ResponseSchema {
+            name: call.schema_name.to_owned(),
+            schema: call.schema,
+        });
+        self.audit(call.purpose, request.prompt_text(), call.items);
+        let completion = model
+            .complete(&request, None)
+            .await
+            .map_err(|e| model_failed(&e))?;
+        let value = parse_json::<serde_json::Value>(&completion.text, serde_json::Value::is_object)
+            .map(|(value, _)| value);
+        Ok(Reply {
+            value,
+            spent: Spent::call(completion.prompt_tokens, completion.completion_tokens),
+            text: completion.text,
+        })
+    }
+}
+
+impl CharacterAgents {
+    /// ReverieMem's read of `query` on `shard`, Self-Probe asking `model` (nothing
+    /// recalled, the mood kept, when the module is off). The prompts it sent enter the
+    /// shard's audit, failed or not.
+    pub(crate) async fn recall(
+        &self,
+        shard: &mut Shard,
+        model: &dyn LanguageModel,
+        query: &Query<'_>,
+    ) -> Result<Recalled, AgentError> {
+        let mind = AgentMind::new(self.options.embedder.as_ref(), Some(model));
+        let read = shard
+            .reverie()
+            .read(&mind, query, &self.options.recall, &self.emotion_vectors)
+            .await;
+        let (_, audit) = mind.finish();
+        for entry in audit {
+            shard.record_prompt(entry);
+        }
+        Ok(read?)
     }
 }

@@ -11,8 +11,8 @@ use dramatis_llm::ChatMessage;
 use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
 
-use crate::reverie::recall::{Recalled, refs};
 use crate::shard::{AuditEntry, PERCEIVED, PERSONALITY, Shard};
+use dramatis_memory::reverie::{Recalled, refs};
 
 /// A prompt and the memory items (id, layer) it was built from.
 #[derive(Debug, Clone)]

@@ -324,8 +324,8 @@ async fn a_restarted_agent_answers_the_same_from_its_saved_shard() {
 /// refused; interviews go to the answer role's model, turns and Self-Probe never do.
 #[tokio::test]
 async fn a_layer_switched_off_is_not_read_and_answers_use_the_answer_model() {
-    use dramatis_character::Layers;
     use dramatis_llm::ModelRole;
+    use dramatis_memory::reverie::Layers;
     let turns = ScriptedModel::new(vec![rule(&["Question:"], "From the turn model.")]);
     let answers = ScriptedModel::new(vec![rule(&["Question:"], "The ring? Lauriston Gardens.")]);
     let build = |layers: Layers| {

@@ -14,6 +14,7 @@ pub mod bookmarks;
 pub mod dualmem;
 pub mod forgetting;
 mod kind;
+mod mind;
 pub mod moom;
 mod text;
 
@@ -23,6 +24,7 @@ pub use any::{AnyModule, Modules};
 pub use bookmarks::{BookmarkKind, Bookmarks};
 pub use dualmem::DualMem;
 pub use kind::{KINDS, ModuleKind, ModuleSet};
+pub use mind::{Call, Mind, MindError, Reply, Spent};
 pub use moom::Moom;
 pub use text::{content_words, estimate_tokens, is_stop_word, keywords};
 
@@ -111,22 +113,6 @@ pub struct ReadQuery<'a> {
     pub answering: bool,
     /// Present characters' ids (whose personas matter now).
     pub present: &'a [String],
-}
-
-/// What a module may ask of the agent that runs it.
-#[async_trait::async_trait]
-pub trait Mind: Send + Sync {
-    /// Embeddings of `texts`, in order.
-    async fn embed(&self, texts: &[String]) -> Vec<Vec<f32>>;
-    /// The model's answer to `prompt` as JSON valid against `schema`, or `None` when no
-    /// capable model is configured or its output stayed unusable; the caller then takes
-    /// its deterministic fallback. `purpose` names the step in the prompt audit.
-    async fn json(
-        &self,
-        purpose: &str,
-        prompt: &str,
-        schema: &serde_json::Value,
-    ) -> Option<serde_json::Value>;
 }
 
 /// The hooks every module implements. A module is also a row of [`KINDS`] and a

@@ -1,12 +1,4 @@
-//! ReverieMem's algorithms over a character's shard: the read path (`recall`: anchor,
-//! Self-Probe, visibility-bounded retrieval, Emo-Gate), the write path (`writer`: a
-//! scene's memory, facts and the model rewrite) and the emotion record (`emotion`).
-//! The data they work on lives in the shard and in `dramatis-memory`.
+//! ReverieMem's write path over a character's shard (`writer`: a scene's memory, facts
+//! and the model rewrite). The read path is `dramatis_memory::reverie`.
 
-pub mod emotion;
-mod options;
-mod probe;
-pub mod recall;
-mod search;
-mod settings;
 pub mod writer;

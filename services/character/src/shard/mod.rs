@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use dramatis_embed::Embedder;
-use dramatis_memory::modules::{ModuleSet, Modules};
+use dramatis_memory::modules::{ModuleKind, ModuleSet, Modules};
+use dramatis_memory::reverie::Reverie;
 use dramatis_memory::{
     EmotionTransition, EpisodicMemory, Fact, PersonalityPattern, ReverieLayers, VisibilityRoute,
 };
@@ -36,24 +37,13 @@ pub use store::{read_file as read_store_file, remove_set_aside, set_aside, store
 pub(crate) use vocabulary::{add_words, trim_word};
 pub use wire::module_of;
 
-/// The character's current emotional state and the pattern it is speaking in.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Mood {
-    pub emotion: String,
-    pub intensity: f32,
-    /// Id of the selected personality pattern, if one has been chosen.
-    pub pattern: Option<String>,
-    /// The scene the pattern was chosen in.
-    pub scene_id: String,
-}
+pub use dramatis_memory::reverie::{EPISODIC, Mood, PERSONALITY, SEMANTIC};
 
 /// Format of a shard saved as one JSON file (earlier builds; read to migrate).
 const FORMAT: u32 = 1;
 
-/// Audit layer names.
-pub const EPISODIC: &str = "episodic";
-pub const SEMANTIC: &str = "semantic";
-pub const PERSONALITY: &str = "personality";
+/// The audit's name for the lines the character perceived (ReverieMem's layers are
+/// named by [`EPISODIC`], [`SEMANTIC`] and [`PERSONALITY`]).
 pub const PERCEIVED: &str = "perceived";
 
 /// How the character felt about one of its own utterances (from the action it chose),
@@ -304,6 +294,18 @@ impl Shard {
     #[must_use]
     pub fn layers(&self) -> &ReverieLayers {
         &self.state.memory
+    }
+
+    /// ReverieMem over this shard's layers and mood, on when the module set holds it.
+    #[must_use]
+    pub fn reverie(&self) -> Reverie<'_> {
+        Reverie {
+            layers: &self.state.memory,
+            mood: &self.state.mood,
+            character: &self.profile.id,
+            name: &self.profile.name,
+            on: self.state.module_set.contains(ModuleKind::Reverie),
+        }
     }
 
     #[must_use]

@@ -2,11 +2,10 @@
 //! over the facts visible to the character (by vector, by word, or both, fused by
 //! rank), and what an option search found.
 
-use dramatis_memory::{EpisodicMemory, Fact};
-
-use crate::shard::{EPISODIC, SEMANTIC, Shard};
+use crate::{EpisodicMemory, Fact, ReverieLayers};
 
 use super::settings::RecallSettings;
+use super::{EPISODIC, SEMANTIC};
 
 /// A fact or scene memory that weighing an option found.
 #[derive(Debug, Clone)]
@@ -26,7 +25,7 @@ pub struct Found {
 pub struct Query<'a> {
     /// What the character must respond to (a question, or the scene's latest lines).
     pub text: &'a str,
-    /// The scene's latest lines in pieces ([`crate::shard::Phrase::pieces`]), when the
+    /// The scene's latest lines in pieces (each line as the agent embedded it), when the
     /// query is made of them: their vectors are then composed from pieces, most of
     /// which this process has embedded already. Empty for a question, which is
     /// embedded whole.
@@ -48,7 +47,7 @@ pub struct Query<'a> {
 /// rare enough word (`lexical_min`). The two rankings are fused by reciprocal rank;
 /// each fact keeps its best cosine to a probe as its score.
 pub(super) fn retrieve(
-    shard: &Shard,
+    layers: &ReverieLayers,
     me: &str,
     probes: &[Vec<f32>],
     texts: &[&str],
@@ -57,7 +56,7 @@ pub(super) fn retrieve(
     if !settings.layers.semantic {
         return Vec::new();
     }
-    let semantic = &shard.layers().semantic;
+    let semantic = &layers.semantic;
     let dense: Vec<(usize, f32)> = if settings.dense {
         semantic
             .vis_retrieve_at(me, probes, settings.per_probe)
@@ -104,7 +103,7 @@ pub(super) fn retrieve(
                 let vector = semantic.vector_at(position)?;
                 probes
                     .iter()
-                    .map(|probe| dramatis_memory::vector::dot(vector, probe))
+                    .map(|probe| crate::vector::dot(vector, probe))
                     .reduce(f32::max)
             })
             .unwrap_or(0.0)
@@ -119,7 +118,7 @@ pub(super) fn retrieve(
 }
 
 /// Per held id, the cosine of each option (asked with the question) to it.
-pub(super) type Fits = std::collections::HashMap<String, Vec<f32>>;
+pub type Fits = std::collections::HashMap<String, Vec<f32>>;
 
 /// Audit references of a workspace.
 pub fn refs(anchor: Option<&EpisodicMemory>, facts: &[(Fact, f32)]) -> Vec<(String, String)> {

@@ -4,9 +4,9 @@
 //! `Emo-Transition` proposes the new state from the character's own emotion-transition
 //! record, falling back to the cue words of the moment.
 
-use dramatis_memory::PersonalityLayer;
+use crate::PersonalityLayer;
 
-use crate::shard::Mood;
+use super::Mood;
 
 /// The emotions an utterance is annotated with (the action schema's enum).
 pub const EMOTIONS: [&str; 8] = [
@@ -197,7 +197,7 @@ pub fn is_refusal(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use dramatis_memory::EmotionTransition;
+    use crate::EmotionTransition;
 
     use super::*;
 

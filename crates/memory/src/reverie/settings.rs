@@ -1,7 +1,7 @@
 //! What the read path may use and how far: its thresholds and sizes, and which of
 //! ReverieMem's layers are on (the ablation's `--without-layers`).
 
-use dramatis_memory::evidence::Gate;
+use crate::evidence::Gate;
 
 /// Thresholds and sizes of the read path. Similarities are cosines of the agent's
 /// embedder (all-MiniLM-L6-v2 by default).

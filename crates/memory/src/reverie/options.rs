@@ -2,12 +2,10 @@
 //! as the question is (and by its rare names), and how close each option sits to
 //! everything held.
 
-use dramatis_embed::Embedder;
-use dramatis_memory::{EpisodicMemory, Fact, SemanticLayer};
+use crate::modules::{Mind, MindError};
+use crate::{EpisodicMemory, Fact, ReverieLayers, SemanticLayer};
 
-use crate::error::AgentError;
-use crate::shard::Shard;
-
+use super::recall::Reverie;
 use super::search::{Fits, Found, Query, retrieve};
 use super::settings::RecallSettings;
 
@@ -24,9 +22,9 @@ fn rare_names(semantic: &SemanticLayer, options: &[String]) -> Vec<String> {
             option
                 .split_whitespace()
                 .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
-                .flat_map(dramatis_memory::modules::content_words)
+                .flat_map(crate::modules::content_words)
                 .filter(|w| {
-                    let held = dramatis_memory::lexical::stems(w)
+                    let held = crate::lexical::stems(w)
                         .iter()
                         .map(|s| semantic.word_holders(s))
                         .max()
@@ -42,23 +40,23 @@ fn rare_names(semantic: &SemanticLayer, options: &[String]) -> Vec<String> {
 /// How close each option (`vectors`, question and option together) is to everything
 /// held that has a vector: the pool, the anchor and what the option search found.
 fn option_fits(
-    shard: &Shard,
+    layers: &ReverieLayers,
     vectors: &[Vec<f32>],
     (pool, anchor): (&[(Fact, f32)], Option<&EpisodicMemory>),
     found: &[Found],
 ) -> Fits {
-    let semantic = &shard.layers().semantic;
+    let semantic = &layers.semantic;
     let fact_vector = |id: &str| semantic.vector_of(id);
     let mut fits = Fits::new();
     let held = pool
         .iter()
         .map(|(f, _)| (f.id.as_str(), fact_vector(&f.id)))
-        .chain(anchor.map(|a| (a.id.as_str(), shard.layers().episodic.vector_of(&a.id))))
+        .chain(anchor.map(|a| (a.id.as_str(), layers.episodic.vector_of(&a.id))))
         .chain(found.iter().map(|f| {
             let vector = if f.fact.is_some() {
                 fact_vector(&f.id)
             } else {
-                shard.layers().episodic.vector_of(&f.id)
+                layers.episodic.vector_of(&f.id)
             };
             (f.id.as_str(), vector)
         }));
@@ -66,7 +64,7 @@ fn option_fits(
         if let Some(vector) = vector {
             let each = vectors
                 .iter()
-                .map(|o| dramatis_memory::vector::dot(o, vector))
+                .map(|o| crate::vector::dot(o, vector))
                 .collect();
             fits.insert(id.to_owned(), each);
         }
@@ -78,14 +76,14 @@ fn option_fits(
 /// option together (facts and scene memories) and by the option's words (facts), that
 /// the pool and the anchor do not hold yet, with its cosine to the question itself.
 pub(super) async fn weigh_options(
-    shard: &Shard,
-    me: &str,
+    reverie: &Reverie<'_>,
     query: &Query<'_>,
     query_vector: &[f32],
     (pool, anchor): (&[(Fact, f32)], Option<&EpisodicMemory>),
     settings: &RecallSettings,
-    embedder: &dyn Embedder,
-) -> Result<(Vec<Found>, Fits), AgentError> {
+    mind: &dyn Mind,
+) -> Result<(Vec<Found>, Fits), MindError> {
+    let (layers, me) = (reverie.layers, reverie.character);
     if query.options.is_empty() || !settings.option_search {
         return Ok((Vec::new(), Fits::new()));
     }
@@ -94,8 +92,8 @@ pub(super) async fn weigh_options(
         .iter()
         .map(|o| format!("{} {}", query.text.trim(), o.trim()))
         .collect();
-    let vectors = embedder.embed(&asked).await?;
-    let semantic = &shard.layers().semantic;
+    let vectors = mind.try_embed(&asked).await?;
+    let semantic = &layers.semantic;
     let rare = rare_names(semantic, query.options);
     let words: Vec<&str> = rare.iter().map(String::as_str).collect();
     let mut found: Vec<Found> = Vec::new();
@@ -113,7 +111,7 @@ pub(super) async fn weigh_options(
         pool_max,
         ..settings.clone()
     };
-    let hits = retrieve(shard, me, &vectors, &every, &usual);
+    let hits = retrieve(layers, me, &vectors, &every, &usual);
     let usual: Vec<String> = hits.iter().map(|(fact, _)| fact.id.clone()).collect();
     // And by an option's names, whatever the recall mode, any hit: a place or a
     // weekday is the surest trace of an option, and recall's BM25 floor is above any
@@ -125,7 +123,7 @@ pub(super) async fn weigh_options(
         lexical_min: f32::MIN_POSITIVE,
         ..settings.clone()
     };
-    let named = retrieve(shard, me, &[], &words, &by_name);
+    let named = retrieve(layers, me, &[], &words, &by_name);
     for (fact, _) in hits.into_iter().chain(named) {
         if held(&found, &fact.id) {
             continue;
@@ -136,7 +134,7 @@ pub(super) async fn weigh_options(
         let closeness = semantic
             .vector_of(&fact.id)
             .filter(|_| usual.contains(&fact.id))
-            .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
+            .map_or(0.0, |v| crate::vector::dot(v, query_vector));
         found.push(Found {
             id: fact.id.clone(),
             text: fact.text.clone(),
@@ -146,7 +144,7 @@ pub(super) async fn weigh_options(
         });
     }
     if settings.layers.episodic {
-        let episodic = &shard.layers().episodic;
+        let episodic = &layers.episodic;
         for vector in &vectors {
             for (memory, score) in episodic.anchor(vector, settings.per_probe) {
                 if score < settings.relevant || held(&found, &memory.id) {
@@ -154,7 +152,7 @@ pub(super) async fn weigh_options(
                 }
                 let closeness = episodic
                     .vector_of(&memory.id)
-                    .map_or(0.0, |v| dramatis_memory::vector::dot(v, query_vector));
+                    .map_or(0.0, |v| crate::vector::dot(v, query_vector));
                 found.push(Found {
                     id: memory.id.clone(),
                     text: memory.text.clone(),
@@ -165,6 +163,6 @@ pub(super) async fn weigh_options(
             }
         }
     }
-    let fits = option_fits(shard, &vectors, (pool, anchor), &found);
+    let fits = option_fits(layers, &vectors, (pool, anchor), &found);
     Ok((found, fits))
 }
