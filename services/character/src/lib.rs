@@ -22,7 +22,6 @@ mod mind;
 pub mod modules;
 mod perceive;
 mod prompt;
-pub mod reverie;
 pub mod shard;
 mod stream_text;
 

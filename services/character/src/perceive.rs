@@ -3,16 +3,14 @@
 //! model-written memories, one rewrite call per scene, as it ends).
 
 use dramatis_llm::ModelRole;
-use dramatis_memory::modules::ModuleKind;
 use dramatis_proto::v1::Event;
 use tracing::Instrument as _;
 
 use crate::character::Character;
 use crate::error::AgentError;
-use crate::host::{CharacterAgents, MemoryWrites};
-use crate::reverie::writer::{Author, arrival_facts, rewrite_scene, write_scene};
-use crate::shard::{AuditEntry, PendingSave, PerceivedKind, SceneDraft, Shard};
-use dramatis_runtime::now_ms;
+use crate::host::MemoryWrites;
+use crate::mind::AgentMind;
+use crate::shard::{PendingSave, SceneDraft, Shard};
 
 /// Every event sent to a character of `world` is one of its events.
 pub fn check_world(world: &str, events: &[Event]) -> Result<(), AgentError> {
@@ -55,37 +53,17 @@ impl Character {
                 shard.record_prompt(entry);
             }
         }
-        let (id, name) = (shard.profile.id.clone(), shard.profile.name.clone());
-        let writer = Author {
-            id: &id,
-            name: &name,
-        };
-        // With ReverieMem's layers off, scenes are not written to them (the profile's
-        // starting memories stay, unread).
-        let ended = if shard.module_set().contains(ModuleKind::Reverie) {
-            ended
-        } else {
-            Vec::new()
-        };
-        for draft in ended {
-            let written = write_scene(writer, &draft, agents.options.embedder.as_ref())
-                .instrument(tracing::info_span!("scene_write"))
-                .await?;
-            shard.commit(written);
-            if agents.options.memory_writes == MemoryWrites::Model {
-                agents.rewrite(&mut shard, writer, &draft).await?;
-            }
+        // ReverieMem writes each ended scene (nothing, with the module off), and the
+        // place of a scene the character just arrived in, known from now on.
+        let rewrite = agents.options.memory_writes == MemoryWrites::Model;
+        let model = agents.options.models.get(ModelRole::Character);
+        let mind = agents.mind(model.as_ref());
+        let written = write_memories(&mut shard, &mind, &ended, rewrite, before).await;
+        let (_, audit) = mind.finish();
+        for entry in audit {
+            shard.record_prompt(entry);
         }
-        // The place of a scene the character just arrived in, known from now on.
-        if shard.module_set().contains(ModuleKind::Reverie) {
-            let places = arrival_facts(
-                writer,
-                &shard.perceived()[before..],
-                agents.options.embedder.as_ref(),
-            )
-            .await?;
-            shard.commit_facts(places);
-        }
+        written?;
         let last_seq = shard.last_seq();
         let saved = if accepted > 0 {
             let _span = tracing::info_span!("perceive_save").entered();
@@ -102,40 +80,31 @@ impl Character {
     }
 }
 
-impl CharacterAgents {
-    /// The model rewrites the memory of the scene `draft`, which just ended, in a call
-    /// of its own: its prompt holds this scene's lines only (each ended scene is
-    /// rewritten in story order before the next), so no memory is written with later
-    /// scenes in view. The prompt is audited with the scene's lines.
-    async fn rewrite(
-        &self,
-        shard: &mut Shard,
-        writer: Author<'_>,
-        draft: &SceneDraft,
-    ) -> Result<(), AgentError> {
-        let model = self.options.models.get(ModelRole::Character);
-        let rewritten = rewrite_scene(
-            writer,
-            draft,
-            model.as_ref(),
-            self.options.embedder.as_ref(),
-        )
-        .await?;
-        let items = draft
-            .events
-            .iter()
-            .filter(|e| e.kind != PerceivedKind::SceneEnd)
-            .map(|e| (e.memory_id(), crate::shard::PERCEIVED.to_owned()))
-            .collect();
-        shard.record_prompt(AuditEntry {
-            purpose: "scene_memory".into(),
-            prompt: rewritten.prompt.clone(),
-            items,
-            timestamp_ms: now_ms(),
-            flagged: Vec::new(),
-            guard: Vec::new(),
-        });
-        shard.commit_rewrite(rewritten);
-        Ok(())
+/// ReverieMem's writes of one perceive: each scene of `ended`, in story order (with
+/// `rewrite`, the model rewrites its memory in a call of its own, whose prompt holds
+/// that scene's lines only, so no memory is written with later scenes in view), then
+/// the places of the scenes begun among the events perceived from `before` on. Each is
+/// committed as it is written.
+async fn write_memories(
+    shard: &mut Shard,
+    mind: &AgentMind<'_>,
+    ended: &[SceneDraft],
+    rewrite: bool,
+    before: usize,
+) -> Result<(), AgentError> {
+    for draft in ended {
+        let Some((written, rewritten)) = shard.reverie().write(mind, draft, rewrite).await? else {
+            continue;
+        };
+        shard.commit(written);
+        if let Some(rewritten) = rewritten {
+            shard.commit_rewrite(rewritten);
+        }
     }
+    let places = shard
+        .reverie()
+        .arrive(mind, &shard.perceived()[before..])
+        .await?;
+    shard.commit_facts(places);
+    Ok(())
 }

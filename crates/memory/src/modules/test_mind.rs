@@ -2,22 +2,38 @@
 
 use std::sync::Mutex;
 
-use super::Mind;
+use super::{Call, Mind, MindError, Reply, Spent};
 
 /// Embeds by hashing lower-cased words into 64 buckets, so texts sharing words are
-/// near; answers `json` from a queue (None when empty: the fallback path).
+/// near; answers `json` from a queue (None when empty: the fallback path), and each
+/// [`Call`] with the next of `replies` (a call with none left fails), keeping its prompt.
 #[derive(Debug, Default)]
 pub struct TestMind {
     pub answers: Mutex<Vec<serde_json::Value>>,
     pub asked: Mutex<Vec<String>>,
+    pub replies: Mutex<Vec<String>>,
+    /// Every call's system and user text, joined by a line break, in order.
+    pub prompts: Mutex<Vec<String>>,
 }
 
 impl TestMind {
     pub fn answering(answers: Vec<serde_json::Value>) -> Self {
         Self {
             answers: Mutex::new(answers),
-            asked: Mutex::default(),
+            ..Self::default()
         }
+    }
+
+    /// A mind whose calls are answered by `replies`, in order.
+    pub fn replying(replies: &[&str]) -> Self {
+        Self {
+            replies: Mutex::new(replies.iter().map(|r| (*r).to_owned()).collect()),
+            ..Self::default()
+        }
+    }
+
+    pub fn prompts(&self) -> Vec<String> {
+        self.prompts.lock().expect("lock").clone()
     }
 
     pub fn asked(&self) -> Vec<String> {
@@ -59,5 +75,27 @@ impl Mind for TestMind {
         } else {
             Some(answers.remove(0))
         }
+    }
+
+    async fn call(&self, call: Call<'_>) -> Result<Reply, MindError> {
+        self.prompts
+            .lock()
+            .expect("lock")
+            .push(format!("{}\n{}", call.system, call.user));
+        let mut replies = self.replies.lock().expect("lock");
+        if replies.is_empty() {
+            return Err(MindError::Model {
+                message: "no reply left".into(),
+                retryable: false,
+            });
+        }
+        let text = replies.remove(0);
+        Ok(Reply {
+            value: serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .filter(serde_json::Value::is_object),
+            text,
+            spent: Spent::call(10, 5),
+        })
     }
 }

@@ -1,31 +1,57 @@
-//! ReverieMem's read path over one character's layers (§3.4, Algorithm 1): the anchor,
-//! Self-Probe, visibility-bounded retrieval, the weighing of a question's options, and
-//! the personality track (Emo-Gate, Emo-Transition, Pattern). It reaches the embedder
-//! and the model only through [`Mind`], like every other memory module, and returns
-//! what a turn or an answer needs: the items recalled, whether to abstain, the mood
-//! and the calls spent.
+//! ReverieMem over one character's layers. The read path (§3.4, Algorithm 1, in
+//! `recall`): the anchor, Self-Probe, visibility-bounded retrieval, the weighing of a
+//! question's options and the personality track (Emo-Gate, Emo-Transition, Pattern); it
+//! returns what a turn or an answer needs: the items recalled, whether to abstain, the
+//! mood and the calls spent. The write path (§3.3, in [`writer`]): a scene the
+//! character lived through becomes its memory, facts and emotion record. Both reach
+//! the embedder and the model only through [`crate::modules::Mind`], like every other
+//! memory module.
 
 mod emotion;
 mod options;
+mod perceived;
 mod probe;
 mod recall;
+mod scene;
 mod search;
 mod settings;
+pub mod writer;
 
 use serde::{Deserialize, Serialize};
+
+use crate::ReverieLayers;
 
 pub use emotion::{
     EMOTIONS, RECORD_MATCH, cue_emotion, gate_fires, is_refusal, normalise_emotion, transition,
 };
+pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use probe::SELF_PROBE_SCHEMA;
-pub use recall::{EmotionVectors, Recalled, Reverie};
+pub use recall::{EmotionVectors, Recalled};
+pub use scene::{Moment, Rewritten, SceneDraft, WrittenScene};
 pub use search::{Fits, Found, Query, refs};
 pub use settings::{Layers, RecallSettings};
+
+/// ReverieMem over one character's layers: the module a shard runs, read with
+/// [`Reverie::read`] and written with [`Reverie::write`] and [`Reverie::arrive`].
+#[derive(Debug, Clone, Copy)]
+pub struct Reverie<'a> {
+    pub layers: &'a ReverieLayers,
+    /// The mood before this moment.
+    pub mood: &'a Mood,
+    /// The character's id and the name it is called by.
+    pub character: &'a str,
+    pub name: &'a str,
+    /// Whether the module is on for the character: off, a read recalls nothing and
+    /// the mood stays (the layers keep the profile's starting memories, unread).
+    pub on: bool,
+}
 
 /// The audit's names of ReverieMem's layers.
 pub const EPISODIC: &str = "episodic";
 pub const SEMANTIC: &str = "semantic";
 pub const PERSONALITY: &str = "personality";
+/// The audit's name for the lines the character perceived.
+pub const PERCEIVED: &str = "perceived";
 
 /// The character's current emotional state and the pattern it is speaking in.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 use crate::modules::{Mind, MindError};
 use crate::{EpisodicMemory, Fact, ReverieLayers, SemanticLayer};
 
-use super::recall::Reverie;
+use super::Reverie;
 use super::search::{Fits, Found, Query, retrieve};
 use super::settings::RecallSettings;
 

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::modules::{Call, Mind, MindError, Spent};
 use crate::{EpisodicMemory, Fact};
 
-use super::recall::Reverie;
+use super::Reverie;
 use super::search::{Query, refs, retrieve};
 use super::settings::RecallSettings;
 

@@ -14,14 +14,14 @@
 use tracing::Instrument as _;
 
 use crate::modules::{Mind, MindError, Spent};
-use crate::{EpisodicMemory, Fact, PersonalityPattern, ReverieLayers};
+use crate::{EpisodicMemory, Fact, PersonalityPattern};
 
 use super::emotion::{gate_fires, transition};
 use super::options::weigh_options;
 use super::probe::self_probe;
 use super::search::{Fits, Found, Query, retrieve};
 use super::settings::RecallSettings;
-use super::{Mood, blend};
+use super::{Mood, Reverie, blend};
 
 /// What recall produced: the workspace handed to Memory-Fusion.
 #[derive(Debug, Clone, Default)]
@@ -68,20 +68,6 @@ impl Recalled {
             spent: Spent::default(),
         }
     }
-}
-
-/// ReverieMem over one character's layers, as its read path needs them.
-#[derive(Debug, Clone, Copy)]
-pub struct Reverie<'a> {
-    pub layers: &'a ReverieLayers,
-    /// The mood before this moment.
-    pub mood: &'a Mood,
-    /// The character's id and the name it is called by.
-    pub character: &'a str,
-    pub name: &'a str,
-    /// Whether the module is on for the character: off, a read recalls nothing and
-    /// the mood stays (the layers keep the profile's starting memories, unread).
-    pub on: bool,
 }
 
 impl Reverie<'_> {

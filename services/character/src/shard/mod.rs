@@ -8,10 +8,8 @@ use std::collections::BTreeMap;
 use dramatis_embed::Embedder;
 use dramatis_memory::modules::{ModuleKind, ModuleSet, Modules};
 use dramatis_memory::reverie::Reverie;
-use dramatis_memory::{
-    EmotionTransition, EpisodicMemory, Fact, PersonalityPattern, ReverieLayers, VisibilityRoute,
-};
-use dramatis_proto::v1::{CharacterProfile, Event, Usage};
+use dramatis_memory::{EpisodicMemory, Fact, PersonalityPattern, ReverieLayers, VisibilityRoute};
+use dramatis_proto::v1::{CharacterProfile, Event};
 use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
@@ -19,7 +17,6 @@ use crate::error::AgentError;
 mod backend;
 mod jetstream;
 mod legacy;
-mod perceived;
 mod persist;
 mod rows;
 mod saver;
@@ -29,38 +26,21 @@ mod store;
 mod vocabulary;
 mod wire;
 pub use backend::{DiskShard, JetStreamShard, SaveError, ShardBackend};
+pub use dramatis_memory::reverie::{
+    Joint, Moment, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene,
+};
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
-pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use rows::{Delta, Stored};
 pub use saver::{PendingSave, ShardStore};
 pub use store::{read_file as read_store_file, remove_set_aside, set_aside, store_path};
 pub(crate) use vocabulary::{add_words, trim_word};
 pub use wire::module_of;
+pub(crate) use wire::perceived_of;
 
-pub use dramatis_memory::reverie::{EPISODIC, Mood, PERSONALITY, SEMANTIC};
+pub use dramatis_memory::reverie::{EPISODIC, Mood, PERCEIVED, PERSONALITY, SEMANTIC};
 
 /// Format of a shard saved as one JSON file (earlier builds; read to migrate).
 const FORMAT: u32 = 1;
-
-/// The audit's name for the lines the character perceived (ReverieMem's layers are
-/// named by [`EPISODIC`], [`SEMANTIC`] and [`PERSONALITY`]).
-pub const PERCEIVED: &str = "perceived";
-
-/// How the character felt about one of its own utterances (from the action it chose),
-/// waiting for the scene end to enter the emotion-transition record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Moment {
-    pub seq: u64,
-    pub emotion: String,
-    pub intensity: f32,
-    pub intent: String,
-    /// The line it answered.
-    pub trigger: String,
-    /// That line's pieces, as its vector is composed (empty in shards written before
-    /// lines were embedded in pieces: the whole line is embedded then).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trigger_pieces: Vec<String>,
-}
 
 /// The annotation of the character's last action, until its own event arrives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,36 +67,6 @@ pub struct AuditEntry {
     /// What the echo guard decided about the reply to this prompt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guard: Vec<String>,
-}
-
-/// A scene the character lived through, ready to be written to long-term memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SceneDraft {
-    pub scene_id: String,
-    pub events: Vec<Perceived>,
-    pub moments: Vec<Moment>,
-    /// Display names of the people the character has met, by id.
-    pub names: BTreeMap<String, String>,
-}
-
-/// What the write path made of a scene, with one vector per item.
-#[derive(Debug, Clone)]
-pub struct WrittenScene {
-    pub episode: (EpisodicMemory, Vec<f32>),
-    pub facts: Vec<(Fact, Vec<f32>)>,
-    pub transitions: Vec<EmotionTransition>,
-}
-
-/// What the model rewrite of one scene produced.
-#[derive(Debug, Clone, Default)]
-pub struct Rewritten {
-    /// New text and vector of the scene's episodic memory (none: the digest stays).
-    pub episode: Option<(EpisodicMemory, Vec<f32>)>,
-    /// Extra facts the model found, each tied to a line the character perceived.
-    pub facts: Vec<(Fact, Vec<f32>)>,
-    /// The prompt sent (for the audit) and the usage.
-    pub prompt: String,
-    pub usage: Usage,
 }
 
 /// The saved state. Fields a file holds that this build does not know are ignored:

@@ -29,7 +29,7 @@ impl Shard {
             }
             self.state.last_seq = event.seq;
             accepted += 1;
-            let Some(perceived) = Perceived::from_event(event) else {
+            let Some(perceived) = super::perceived_of(event) else {
                 continue;
             };
             // A new scene closes the previous one even if its end was not perceived

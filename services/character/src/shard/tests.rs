@@ -1,8 +1,15 @@
 use dramatis_embed::FakeEmbedder;
+use dramatis_memory::reverie::writer::{Author, episode_id, write_scene};
 use dramatis_proto::v1::KnownFact;
 
 use super::*;
+use crate::mind::AgentMind;
 use dramatis_proto::v1::EventKind;
+
+const WATSON: Author<'static> = Author {
+    id: "watson",
+    name: "John Watson",
+};
 
 async fn shard() -> Shard {
     Shard::new(
@@ -184,11 +191,8 @@ async fn a_store_gives_back_the_same_shard_after_appends_and_a_rewrite_in_place(
         ])
         .expect("accepted");
     let embedder = FakeEmbedder::new(16);
-    let author = crate::reverie::writer::Author {
-        id: "watson",
-        name: "John Watson",
-    };
-    let written = crate::reverie::writer::write_scene(author, &ended[0], &embedder)
+    let mind = AgentMind::new(&embedder, None);
+    let written = write_scene(WATSON, &ended[0], &mind)
         .await
         .expect("written");
     let episode_id = written.episode.0.id.clone();
@@ -272,11 +276,8 @@ async fn the_vocabulary_kept_as_items_arrive_is_the_one_read_from_the_whole_shar
     ];
     lines[0].text = "The Brixton Road affair, Doctor".into();
     let (_, ended) = shard.perceive(&lines).expect("accepted");
-    let author = crate::reverie::writer::Author {
-        id: "watson",
-        name: "John Watson",
-    };
-    let written = crate::reverie::writer::write_scene(author, &ended[0], &FakeEmbedder::new(16))
+    let embedder = FakeEmbedder::new(16);
+    let written = write_scene(WATSON, &ended[0], &AgentMind::new(&embedder, None))
         .await
         .expect("written");
     shard.commit(written);
@@ -295,7 +296,7 @@ async fn the_vocabulary_kept_as_items_arrive_is_the_one_read_from_the_whole_shar
     shard.commit_rewrite(Rewritten {
         episode: Some((
             EpisodicMemory {
-                id: crate::reverie::writer::episode_id("s1"),
+                id: episode_id("s1"),
                 scene_id: "s1".into(),
                 text: "Lauriston Gardens at dusk".into(),
             },

@@ -1,9 +1,38 @@
-//! The shard as the wire shows it: every memory item tagged with its layer, and the
-//! prompt audit as records naming the items each prompt held.
+//! The shard and the wire: an event of the world as the character perceived it, every
+//! memory item tagged with its layer, and the prompt audit as records naming the items
+//! each prompt held.
 
-use dramatis_proto::v1::{MemoryItem, MemoryRef, PromptRecord};
+use dramatis_proto::v1::{Event, EventKind, MemoryItem, MemoryRef, PromptRecord};
 
-use super::{EPISODIC, PERCEIVED, PERSONALITY, SEMANTIC, Shard};
+use super::{EPISODIC, PERCEIVED, PERSONALITY, Perceived, PerceivedKind, SEMANTIC, Shard, display};
+
+/// The world's `event` as the character perceived it; `None` for an event of no kind.
+pub(crate) fn perceived_of(event: &Event) -> Option<Perceived> {
+    let kind = match event.kind() {
+        EventKind::Speech => PerceivedKind::Speech,
+        EventKind::Action => PerceivedKind::Action,
+        EventKind::Movement => PerceivedKind::Movement,
+        EventKind::Narration => PerceivedKind::Narration,
+        EventKind::SceneStart => PerceivedKind::SceneStart,
+        EventKind::SceneEnd => PerceivedKind::SceneEnd,
+        EventKind::Unspecified => return None,
+    };
+    Some(Perceived {
+        seq: event.seq,
+        scene_id: event.scene_id.clone(),
+        kind,
+        speaker: event.speaker.clone(),
+        speaker_name: display(&event.speaker_name, &event.speaker).to_owned(),
+        target: event.target.clone(),
+        target_name: display(&event.target_name, &event.target).to_owned(),
+        text: event.text.clone(),
+        thought: event.thought.clone(),
+        perceivers: event.perceivers.clone(),
+        perceiver_names: event.perceiver_names.clone(),
+        others: event.others_perceiving,
+        place_description: event.place_description.clone(),
+    })
+}
 
 impl Shard {
     /// Everything the shard holds, as memory items tagged with their layer.

@@ -13,15 +13,18 @@
 
 use std::collections::BTreeSet;
 
-use dramatis_embed::{Embedder, embed_composed};
-use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel, ResponseSchema};
-use dramatis_memory::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::error::AgentError;
-use crate::shard::{Joint, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene};
-use dramatis_llm::parse_json;
+use tracing::Instrument as _;
+
+use crate::modules::{Call, Mind, MindError};
+use crate::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
+
+use super::{
+    Joint, PERCEIVED, Perceived, PerceivedKind, Phrase, Reverie, Rewritten, SceneDraft,
+    WrittenScene,
+};
 
 /// Name of the scene-memory schema.
 pub const SCENE_MEMORY_SCHEMA: &str = "scene_memory";
@@ -60,8 +63,8 @@ struct ModelFact {
 pub async fn write_scene(
     writer: Author<'_>,
     draft: &SceneDraft,
-    embedder: &dyn Embedder,
-) -> Result<WrittenScene, AgentError> {
+    mind: &dyn Mind,
+) -> Result<WrittenScene, MindError> {
     let facts = event_facts(writer, &draft.events);
     let (summary, summary_pieces) = digest_in_pieces(writer, draft);
     let transitions: Vec<EmotionTransition> = draft
@@ -87,7 +90,7 @@ pub async fn write_scene(
             m.trigger_pieces.clone()
         }
     }));
-    let mut vectors = embed_composed(embedder, &texts).await?.into_iter();
+    let mut vectors = mind.compose(&texts).await?.into_iter();
     let episode = (
         EpisodicMemory {
             id: episode_id(&draft.scene_id),
@@ -114,6 +117,53 @@ pub async fn write_scene(
     })
 }
 
+impl Reverie<'_> {
+    /// Whose memories the write path writes.
+    fn author(&self) -> Author<'_> {
+        Author {
+            id: self.character,
+            name: self.name,
+        }
+    }
+
+    /// Writes the scene `draft`, which just ended, to long-term memory: its digest,
+    /// facts and emotion record, and with `rewrite` the model's memory of it, through
+    /// `mind`. `None` when the module is off: scenes are not written to the layers then
+    /// (the profile's starting memories stay, unread).
+    pub async fn write(
+        &self,
+        mind: &dyn Mind,
+        draft: &SceneDraft,
+        rewrite: bool,
+    ) -> Result<Option<(WrittenScene, Option<Rewritten>)>, MindError> {
+        if !self.on {
+            return Ok(None);
+        }
+        let written = write_scene(self.author(), draft, mind)
+            .instrument(tracing::info_span!("scene_write"))
+            .await?;
+        let rewritten = if rewrite {
+            Some(rewrite_scene(self.author(), draft, mind).await?)
+        } else {
+            None
+        };
+        Ok(Some((written, rewritten)))
+    }
+
+    /// The places of the scenes among `events` that the character just arrived in, as
+    /// facts it holds from now on; none when the module is off.
+    pub async fn arrive(
+        &self,
+        mind: &dyn Mind,
+        events: &[Perceived],
+    ) -> Result<Vec<(Fact, Vec<f32>)>, MindError> {
+        if !self.on {
+            return Ok(Vec::new());
+        }
+        arrival_facts(self.author(), events, mind).await
+    }
+}
+
 /// Id of the episodic memory of a scene.
 #[must_use]
 pub fn episode_id(scene_id: &str) -> String {
@@ -122,23 +172,23 @@ pub fn episode_id(scene_id: &str) -> String {
 
 /// One model call rewrites the memory of the scene `draft` (just ended) in the
 /// character's voice and adds facts with causes. The prompt holds only that scene's
-/// lines, so nothing the character lived through later colours it. Output it cannot
-/// use leaves the digest in place.
+/// lines, so nothing the character lived through later colours it; the mind audits it
+/// with those lines. Output it cannot use leaves the digest in place.
 pub async fn rewrite_scene(
     writer: Author<'_>,
     draft: &SceneDraft,
-    model: &dyn LanguageModel,
-    embedder: &dyn Embedder,
-) -> Result<Rewritten, AgentError> {
-    let (request, lines) = rewrite_request(writer, draft);
+    mind: &dyn Mind,
+) -> Result<Rewritten, MindError> {
+    let (call, lines) = rewrite_call(writer, draft);
+    let replied = mind.call(call).await?;
     let mut out = Rewritten {
-        prompt: request.prompt_text(),
+        spent: replied.spent,
         ..Rewritten::default()
     };
-    let completion = model.complete(&request, None).await?;
-    out.usage
-        .count_call(completion.prompt_tokens, completion.completion_tokens);
-    let Some((reply, _)) = parse_json::<ModelMemory>(&completion.text, |_| true) else {
+    let Some(reply) = replied
+        .value
+        .and_then(|v| serde_json::from_value::<ModelMemory>(v).ok())
+    else {
         tracing::warn!(
             character = writer.id,
             scene = %draft.scene_id,
@@ -156,7 +206,7 @@ pub async fn rewrite_scene(
     let facts = model_facts(writer, &lines, reply.facts);
     let mut texts: Vec<String> = episode.iter().map(|e| e.text.clone()).collect();
     texts.extend(facts.iter().map(|f| f.text.clone()));
-    let mut vectors = embedder.embed(&texts).await?.into_iter();
+    let mut vectors = mind.try_embed(&texts).await?.into_iter();
     out.episode = episode.map(|e| (e, vectors.next().unwrap_or_default()));
     out.facts = facts
         .into_iter()
@@ -195,8 +245,8 @@ fn event_facts(writer: Author<'_>, events: &[Perceived]) -> Vec<(Fact, Phrase)> 
 pub async fn arrival_facts(
     writer: Author<'_>,
     events: &[Perceived],
-    embedder: &dyn Embedder,
-) -> Result<Vec<(Fact, Vec<f32>)>, AgentError> {
+    mind: &dyn Mind,
+) -> Result<Vec<(Fact, Vec<f32>)>, MindError> {
     let facts: Vec<(Fact, Phrase)> = events
         .iter()
         .filter(|event| event.kind == PerceivedKind::SceneStart)
@@ -206,7 +256,7 @@ pub async fn arrival_facts(
         return Ok(Vec::new());
     }
     let texts: Vec<Vec<String>> = facts.iter().map(|(_, phrase)| phrase.pieces()).collect();
-    let vectors = embed_composed(embedder, &texts).await?;
+    let vectors = mind.compose(&texts).await?;
     Ok(facts
         .into_iter()
         .zip(vectors)
@@ -293,7 +343,7 @@ fn model_facts(
             let cause = clean(&f.cause);
             let mut text = format!("{subject} {predicate} {object}");
             if !cause.is_empty() {
-                dramatis_runtime::push!(text, " because {cause}");
+                dramatis_base::push!(text, " because {cause}");
             }
             Some(Fact {
                 id: format!("fact:e{}:{}", event.seq, f.line),
@@ -318,19 +368,19 @@ fn numbered<'e>(writer: Author<'_>, draft: &'e SceneDraft) -> Vec<(&'e Perceived
         .collect()
 }
 
-/// The prompt that rewrites one scene's memory: that scene's numbered lines and how the
+/// The call that rewrites one scene's memory: that scene's numbered lines and how the
 /// character felt when it spoke, nothing else.
-fn rewrite_request<'e>(
+fn rewrite_call<'e>(
     writer: Author<'_>,
     draft: &'e SceneDraft,
-) -> (CompletionRequest, Vec<(&'e Perceived, String)>) {
+) -> (Call<'static>, Vec<(&'e Perceived, String)>) {
     let lines = numbered(writer, draft);
     let mut text = String::new();
     for (number, (_, line)) in lines.iter().enumerate() {
-        dramatis_runtime::push!(text, "{}. {line}\n", number + 1);
+        dramatis_base::push!(text, "{}. {line}\n", number + 1);
     }
     for moment in &draft.moments {
-        dramatis_runtime::push!(
+        dramatis_base::push!(
             text,
             "(You felt {} when you spoke; you wanted to {}.)\n",
             moment.emotion,
@@ -367,15 +417,23 @@ fn rewrite_request<'e>(
         },
         "required": ["summary", "facts"]
     });
-    let request =
-        CompletionRequest::new(vec![ChatMessage::system(system), ChatMessage::user(text)])
-            .with_max_tokens(160)
-            .with_temperature(0.3)
-            .with_schema(ResponseSchema {
-                name: SCENE_MEMORY_SCHEMA.into(),
-                schema,
-            });
-    (request, lines)
+    let items = draft
+        .events
+        .iter()
+        .filter(|e| e.kind != PerceivedKind::SceneEnd)
+        .map(|e| (e.memory_id(), PERCEIVED.to_owned()))
+        .collect();
+    let call = Call {
+        purpose: SCENE_MEMORY_SCHEMA,
+        system,
+        user: text,
+        max_tokens: 160,
+        temperature: 0.3,
+        schema_name: SCENE_MEMORY_SCHEMA,
+        schema,
+        items,
+    };
+    (call, lines)
 }
 
 /// A first-person digest of the scene: who was there, what the character said and
@@ -443,7 +501,7 @@ fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<Stri
     {
         let mut felt = format!("I felt {}", feeling.emotion);
         if !feeling.intent.is_empty() {
-            dramatis_runtime::push!(
+            dramatis_base::push!(
                 felt,
                 "; I wanted to {}",
                 feeling.intent.trim_end_matches('.')

@@ -1,10 +1,11 @@
-use dramatis_embed::FakeEmbedder;
-use dramatis_llm::{ScriptRule, ScriptedModel};
-
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::shard::Moment;
+use crate::modules::test_mind::TestMind;
+use crate::reverie::Moment;
+
+/// The test mind's vectors are this long.
+const DIMENSION: usize = 64;
 
 fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &str) -> Perceived {
     let name = |id: &str| match id {
@@ -102,7 +103,7 @@ fn in_a_crowd_the_digest_names_whom_the_lines_named_and_counts_the_rest() {
 
 #[tokio::test]
 async fn facts_carry_the_perceivers_and_the_route() {
-    let written = write_scene(WATSON, &draft(), &FakeEmbedder::new(8))
+    let written = write_scene(WATSON, &draft(), &TestMind::default())
         .await
         .expect("written");
     let facts: Vec<(&str, VisibilityRoute)> = written
@@ -119,10 +120,10 @@ async fn facts_carry_the_perceivers_and_the_route() {
         ]
     );
     assert!(written.facts.iter().all(|(f, v)| {
-        f.visibility == BTreeSet::from(["holmes".to_owned(), "watson".to_owned()]) && v.len() == 8
+        f.visibility == BTreeSet::from(["holmes".to_owned(), "watson".to_owned()]) && v.len() == DIMENSION
     }));
     assert_eq!(written.transitions.len(), 1);
-    assert_eq!(written.transitions[0].trigger_vector.len(), 8);
+    assert_eq!(written.transitions[0].trigger_vector.len(), DIMENSION);
     assert_eq!(written.episode.0.id, "episode:lab");
     assert_eq!(written.episode.0.text, digest(WATSON, &draft()));
 }
@@ -135,7 +136,7 @@ async fn the_place_a_scene_opens_in_is_remembered_as_seen_by_those_there() {
     let mut draft = draft();
     draft.events[0].place_description = "A lofty room lined with bottles and retorts.".into();
     draft.events[0].perceivers = vec!["watson".into()];
-    let arrived = arrival_facts(WATSON, &draft.events, &FakeEmbedder::new(8))
+    let arrived = arrival_facts(WATSON, &draft.events, &TestMind::default())
         .await
         .expect("written");
     let [(place, vector)] = arrived.as_slice() else {
@@ -148,13 +149,13 @@ async fn the_place_a_scene_opens_in_is_remembered_as_seen_by_those_there() {
     );
     assert_eq!(place.subject, "Watson");
     assert_eq!(place.visibility, BTreeSet::from(["watson".to_owned()]));
-    assert_eq!(vector.len(), 8);
-    let written = write_scene(WATSON, &draft, &FakeEmbedder::new(8))
+    assert_eq!(vector.len(), DIMENSION);
+    let written = write_scene(WATSON, &draft, &TestMind::default())
         .await
         .expect("written");
     assert!(written.facts.iter().all(|(f, _)| f.id != "fact:e1"));
     // Without a description the scene's start is no fact, as before.
-    let plain = arrival_facts(WATSON, &self::draft().events, &FakeEmbedder::new(8))
+    let plain = arrival_facts(WATSON, &self::draft().events, &TestMind::default())
         .await
         .expect("written");
     assert!(plain.is_empty());
@@ -162,47 +163,42 @@ async fn the_place_a_scene_opens_in_is_remembered_as_seen_by_those_there() {
 
 #[tokio::test]
 async fn one_call_rewrites_a_scene_and_facts_cite_its_perceived_lines_only() {
-    let model = ScriptedModel::new(vec![ScriptRule {
-        when: vec!["a scene you just lived through".into()],
-        reply: r#"{"summary":"I met a remarkable man.",
+    let mind = TestMind::replying(&[r#"{"summary":"I met a remarkable man.",
             "facts":[
             {"line":2,"subject":"Holmes","predicate":"knew","object":"my service","cause":"my tan"},
-            {"line":99,"subject":"x","predicate":"y","object":"z","cause":""}]}"#
-            .into(),
-    }]);
-    let rewritten = rewrite_scene(WATSON, &draft(), &model, &FakeEmbedder::new(8))
+            {"line":99,"subject":"x","predicate":"y","object":"z","cause":""}]}"#]);
+    let rewritten = rewrite_scene(WATSON, &draft(), &mind)
         .await
         .expect("rewritten");
-    assert_eq!(model.calls(), 1);
-    assert_eq!(rewritten.usage.llm_calls, 1);
-    assert!(rewritten.prompt.contains("1. -- The laboratory"));
-    assert!(rewritten.prompt.contains("2. Holmes (to you)"));
-    assert!(rewritten.prompt.contains("You felt surprise"));
+    let prompts = mind.prompts();
+    assert_eq!(prompts.len(), 1);
+    assert!(prompts[0].contains("a scene you just lived through"));
+    assert_eq!(rewritten.spent.calls, 1);
+    assert!(prompts[0].contains("1. -- The laboratory"));
+    assert!(prompts[0].contains("2. Holmes (to you)"));
+    assert!(prompts[0].contains("You felt surprise"));
     let (episode, vector) = rewritten.episode.as_ref().expect("a new memory");
     assert_eq!(
         (episode.id.as_str(), episode.text.as_str()),
         ("episode:lab", "I met a remarkable man.")
     );
-    assert_eq!(vector.len(), 8);
+    assert_eq!(vector.len(), DIMENSION);
     assert_eq!(rewritten.facts.len(), 1, "line 99 was never perceived");
     let (fact, vector) = &rewritten.facts[0];
     assert_eq!(fact.text, "Holmes knew my service because my tan");
     assert_eq!(fact.id, "fact:e2:2", "line 2 is the scene's second line");
-    assert_eq!(vector.len(), 8);
+    assert_eq!(vector.len(), DIMENSION);
 }
 
 #[tokio::test]
 async fn an_empty_or_unusable_rewrite_keeps_the_digest() {
     for reply in [r#"{"summary":"","facts":[]}"#, "I remember nothing."] {
-        let model = ScriptedModel::new(vec![ScriptRule {
-            when: vec!["a scene you just lived through".into()],
-            reply: reply.into(),
-        }]);
-        let rewritten = rewrite_scene(WATSON, &draft(), &model, &FakeEmbedder::new(8))
+        let mind = TestMind::replying(&[reply]);
+        let rewritten = rewrite_scene(WATSON, &draft(), &mind)
             .await
             .expect("rewritten");
         assert!(rewritten.episode.is_none(), "{reply}");
         assert!(rewritten.facts.is_empty());
-        assert_eq!(rewritten.usage.llm_calls, 1, "the call is still counted");
+        assert_eq!(rewritten.spent.calls, 1, "the call is still counted");
     }
 }

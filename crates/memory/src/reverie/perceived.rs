@@ -2,11 +2,9 @@
 //! reached the character (scene markers included), and its renderings as a first-person
 //! line and as a line of the storyline the memory modules share.
 
-use dramatis_memory::modules::{Line, LineKind};
-use dramatis_proto::v1::{Event, EventKind};
 use serde::{Deserialize, Serialize};
 
-use super::display;
+use crate::modules::{Line, LineKind};
 
 /// What kind of perceived event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,7 +18,8 @@ pub enum PerceivedKind {
     SceneEnd,
 }
 
-/// An event as the character perceived it.
+/// An event as the character perceived it (the agent makes it from the world's event,
+/// names as the character knew them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Perceived {
     pub seq: u64,
@@ -54,33 +53,6 @@ fn is_zero(n: &u32) -> bool {
 }
 
 impl Perceived {
-    pub(super) fn from_event(event: &Event) -> Option<Self> {
-        let kind = match event.kind() {
-            EventKind::Speech => PerceivedKind::Speech,
-            EventKind::Action => PerceivedKind::Action,
-            EventKind::Movement => PerceivedKind::Movement,
-            EventKind::Narration => PerceivedKind::Narration,
-            EventKind::SceneStart => PerceivedKind::SceneStart,
-            EventKind::SceneEnd => PerceivedKind::SceneEnd,
-            EventKind::Unspecified => return None,
-        };
-        Some(Self {
-            seq: event.seq,
-            scene_id: event.scene_id.clone(),
-            kind,
-            speaker: event.speaker.clone(),
-            speaker_name: display(&event.speaker_name, &event.speaker).to_owned(),
-            target: event.target.clone(),
-            target_name: display(&event.target_name, &event.target).to_owned(),
-            text: event.text.clone(),
-            thought: event.thought.clone(),
-            perceivers: event.perceivers.clone(),
-            perceiver_names: event.perceiver_names.clone(),
-            others: event.others_perceiving,
-            place_description: event.place_description.clone(),
-        })
-    }
-
     /// The event as a line of the character's working memory ("You" for itself).
     #[must_use]
     pub fn line(&self, me: &str) -> Option<String> {
@@ -181,7 +153,7 @@ pub enum Joint {
 /// was said or done, the same for everyone who perceived it. Prompts read its
 /// [`text`](Self::text); memory embeds its [`pieces`](Self::pieces), so a line's words
 /// are embedded once per agent process however many of its characters perceived them
-/// (`dramatis_embed::embed_composed`).
+/// (the agent composes a line's vector from its pieces').
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Phrase {
     /// Empty for words that stand alone (narration).
