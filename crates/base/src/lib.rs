@@ -1,4 +1,5 @@
-//! The small helpers every crate of Dramatis needs the same way, in a crate of no
+//! The small helpers every crate of Dramatis needs the same way (and the unit scaling
+//! of a vector, which the embedder and the memory share), in a crate of no
 //! dependencies, so the pure crates (`dramatis-story`, `dramatis-scenario`) use them
 //! without linking the services' runtime (its HTTP server, certificates and metrics).
 
@@ -63,6 +64,16 @@ macro_rules! push {
     }};
 }
 
+/// Scales a vector to unit length in place (a zero vector stays zero).
+pub fn normalise(vector: &mut [f32]) {
+    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > f32::EPSILON {
+        for x in vector.iter_mut() {
+            *x /= norm;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,15 +105,5 @@ mod tests {
         let quoted = quote(&long);
         assert_eq!(quoted, format!("{:?}… (5000 characters)", "x".repeat(40)));
         assert_eq!(quote("short"), "\"short\"");
-    }
-}
-
-/// Scales a vector to unit length in place (a zero vector stays zero).
-pub fn normalise(vector: &mut [f32]) {
-    let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > f32::EPSILON {
-        for x in vector.iter_mut() {
-            *x /= norm;
-        }
     }
 }

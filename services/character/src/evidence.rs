@@ -188,7 +188,7 @@ pub fn no_synonyms() -> &'static Thesaurus {
 }
 
 /// Whether a scene memory is the digest of a scene the character lived through
-/// ([`crate::reverie::writer::episode_id`]), not one it started with.
+/// ([`dramatis_memory::reverie::writer::episode_id`]), not one it started with.
 fn is_digest(id: &str) -> bool {
     id.starts_with("episode:")
 }

@@ -19,7 +19,11 @@ pub mod writer;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ReverieLayers;
+use tracing::Instrument as _;
+
+use crate::modules::{Mind, MindError};
+use crate::{Fact, ReverieLayers};
+use writer::{Author, arrival_facts, rewrite_scene, write_scene};
 
 pub use emotion::{
     EMOTIONS, RECORD_MATCH, cue_emotion, gate_fires, is_refusal, normalise_emotion, transition,
@@ -44,6 +48,53 @@ pub struct Reverie<'a> {
     /// Whether the module is on for the character: off, a read recalls nothing and
     /// the mood stays (the layers keep the profile's starting memories, unread).
     pub on: bool,
+}
+
+impl Reverie<'_> {
+    /// Whose memories the write path writes.
+    fn author(&self) -> Author<'_> {
+        Author {
+            id: self.character,
+            name: self.name,
+        }
+    }
+
+    /// Writes the scene `draft`, which just ended, to long-term memory: its digest,
+    /// facts and emotion record, and with `rewrite` the model's memory of it, through
+    /// `mind`. `None` when the module is off: scenes are not written to the layers then
+    /// (the profile's starting memories stay, unread).
+    pub async fn write(
+        &self,
+        mind: &dyn Mind,
+        draft: &SceneDraft,
+        rewrite: bool,
+    ) -> Result<Option<(WrittenScene, Option<Rewritten>)>, MindError> {
+        if !self.on {
+            return Ok(None);
+        }
+        let written = write_scene(self.author(), draft, mind)
+            .instrument(tracing::info_span!("scene_write"))
+            .await?;
+        let rewritten = if rewrite {
+            Some(rewrite_scene(self.author(), draft, mind).await?)
+        } else {
+            None
+        };
+        Ok(Some((written, rewritten)))
+    }
+
+    /// The places of the scenes among `events` that the character just arrived in, as
+    /// facts it holds from now on; none when the module is off.
+    pub async fn arrive(
+        &self,
+        mind: &dyn Mind,
+        events: &[Perceived],
+    ) -> Result<Vec<(Fact, Vec<f32>)>, MindError> {
+        if !self.on {
+            return Ok(Vec::new());
+        }
+        arrival_facts(self.author(), events, mind).await
+    }
 }
 
 /// The audit's names of ReverieMem's layers.
@@ -71,3 +122,6 @@ fn blend(a: &[f32], b: &[f32]) -> Vec<f32> {
     dramatis_base::normalise(&mut sum);
     sum
 }
+
+#[cfg(test)]
+mod tests;

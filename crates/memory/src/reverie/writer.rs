@@ -16,14 +16,11 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::json;
 
-use tracing::Instrument as _;
-
 use crate::modules::{Call, Mind, MindError};
 use crate::{EmotionTransition, EpisodicMemory, Fact, VisibilityRoute};
 
 use super::{
-    Joint, PERCEIVED, Perceived, PerceivedKind, Phrase, Reverie, Rewritten, SceneDraft,
-    WrittenScene,
+    Joint, PERCEIVED, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene,
 };
 
 /// Name of the scene-memory schema.
@@ -115,53 +112,6 @@ pub async fn write_scene(
         facts,
         transitions,
     })
-}
-
-impl Reverie<'_> {
-    /// Whose memories the write path writes.
-    fn author(&self) -> Author<'_> {
-        Author {
-            id: self.character,
-            name: self.name,
-        }
-    }
-
-    /// Writes the scene `draft`, which just ended, to long-term memory: its digest,
-    /// facts and emotion record, and with `rewrite` the model's memory of it, through
-    /// `mind`. `None` when the module is off: scenes are not written to the layers then
-    /// (the profile's starting memories stay, unread).
-    pub async fn write(
-        &self,
-        mind: &dyn Mind,
-        draft: &SceneDraft,
-        rewrite: bool,
-    ) -> Result<Option<(WrittenScene, Option<Rewritten>)>, MindError> {
-        if !self.on {
-            return Ok(None);
-        }
-        let written = write_scene(self.author(), draft, mind)
-            .instrument(tracing::info_span!("scene_write"))
-            .await?;
-        let rewritten = if rewrite {
-            Some(rewrite_scene(self.author(), draft, mind).await?)
-        } else {
-            None
-        };
-        Ok(Some((written, rewritten)))
-    }
-
-    /// The places of the scenes among `events` that the character just arrived in, as
-    /// facts it holds from now on; none when the module is off.
-    pub async fn arrive(
-        &self,
-        mind: &dyn Mind,
-        events: &[Perceived],
-    ) -> Result<Vec<(Fact, Vec<f32>)>, MindError> {
-        if !self.on {
-            return Ok(Vec::new());
-        }
-        arrival_facts(self.author(), events, mind).await
-    }
 }
 
 /// Id of the episodic memory of a scene.

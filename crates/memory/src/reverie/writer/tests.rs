@@ -120,7 +120,8 @@ async fn facts_carry_the_perceivers_and_the_route() {
         ]
     );
     assert!(written.facts.iter().all(|(f, v)| {
-        f.visibility == BTreeSet::from(["holmes".to_owned(), "watson".to_owned()]) && v.len() == DIMENSION
+        f.visibility == BTreeSet::from(["holmes".to_owned(), "watson".to_owned()])
+            && v.len() == DIMENSION
     }));
     assert_eq!(written.transitions.len(), 1);
     assert_eq!(written.transitions[0].trigger_vector.len(), DIMENSION);
