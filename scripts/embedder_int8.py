@@ -1,5 +1,5 @@
 """Rewrites the shipped all-MiniLM-L6-v2 int8 model so ONNX Runtime keeps its weights in
-eight bits instead of folding them to float at load (ARCHITECTURE.md, "The embedder's
+eight bits instead of folding them to float at load (docs/hosting.md, "The embedder's
 weights stay in eight bits").
 
 The shipped model stores each weight as int8 values `q` and a float scale `s`, and

@@ -229,7 +229,7 @@ done
 
 # --- the embedder, weights kept in eight bits -------------------------------------
 # What the services load: the model above rewritten by scripts/embedder_int8.py so ONNX
-# Runtime does not fold its int8 weights to float (ARCHITECTURE.md, "The embedder's
+# Runtime does not fold its int8 weights to float (docs/hosting.md, "The embedder's
 # weights stay in eight bits"). The rewrite runs on the `onnx` package, installed with
 # pip into .cache/onnx-tools (no virtual environment, nothing system-wide), and its
 # result is verified by checksum like every fetched file.

@@ -348,7 +348,7 @@ pub struct LayoutArgs {
     /// How agent processes host characters: `pool` (a few processes shared by every
     /// world, each hosting many characters), `world` (one per world) or `character`
     /// (one per character). Every layout keeps each character's memory in its own
-    /// shard; see ARCHITECTURE.md, "Hosting many characters".
+    /// shard; see docs/hosting.md, "Hosting many characters".
     #[arg(long, env = "DRAMATIS_AGENTS", value_enum, default_value_t = LayoutArg::Pool)]
     pub agents: LayoutArg,
     /// Processes in the pool (default: one per CPU core).

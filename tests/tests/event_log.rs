@@ -318,7 +318,7 @@ async fn a_story_survives_one_nats_node_killed_mid_way() {
 /// is owed, drops its consumer when one is owed twice, and reads by direct get until it
 /// has a new one: two quiet periods (4 s) and one direct get (which waits at most 2 s
 /// for a replica), about 6 s; twice that here, for a loaded machine. No leader election
-/// is waited for. ARCHITECTURE.md, "A follow through a node's death", states it.
+/// is waited for. docs/cluster.md, "A follow through a node's death", states it.
 const RESUMED_WITHIN: Duration = Duration::from_secs(12);
 
 /// Where a follow's pieces are: node indexes of the cluster.

@@ -9,7 +9,7 @@
 //! them costs no model run.
 //!
 //! On all-MiniLM-L6-v2, a composed "frame: words" vector has a cosine of about 0.92 on
-//! average with the vector of the joined text (ARCHITECTURE.md, "Embedding lines").
+//! average with the vector of the joined text (docs/reverie.md, "Embedding lines in pieces").
 
 use crate::{EmbedError, Embedder, normalise};
 

@@ -1,5 +1,6 @@
-//! One character's shard: the three layers, saved as one JSON file beside the agent and
-//! read back on restart.
+//! ReverieMem's three layers of one character, together: what the agent's shard store
+//! keeps a table of each (serde here; the rows are the agent's), and the JSON of
+//! shards earlier builds wrote, read once to migrate.
 
 use std::path::{Path, PathBuf};
 
