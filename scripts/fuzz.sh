@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the scenario parser and inline sandbox specs with cargo fuzz (libFuzzer):
+# Fuzzes the scenario parser, inline sandbox specs, and the card and EPUB readers with
+# cargo fuzz (libFuzzer):
 # `sandbox_crowd` grows each spec to up to 50,000 listed items from a count in its
 # first bytes, so validation that grows faster than its input shows as a timeout.
 #
@@ -22,7 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(scenario_text sandbox_spec sandbox_crowd)
+((${#targets[@]})) || targets=(scenario_text sandbox_spec sandbox_crowd card_file epub_file)
 version="0.13.2"
 say() { printf 'fuzz: %s\n' "$*" >&2; }
 
@@ -50,6 +51,15 @@ for target in "${targets[@]}"; do
     # Every scenario file in the repository, valid and broken, as seeds.
     find scenarios crates/scenario/tests ingest/tests tests/scenarios -name '*.toml' -size -64k \
       -exec cp -t "$seeds" {} + 2>/dev/null || true
+  fi
+  if [ "$target" = card_file ] || [ "$target" = epub_file ]; then
+    # Other tools' real files beside the repository (never copied into it), and small
+    # cards and EPUBs made here, as seeds.
+    kind=cards; [ "$target" = epub_file ] && kind=epub
+    if [ -d "../shared/fixtures/$kind" ]; then
+      find "../shared/fixtures/$kind" -type f -size -1024k -exec cp -t "$seeds" {} + 2>/dev/null || true
+    fi
+    [ "$target" = card_file ] && find ../shared/fixtures/lorebooks -type f -exec cp -t "$seeds" {} + 2>/dev/null || true
   fi
   if [ "$target" = sandbox_crowd ]; then
     # The 32 smallest specs of the sandbox corpus (mostly broken ones), each grown as

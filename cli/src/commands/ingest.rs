@@ -17,7 +17,8 @@ use crate::spawn::{Spawned, start_builtin_llm};
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// The book: plain UTF-8 text, chapters headed `CHAPTER …` (or `Part …`, a bare
-    /// number or Roman numeral), scenes separated by a line of `* * *`.
+    /// number or Roman numeral), scenes separated by a line of `* * *`; or an EPUB (2
+    /// or 3), read as that text in its spine's order, notes and licence left out.
     pub book: PathBuf,
     /// The focus characters: one per line, `Canonical Name | alias, alias` (lowercase
     /// aliases such as `the widow` are descriptions: what strangers see).

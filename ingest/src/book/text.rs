@@ -13,13 +13,17 @@ pub use super::characters::{FocusCharacter, is_description, parse_characters, re
 /// The largest book ingest reads: about 2.8 million words.
 pub const MAX_BOOK_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Reads a book: UTF-8 text, not empty, at most [`MAX_BOOK_BYTES`]. Line ends are
-/// normalised to `\n`.
+/// Reads a book: UTF-8 text, not empty, at most [`MAX_BOOK_BYTES`], or an EPUB (by its
+/// `.epub` name or its zip signature), whose spine becomes that text
+/// ([`dramatis_formats::epub`]). Line ends are normalised to `\n`.
 pub fn read_book(path: &Path) -> anyhow::Result<String> {
     let meta =
         std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if !meta.is_file() {
         bail!("{} is not a file", path.display());
+    }
+    if is_epub(path)? {
+        return read_epub(path, meta.len());
     }
     if meta.len() > MAX_BOOK_BYTES {
         bail!(
@@ -61,6 +65,45 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         bail!("{} is empty", path.display());
     }
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    paragraphed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// Whether `path` is an EPUB: named `.epub`, or a zip by its first bytes.
+fn is_epub(path: &Path) -> anyhow::Result<bool> {
+    let named = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("epub"));
+    if named {
+        return Ok(true);
+    }
+    let mut head = [0u8; 4];
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let read = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
+    Ok(read == 4 && head == *b"PK\x03\x04")
+}
+
+/// An EPUB's text, within the reader's bounds and then the book's.
+fn read_epub(path: &Path, size: u64) -> anyhow::Result<String> {
+    let limits = dramatis_formats::epub::Limits::default();
+    if size > limits.file_bytes {
+        bail!(
+            "{} is {size} bytes; an EPUB is read up to {} bytes",
+            path.display(),
+            limits.file_bytes
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = dramatis_formats::epub::read(&bytes, &limits)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if text.len() as u64 > MAX_BOOK_BYTES {
+        bail!(
+            "{} holds {:.1} MB of text; ingest reads books up to {} MB",
+            path.display(),
+            text.len() as f64 / 1_048_576.0,
+            MAX_BOOK_BYTES / 1_048_576
+        );
+    }
     paragraphed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
