@@ -110,6 +110,15 @@ impl Card {
         self.text("name")
     }
 
+    /// A text field with the template's placeholders resolved: `{{char}}` (and the
+    /// older `<BOT>`) is the card's name, `{{user}}` (and `<USER>`) is `user`, the
+    /// name of whoever the character speaks with. Matched without regard to case, as
+    /// SillyTavern matches them.
+    #[must_use]
+    pub fn resolved(&self, field: &str, user: &str) -> String {
+        resolve_placeholders(self.text(field), self.name(), user)
+    }
+
     /// The card's embedded `character_book`, read as a lorebook.
     pub fn book(&self) -> Result<Option<Lorebook>, LoreError> {
         match self.data.get("character_book") {
@@ -127,6 +136,37 @@ impl Card {
         card.insert("data".into(), Value::Object(self.data.clone()));
         Value::Object(card)
     }
+}
+
+/// `text` with `{{char}}`/`<BOT>` as `name` and `{{user}}`/`<USER>` as `user`.
+#[must_use]
+pub fn resolve_placeholders(text: &str, name: &str, user: &str) -> String {
+    const PLACEHOLDERS: [(&str, bool); 4] = [
+        ("{{char}}", true),
+        ("<bot>", true),
+        ("{{user}}", false),
+        ("<user>", false),
+    ];
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let found = PLACEHOLDERS
+            .iter()
+            .find(|(p, _)| lower[at..].starts_with(p));
+        match found {
+            Some((placeholder, is_char)) => {
+                out.push_str(if *is_char { name } else { user });
+                at += placeholder.len();
+            }
+            None => {
+                let c = text[at..].chars().next().unwrap_or_default();
+                out.push(c);
+                at += c.len_utf8().max(1);
+            }
+        }
+    }
+    out
 }
 
 /// A card from a file's bytes: a PNG by its signature, otherwise JSON. `place` names

@@ -160,3 +160,26 @@ fn a_huge_file_or_one_that_is_no_card_is_refused_before_it_is_parsed() {
     let typed = from_json(br#"{"name":"A","tags":"one"}"#, "c.json");
     assert!(matches!(typed, Err(CardError::Field { field, .. }) if field == "tags"));
 }
+
+#[test]
+fn placeholders_resolve_to_the_character_and_whoever_it_speaks_with() {
+    assert_eq!(
+        resolve_placeholders(
+            "<START>\n{{user}}: Hi?\n{{Char}}: I am {{char}}. <BOT> sees <USER>.",
+            "Aurora",
+            "Mara"
+        ),
+        "<START>\nMara: Hi?\nAurora: I am Aurora. Aurora sees Mara."
+    );
+    assert_eq!(
+        resolve_placeholders("naïve {{user}}—é", "A", "B"),
+        "naïve B—é"
+    );
+    let Some(v2) = card("full_v2_card.json") else {
+        return;
+    };
+    assert_eq!(
+        v2.resolved("system_prompt", "Mara"),
+        "You are Aurora, a mystical oracle."
+    );
+}
