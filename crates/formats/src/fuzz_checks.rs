@@ -52,21 +52,19 @@ pub fn epub_file(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     /// Other tools' real files (beside the repository, never in it) keep the fuzz
     /// targets' properties: the seeds `scripts/fuzz.sh` starts from.
     #[test]
     fn the_fixture_cards_books_and_epubs_keep_the_fuzz_properties() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
         let mut seen = 0;
         for (folder, check) in [
             ("cards", super::card_file as fn(&[u8])),
             ("lorebooks", super::card_file),
             ("epub", super::epub_file),
         ] {
-            let Ok(entries) = std::fs::read_dir(root.join(folder)) else {
-                eprintln!("SKIPPED: {} is absent", root.join(folder).display());
+            let Some(entries) =
+                crate::fixture(folder, "").and_then(|dir| std::fs::read_dir(dir).ok())
+            else {
                 continue;
             };
             for entry in entries.flatten() {

@@ -8,3 +8,19 @@ pub mod card;
 pub mod epub;
 pub mod fuzz_checks;
 pub mod lore;
+
+/// Other tools' real files, beside the repository (`../shared/fixtures/`), for the
+/// tests: `None`, said on stderr, where the folder is absent.
+#[cfg(test)]
+pub(crate) fn fixture(folder: &str, name: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures")
+        .join(folder)
+        .join(name);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: {} is absent", path.display());
+        None
+    }
+}

@@ -22,6 +22,7 @@ mod mind;
 pub mod modules;
 mod perceive;
 mod prompt;
+mod recall;
 pub mod shard;
 mod stream_text;
 

@@ -11,12 +11,9 @@ use dramatis_llm::{
     ChatMessage, CompletionRequest, LanguageModel, LlmError, ResponseSchema, parse_json,
 };
 use dramatis_memory::modules::{Call, Mind, MindError, Reply, Spent};
-use dramatis_memory::reverie::{Query, Recalled};
 use dramatis_proto::v1::Usage;
 
-use crate::error::AgentError;
-use crate::host::CharacterAgents;
-use crate::shard::{AuditEntry, Shard};
+use crate::shard::AuditEntry;
 use dramatis_runtime::now_ms;
 
 /// Tokens a module step may generate.
@@ -181,28 +178,5 @@ impl Mind for AgentMind<'_> {
             spent: Spent::call(completion.prompt_tokens, completion.completion_tokens),
             text: completion.text,
         })
-    }
-}
-
-impl CharacterAgents {
-    /// ReverieMem's read of `query` on `shard`, Self-Probe asking `model` (nothing
-    /// recalled, the mood kept, when the module is off). The prompts it sent enter the
-    /// shard's audit, failed or not.
-    pub(crate) async fn recall(
-        &self,
-        shard: &mut Shard,
-        model: &dyn LanguageModel,
-        query: &Query<'_>,
-    ) -> Result<Recalled, AgentError> {
-        let mind = AgentMind::new(self.options.embedder.as_ref(), Some(model));
-        let read = shard
-            .reverie()
-            .read(&mind, query, &self.options.recall, &self.emotion_vectors)
-            .await;
-        let (_, audit) = mind.finish();
-        for entry in audit {
-            shard.record_prompt(entry);
-        }
-        Ok(read?)
     }
 }

@@ -1,17 +1,9 @@
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::*;
 
 fn fixture(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/cards")
-        .join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
+    crate::fixture("cards", name)
 }
 
 fn card(name: &str) -> Option<Card> {

@@ -1,20 +1,12 @@
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use zip::write::SimpleFileOptions;
 
 use super::*;
 
 fn fixture(name: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/epub")
-        .join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
+    crate::fixture("epub", name)
 }
 
 const CONTAINER: &str = r#"<?xml version="1.0"?>

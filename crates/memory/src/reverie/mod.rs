@@ -31,7 +31,7 @@ pub use emotion::{
 pub use perceived::{Joint, Perceived, PerceivedKind, Phrase};
 pub use probe::SELF_PROBE_SCHEMA;
 pub use recall::{EmotionVectors, Recalled};
-pub use scene::{Moment, Rewritten, SceneDraft, WrittenScene};
+pub use scene::{Annotation, Moment, Rewritten, SceneDraft, WrittenScene};
 pub use search::{Fits, Found, Query, refs};
 pub use settings::{Layers, RecallSettings};
 

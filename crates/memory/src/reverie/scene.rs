@@ -10,11 +10,10 @@ use crate::{EmotionTransition, EpisodicMemory, Fact};
 
 use super::Perceived;
 
-/// How the character felt about one of its own utterances (from the action it chose),
-/// waiting for the scene end to enter the emotion-transition record.
+/// How the character felt about one of its own utterances, from the action it chose:
+/// kept until its own event arrives, then a [`Moment`] of that event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Moment {
-    pub seq: u64,
+pub struct Annotation {
     pub emotion: String,
     pub intensity: f32,
     pub intent: String,
@@ -24,6 +23,15 @@ pub struct Moment {
     /// lines were embedded in pieces: the whole line is embedded then).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trigger_pieces: Vec<String>,
+}
+
+/// An utterance of the character's own and how it felt saying it, waiting for the scene
+/// end to enter the emotion-transition record. Saved flat: `{"seq", "emotion", …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Moment {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub felt: Annotation,
 }
 
 /// A scene the character lived through, ready to be written to long-term memory.

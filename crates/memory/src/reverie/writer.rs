@@ -68,10 +68,10 @@ pub async fn write_scene(
         .moments
         .iter()
         .map(|m| EmotionTransition {
-            emotion: m.emotion.clone(),
-            intensity: m.intensity,
-            trigger: m.trigger.clone(),
-            intent: m.intent.clone(),
+            emotion: m.felt.emotion.clone(),
+            intensity: m.felt.intensity,
+            trigger: m.felt.trigger.clone(),
+            intent: m.felt.intent.clone(),
             seq: m.seq,
             trigger_vector: Vec::new(),
         })
@@ -81,10 +81,10 @@ pub async fn write_scene(
     let mut texts = vec![summary_pieces];
     texts.extend(facts.iter().map(|(_, phrase)| phrase.pieces()));
     texts.extend(draft.moments.iter().map(|m| {
-        if m.trigger_pieces.is_empty() {
-            vec![m.trigger.clone()]
+        if m.felt.trigger_pieces.is_empty() {
+            vec![m.felt.trigger.clone()]
         } else {
-            m.trigger_pieces.clone()
+            m.felt.trigger_pieces.clone()
         }
     }));
     let mut vectors = mind.compose(&texts).await?.into_iter();
@@ -333,8 +333,8 @@ fn rewrite_call<'e>(
         dramatis_base::push!(
             text,
             "(You felt {} when you spoke; you wanted to {}.)\n",
-            moment.emotion,
-            moment.intent
+            moment.felt.emotion,
+            moment.felt.intent
         );
     }
     let system = format!(
@@ -447,14 +447,14 @@ fn digest_in_pieces(writer: Author<'_>, draft: &SceneDraft) -> (String, Vec<Stri
     if let Some(feeling) = draft
         .moments
         .iter()
-        .max_by(|a, b| a.intensity.total_cmp(&b.intensity))
+        .max_by(|a, b| a.felt.intensity.total_cmp(&b.felt.intensity))
     {
-        let mut felt = format!("I felt {}", feeling.emotion);
-        if !feeling.intent.is_empty() {
+        let mut felt = format!("I felt {}", feeling.felt.emotion);
+        if !feeling.felt.intent.is_empty() {
             dramatis_base::push!(
                 felt,
                 "; I wanted to {}",
-                feeling.intent.trim_end_matches('.')
+                feeling.felt.intent.trim_end_matches('.')
             );
         }
         felt.push('.');

@@ -27,7 +27,8 @@ mod vocabulary;
 mod wire;
 pub use backend::{DiskShard, JetStreamShard, SaveError, ShardBackend};
 pub use dramatis_memory::reverie::{
-    Joint, Moment, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft, WrittenScene,
+    Annotation, Joint, Moment, Perceived, PerceivedKind, Phrase, Rewritten, SceneDraft,
+    WrittenScene,
 };
 pub use jetstream::{COMPACT_AFTER, RemoteShard, ShardStream};
 pub use rows::{Delta, Stored};
@@ -41,17 +42,6 @@ pub use dramatis_memory::reverie::{EPISODIC, Mood, PERCEIVED, PERSONALITY, SEMAN
 
 /// Format of a shard saved as one JSON file (earlier builds; read to migrate).
 const FORMAT: u32 = 1;
-
-/// The annotation of the character's last action, until its own event arrives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Annotation {
-    pub emotion: String,
-    pub intensity: f32,
-    pub intent: String,
-    pub trigger: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub trigger_pieces: Vec<String>,
-}
 
 /// One prompt sent to a language model, with the memory items it contained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

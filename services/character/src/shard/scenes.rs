@@ -112,11 +112,7 @@ impl Shard {
         if let Some(annotation) = self.state.pending.take() {
             self.state.moments.push(Moment {
                 seq: perceived.seq,
-                emotion: annotation.emotion,
-                intensity: annotation.intensity,
-                intent: annotation.intent,
-                trigger: annotation.trigger,
-                trigger_pieces: annotation.trigger_pieces,
+                felt: annotation,
             });
         }
     }

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::modules::test_mind::TestMind;
-use crate::reverie::Moment;
+use crate::reverie::{Annotation, Moment};
 
 /// The test mind's vectors are this long.
 const DIMENSION: usize = 64;
@@ -60,11 +60,13 @@ fn draft() -> SceneDraft {
         ],
         moments: vec![Moment {
             seq: 3,
-            emotion: "surprise".into(),
-            intensity: 1.0,
-            intent: "learn how".into(),
-            trigger: "You have been in Afghanistan.".into(),
-            trigger_pieces: Vec::new(),
+            felt: Annotation {
+                emotion: "surprise".into(),
+                intensity: 1.0,
+                intent: "learn how".into(),
+                trigger: "You have been in Afghanistan.".into(),
+                trigger_pieces: Vec::new(),
+            },
         }],
         names: BTreeMap::from([("holmes".to_owned(), "Holmes".to_owned())]),
     }
