@@ -62,3 +62,22 @@ pub struct Rewritten {
     /// The call it took (its prompt went to the mind's audit).
     pub spent: Spent,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_reads_and_writes_the_flat_shape_shards_have_always_saved() {
+        let saved =
+            r#"{"seq":7,"emotion":"fear","intensity":0.8,"intent":"run","trigger":"A shot!"}"#;
+        let moment: Moment = serde_json::from_str(saved).expect("reads");
+        assert_eq!(moment.seq, 7);
+        assert_eq!(
+            (moment.felt.emotion.as_str(), moment.felt.trigger.as_str()),
+            ("fear", "A shot!")
+        );
+        assert!(moment.felt.trigger_pieces.is_empty());
+        assert_eq!(serde_json::to_string(&moment).expect("writes"), saved);
+    }
+}
