@@ -277,9 +277,6 @@ fn spine(package: &str, file: &str) -> Result<Vec<(String, String)>, EpubError> 
     Ok(out)
 }
 
-/// The EPUB vocabulary's namespace (`epub:type`).
-const OPS: &str = "http://www.idpf.org/2007/ops";
-
 /// An element whose text is not the book's: head matter, scripts, notes and their
 /// marks, Project Gutenberg's header and licence.
 fn left_out(node: Node<'_, '_>) -> bool {
@@ -287,7 +284,12 @@ fn left_out(node: Node<'_, '_>) -> bool {
     if matches!(name, "head" | "script" | "style" | "aside" | "nav") {
         return true;
     }
-    let kind = node.attribute((OPS, "type")).unwrap_or_default();
+    // `epub:type`: a `type` in a namespace (HTML's own `type`, of a list or an input,
+    // has none), matched by its local name so no namespace name is written here.
+    let kind = node
+        .attributes()
+        .find(|a| a.name() == "type" && a.namespace().is_some())
+        .map_or("", |a| a.value());
     if kind.split_whitespace().any(|t| {
         t.contains("footnote") || t.contains("endnote") || t == "noteref" || t == "rearnote"
     }) {

@@ -22,10 +22,19 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
     if !meta.is_file() {
         bail!("{} is not a file", path.display());
     }
-    if is_epub(path)? {
-        return read_epub(path, meta.len());
+    let epub = dramatis_formats::epub::Limits::default();
+    let named_epub = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("epub"));
+    if named_epub && meta.len() > epub.file_bytes {
+        bail!(
+            "{} is {} bytes; an EPUB is read up to {} bytes",
+            path.display(),
+            meta.len(),
+            epub.file_bytes
+        );
     }
-    if meta.len() > MAX_BOOK_BYTES {
+    if !named_epub && meta.len() > MAX_BOOK_BYTES {
         bail!(
             "{} is {:.1} MB; ingest reads books up to {} MB (about 2.8 million words). Split it \
              into volumes and ingest each.",
@@ -35,6 +44,9 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         );
     }
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if named_epub || bytes.starts_with(b"PK\x03\x04") {
+        return epub_text(path, &bytes, &epub);
+    }
     if let Some(encoding) = utf16(&bytes) {
         bail!(
             "{} is {encoding} text; ingest reads UTF-8. Convert it first: iconv -f UTF-16 -t \
@@ -68,33 +80,14 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
     paragraphed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
-/// Whether `path` is an EPUB: named `.epub`, or a zip by its first bytes.
-fn is_epub(path: &Path) -> anyhow::Result<bool> {
-    let named = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("epub"));
-    if named {
-        return Ok(true);
-    }
-    let mut head = [0u8; 4];
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let read = std::io::Read::read(&mut file, &mut head).unwrap_or(0);
-    Ok(read == 4 && head == *b"PK\x03\x04")
-}
-
-/// An EPUB's text, within the reader's bounds and then the book's.
-fn read_epub(path: &Path, size: u64) -> anyhow::Result<String> {
-    let limits = dramatis_formats::epub::Limits::default();
-    if size > limits.file_bytes {
-        bail!(
-            "{} is {size} bytes; an EPUB is read up to {} bytes",
-            path.display(),
-            limits.file_bytes
-        );
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let text = dramatis_formats::epub::read(&bytes, &limits)
+/// An EPUB's text (`bytes`, read from `path`), within the reader's bounds and then the
+/// book's.
+fn epub_text(
+    path: &Path,
+    bytes: &[u8],
+    limits: &dramatis_formats::epub::Limits,
+) -> anyhow::Result<String> {
+    let text = dramatis_formats::epub::read(bytes, limits)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     if text.len() as u64 > MAX_BOOK_BYTES {
         bail!(

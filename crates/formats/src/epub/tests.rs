@@ -22,7 +22,7 @@ fn package(items: &[(&str, &str)], spine: &str) -> String {
         })
         .collect();
     format!(
-        r#"<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0">
+        r#"<?xml version="1.0"?><package version="3.0">
         <manifest>{manifest}</manifest><spine>{spine}</spine></package>"#
     )
 }
@@ -31,7 +31,7 @@ fn xhtml(body: &str) -> String {
     format!(
         r#"<?xml version="1.0" encoding="utf-8"?>
 <!DOCTYPE html>
-<html xmlns="http://www.w3.org/1999/xhtml" xmlns:epub="http://www.idpf.org/2007/ops">
+<html xmlns:epub="urn:test:epub-vocabulary">
 <head><title>t</title><style>p {{ color: red }}</style></head><body>{body}</body></html>"#
     )
 }
@@ -72,13 +72,15 @@ fn headings_and_paragraphs_become_blocks_and_notes_and_licence_are_left_out() {
         <p>Alice was beginning<a class="fnanchor" href="#n1">[1]</a> to get
            very <i>tired</i>.</p>
         <p>“Oh dear!” said the Rabbit.</p>
-        <aside epub:type="footnote" id="n1"><p>A footnote.</p></aside>
+        <div epub:type="footnote" id="n1"><p>A footnote.</p></div>
+        <aside><p>A sidebar.</p></aside>
+        <ol type="a"><li>A listed line.</li></ol>
         <table><tr><td>CHAPTER II.</td><td>The Pool of Tears</td></tr></table>"##;
     let text = read(&book(chapter), &Limits::default()).expect("read");
     assert_eq!(
         text,
         "CHAPTER I.\nDown the Rabbit-Hole\n\nAlice was beginning to get very _tired_.\n\n\
-         “Oh dear!” said the Rabbit.\n\nCHAPTER II. The Pool of Tears\n\n"
+         “Oh dear!” said the Rabbit.\n\nA listed line.\n\nCHAPTER II. The Pool of Tears\n\n"
     );
 }
 
