@@ -8,10 +8,11 @@ use clap::{Parser, Subcommand};
 use crate::options::ServerArg;
 
 pub use crate::commands::{
-    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CertsArgs, CorpusArgs,
-    CreateArgs, DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs, IngestBenchArgs,
-    IngestEvalArgs, InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs, ProbesArgs,
-    RegenerateArgs, RepairArgs, RunArgs, ScenariosArgs, ServeArgs, StyleArgs, WatchArgs,
+    AblateArgs, AdvanceArgs, AgentArgs, AskArgs, BenchArgs, BookWorldArgs, CardArgs, CertsArgs,
+    CorpusArgs, CreateArgs, DeleteArgs, EmbedBenchArgs, ExportArgs, ForkArgs, IngestArgs,
+    IngestBenchArgs, IngestEvalArgs, InterveneArgs, JudgeArgs, KbfArgs, LlmServeArgs, PlayArgs,
+    ProbesArgs, RegenerateArgs, RepairArgs, RunArgs, ScenariosArgs, ServeArgs, StyleArgs,
+    WatchArgs,
 };
 
 /// Dramatis: a multi-agent story simulator. A world service schedules turns among
@@ -184,6 +185,14 @@ pub enum ImportCommand {
     /// locations and distance map become places and paths, its script a scripted scene
     /// and its intervention an open story's premise.
     Bookworld(BookWorldArgs),
+    /// SillyTavern/TavernAI character cards (PNG or JSON, V1, V2 or V3) as the cast of
+    /// an open story: name, description and personality become the profile, the cards'
+    /// scenarios the premise, greetings the openings, example messages style excerpts.
+    /// A card's own lorebook is known to that character alone; a lorebook given with
+    /// `--lorebook` to everyone, or to whom `--known-by` names, or to no one
+    /// (`--secret`). Lore is triggered by its keys only into the prompts of those who
+    /// hold it. Every field of a card is carried in the scenario for `export --format card`.
+    Card(CardArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -72,6 +72,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Regenerate(args) => commands::worlds::regenerate(args).await,
         Command::Scenarios(args) => commands::scenarios::scenarios(&args),
         Command::Import(ImportCommand::Bookworld(args)) => commands::import::bookworld(&args),
+        Command::Import(ImportCommand::Card(args)) => commands::import::card(&args),
         Command::Ingest(args) => commands::ingest::ingest(&args).await,
         Command::Eval(EvalCommand::Probes(args)) => commands::eval::probes(&args).await,
         Command::Eval(EvalCommand::Kbf(args)) => commands::kbf::kbf(&args).await,

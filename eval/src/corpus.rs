@@ -165,6 +165,7 @@ pub fn cut_scenario(
         opening_location: first,
         rounds: 1,
         scene_turns: 4,
+        openings: Vec::new(),
     });
     Ok(file)
 }

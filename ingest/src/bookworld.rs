@@ -395,6 +395,7 @@ fn story(
             premise,
             opening_location: start.to_owned(),
             rounds: 6,
+            openings: Vec::new(),
             scene_turns: 8,
         };
         (Some(open), Vec::new())

@@ -39,6 +39,8 @@ pub struct Open {
     pub opening_location: String,
     pub rounds: u32,
     pub scene_turns: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub openings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -74,6 +76,11 @@ pub struct Character {
     pub memories: Vec<Memory>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<Pattern>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The card's fields with no other place here, as a JSON object.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub card: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -103,6 +110,21 @@ pub struct Fact {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cause: String,
     pub route: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secondary_keys: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub selective: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub constant: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub case_sensitive: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
+    /// The lorebook entry's fields with no meaning here, as a JSON object.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub entry: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -9,5 +9,6 @@
 pub mod answers;
 pub mod book;
 pub mod bookworld;
+pub mod card;
 pub mod file;
 pub mod scoring;

@@ -22,6 +22,10 @@ pub enum FormatArg {
     /// Narrative prose: each scene's transcript rewritten by the language model
     /// (BookWorld's story step). A scene the model fails on keeps its transcript.
     Prose,
+    /// One character (`--character`) as it stands, as a V3 character card: a PNG
+    /// (`ccv3` and `chara` chunks) and its JSON beside it. Its profile and its
+    /// `character_book` hold only what that character knows.
+    Card,
 }
 
 #[derive(Debug, Args)]
@@ -30,7 +34,11 @@ pub struct ExportArgs {
     pub world: String,
     #[arg(long, value_enum, default_value_t = FormatArg::Markdown)]
     pub format: FormatArg,
-    /// Write the story here instead of to standard output.
+    /// The character to write out (`--format card`): its id, name or alias.
+    #[arg(long, required_if_eq("format", "card"))]
+    pub character: Option<String>,
+    /// Write the story here instead of to standard output (`--format card`: the PNG's
+    /// path, default `CHARACTER.png`, with the JSON beside it).
     #[arg(long, short)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -73,12 +81,51 @@ pub(crate) async fn model_or_builtin(
     Ok((model, spawned))
 }
 
+/// `--format card`: the character as it stands, from the world, as PNG and JSON.
+async fn export_card(args: &ExportArgs, character: &str) -> anyhow::Result<()> {
+    use dramatis_ingest::card::{Standing, export};
+    let mut client = world_client(&args.server.client_options()).await?;
+    let view = client
+        .export_character(dramatis_proto::v1::ExportCharacterRequest {
+            world_id: args.world.clone(),
+            character: character.to_owned(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("cannot export {character:?}: {}", s.message()))?
+        .into_inner();
+    let standing = Standing::from_export(&view);
+    let profile = view.profile.unwrap_or_default();
+    let card = export(&standing);
+    let png_path = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.png", profile.id)));
+    let json_path = png_path.with_extension("json");
+    let png = dramatis_formats::card::to_png(&card)?;
+    std::fs::write(&png_path, png)
+        .with_context(|| format!("cannot write {}", png_path.display()))?;
+    let json = serde_json::to_string_pretty(&card.to_v3_json())?;
+    std::fs::write(&json_path, json)
+        .with_context(|| format!("cannot write {}", json_path.display()))?;
+    println!(
+        "wrote {} and {}: {} as a V3 card, {} lorebook entries it holds",
+        png_path.display(),
+        json_path.display(),
+        profile.name,
+        standing.facts.len() + standing.revealed.len()
+    );
+    Ok(())
+}
+
 pub async fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    if args.format == FormatArg::Card {
+        return export_card(args, args.character.as_deref().unwrap_or_default()).await;
+    }
     let (title, logged) = read_world(&args.server, &args.world).await?;
     let format = match args.format {
         FormatArg::Transcript => Format::Transcript,
         FormatArg::Markdown => Format::Markdown,
-        FormatArg::Prose => Format::Prose,
+        FormatArg::Prose | FormatArg::Card => Format::Prose,
     };
     let text = match format {
         Format::Transcript => transcript(&logged.events),

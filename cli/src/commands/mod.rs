@@ -42,7 +42,7 @@ pub use corpus::CorpusArgs;
 pub use eval::ProbesArgs;
 pub use eval_ingest::IngestEvalArgs;
 pub use export::ExportArgs;
-pub use import::BookWorldArgs;
+pub use import::{BookWorldArgs, CardArgs};
 pub use ingest::IngestArgs;
 pub use intervene::InterveneArgs;
 pub use judge::JudgeArgs;

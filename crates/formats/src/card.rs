@@ -59,7 +59,7 @@ pub enum CardError {
     #[error("{place} is not JSON: {message}")]
     NotJson { place: String, message: String },
     #[error(
-        "{place}: `spec` is {spec:?}, a card spec this build does not know (chara_card_v2, chara_card_v3)"
+        "{place}: `spec` is {spec}, a card spec this build does not know (chara_card_v2, chara_card_v3)"
     )]
     UnknownSpec { place: String, spec: String },
     #[error("{place}: field `{field}` {problem}")]
@@ -136,6 +136,40 @@ impl Card {
         card.insert("data".into(), Value::Object(self.data.clone()));
         Value::Object(card)
     }
+}
+
+/// The card as a PNG that SillyTavern reads: a plain portrait-shaped image (a card
+/// carried through a scenario keeps no picture) with the card as base64 JSON in a
+/// `ccv3` text chunk (V3), and in a `chara` chunk as V2 for readers of the older spec.
+pub fn to_png(card: &Card) -> Result<Vec<u8>, CardError> {
+    use base64::Engine as _;
+    const WIDTH: u32 = 4;
+    const HEIGHT: u32 = 6;
+    let encode =
+        |value: &Value| base64::engine::general_purpose::STANDARD.encode(value.to_string());
+    let mut v2 = Map::new();
+    v2.insert("spec".into(), Spec::V2.name().into());
+    v2.insert("spec_version".into(), "2.0".into());
+    v2.insert("data".into(), Value::Object(card.data.clone()));
+    let mut out = Vec::new();
+    let failed = |e: png::EncodingError| CardError::Png(format!("cannot write the PNG: {e}"));
+    {
+        let mut encoder = png::Encoder::new(&mut out, WIDTH, HEIGHT);
+        encoder.set_color(png::ColorType::Grayscale);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder
+            .add_text_chunk("chara".into(), encode(&Value::Object(v2)))
+            .map_err(failed)?;
+        encoder
+            .add_text_chunk("ccv3".into(), encode(&card.to_v3_json()))
+            .map_err(failed)?;
+        let mut writer = encoder.write_header().map_err(failed)?;
+        writer
+            .write_image_data(&[0x80; (WIDTH * HEIGHT) as usize])
+            .map_err(failed)?;
+        writer.finish().map_err(failed)?;
+    }
+    Ok(out)
 }
 
 /// `text` with `{{char}}`/`<BOT>` as `name` and `{{user}}`/`<USER>` as `user`.
@@ -286,9 +320,11 @@ pub fn from_json(bytes: &[u8], place: &str) -> Result<Card, CardError> {
         Some(other) => {
             return Err(CardError::UnknownSpec {
                 place: place.to_owned(),
-                spec: other
-                    .as_str()
-                    .map_or_else(|| other.to_string(), str::to_owned),
+                spec: dramatis_base::quote(
+                    &other
+                        .as_str()
+                        .map_or_else(|| other.to_string(), str::to_owned),
+                ),
             });
         }
     };

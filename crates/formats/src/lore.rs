@@ -19,6 +19,7 @@ pub enum LoreError {
     NotJson(String),
     #[error("not a lorebook: no `entries` object or list")]
     NoEntries,
+    /// `entry` is quoted short ([`dramatis_base::quote`]): a key may be any length.
     #[error("entry {entry}: field `{field}` {problem}")]
     Field {
         entry: String,
@@ -97,7 +98,21 @@ impl Lorebook {
                 .enumerate()
                 .map(|(i, e)| (i.to_string(), e))
                 .collect(),
-            Some(Value::Object(entries)) => entries.iter().map(|(k, e)| (k.clone(), e)).collect(),
+            // An entry keyed by nothing is known by its place in the book.
+            Some(Value::Object(entries)) => entries
+                .iter()
+                .enumerate()
+                .map(|(i, (k, e))| {
+                    (
+                        if k.is_empty() {
+                            i.to_string()
+                        } else {
+                            k.clone()
+                        },
+                        e,
+                    )
+                })
+                .collect(),
             _ => return Err(LoreError::NoEntries),
         };
         let mut unused = BTreeSet::new();
@@ -136,13 +151,14 @@ impl Lorebook {
 }
 
 fn entry(place: &str, value: &Value) -> Result<LoreEntry, LoreError> {
+    let quoted = dramatis_base::quote(place);
     let raw = value.as_object().ok_or_else(|| LoreError::Field {
-        entry: place.to_owned(),
+        entry: quoted.clone(),
         field: "(entry)".into(),
         problem: "is not an object".into(),
     })?;
     let problem = |field: &str, problem: &str| LoreError::Field {
-        entry: place.to_owned(),
+        entry: quoted.clone(),
         field: field.to_owned(),
         problem: problem.to_owned(),
     };

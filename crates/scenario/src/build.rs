@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::raw::{RawCharacter, RawScenario, RawScene, S};
-use super::{Character, Fact, Location, Memory, OpenStory, Path_, Pattern, Scenario, Scene};
+use super::{Character, Fact, Keys, Location, Memory, OpenStory, Path_, Pattern, Scenario, Scene};
 
 /// The scenario `raw` describes; `raw` has passed every check.
 pub(super) fn scenario(raw: RawScenario, path: &Path) -> Scenario {
@@ -50,6 +50,15 @@ pub(super) fn scenario(raw: RawScenario, path: &Path) -> Scenario {
                 object: f.object,
                 cause: f.cause,
                 route: f.route,
+                keys: Keys {
+                    keys: f.keys,
+                    secondary_keys: f.secondary_keys,
+                    selective: f.selective,
+                    constant: f.constant,
+                    case_sensitive: f.case_sensitive,
+                },
+                secret: f.secret.is_some_and(S::into_inner),
+                entry: f.entry.map(S::into_inner).unwrap_or_default(),
             })
             .collect(),
         scenes: raw.scenes.into_iter().map(scene).collect(),
@@ -61,6 +70,7 @@ pub(super) fn scenario(raw: RawScenario, path: &Path) -> Scenario {
                 opening_location: o.opening_location.map(S::into_inner).unwrap_or_default(),
                 rounds: o.rounds.into_inner(),
                 scene_turns: o.scene_turns.map_or(6, S::into_inner),
+                openings: o.openings,
             }
         }),
         memory_modules: raw
@@ -109,6 +119,8 @@ fn character(ch: RawCharacter) -> Character {
             .map(|k| k.into_inner().trim().to_owned())
             .unwrap_or_default(),
         offstage: ch.offstage.is_some_and(S::into_inner),
+        tags: ch.tags,
+        card: ch.card.map(S::into_inner).unwrap_or_default(),
     }
 }
 

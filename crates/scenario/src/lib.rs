@@ -89,6 +89,8 @@ pub struct OpenStory {
     pub rounds: u32,
     /// Turns a scene runs at most.
     pub scene_turns: u32,
+    /// Other openings to choose from (an imported card's alternate greetings).
+    pub openings: Vec<String>,
 }
 
 /// A place in the world.
@@ -134,6 +136,12 @@ pub struct Character {
     /// director brings it in (`World.Intervene` bring_in); `location` is then where it
     /// enters unless the director says otherwise.
     pub offstage: bool,
+    /// Labels kept from where it came from (a card's tags). World-side only.
+    pub tags: Vec<String>,
+    /// The character card it was imported from (a JSON object: the card's fields with
+    /// no other place here), carried for `export --format card`; empty when none.
+    /// World-side only: no agent receives it.
+    pub card: String,
 }
 
 /// How a character appears to those who do not know it, when its scenario says nothing.
@@ -228,6 +236,25 @@ pub struct Fact {
     pub object: String,
     pub cause: String,
     pub route: Route,
+    /// The words that bring it into the prompt of a character who holds it.
+    pub keys: Keys,
+    /// Known to no one at the start (`known_by` is empty) until a director reveals it.
+    pub secret: bool,
+    /// The lorebook entry it came from (a JSON object of the fields with no meaning
+    /// here), carried for export; empty when none. World-side only.
+    pub entry: String,
+}
+
+/// A lorebook entry's keyword triggering, carried by a fact: it is selected into the
+/// prompt of a character who holds it when a key appears in the scene (with a
+/// secondary key too when `selective`), or always when `constant`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Keys {
+    pub keys: Vec<String>,
+    pub secondary_keys: Vec<String>,
+    pub selective: bool,
+    pub constant: bool,
+    pub case_sensitive: bool,
 }
 
 /// A scripted scene.

@@ -60,6 +60,9 @@ pub(crate) struct RawOpen {
     pub rounds: S<u32>,
     #[serde(default)]
     pub scene_turns: Option<S<u32>>,
+    /// Other openings to choose from (a card's alternate greetings).
+    #[serde(default)]
+    pub openings: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +117,13 @@ pub(crate) struct RawCharacter {
     /// In an open story: in no place until the director brings it in.
     #[serde(default)]
     pub offstage: Option<S<bool>>,
+    /// Labels kept from where the character came from (a card's tags).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The character card it was imported from, as a JSON object: the card's fields
+    /// that have no other place here, carried for export.
+    #[serde(default)]
+    pub card: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,6 +158,25 @@ pub(crate) struct RawFact {
     pub cause: String,
     #[serde(default)]
     pub route: super::Route,
+    /// Keyword triggering (a lorebook entry's): words that bring the fact into the
+    /// prompt of a character who holds it.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    #[serde(default)]
+    pub secondary_keys: Vec<String>,
+    #[serde(default)]
+    pub selective: bool,
+    #[serde(default)]
+    pub constant: bool,
+    #[serde(default)]
+    pub case_sensitive: bool,
+    /// Known to no one until a director reveals it: `known_by` is then empty.
+    #[serde(default)]
+    pub secret: Option<S<bool>>,
+    /// The lorebook entry it came from, as a JSON object: the entry's fields with no
+    /// meaning here, carried for export.
+    #[serde(default)]
+    pub entry: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,7 +5,7 @@
 //! a sandbox is restored after a restart like any scenario file.
 
 use dramatis_proto::v1::{
-    SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
+    LoreKeys, SandboxCharacter, SandboxFact, SandboxLocation, SandboxPath, SandboxSpec,
 };
 use toml::{Table, Value};
 
@@ -59,6 +59,9 @@ pub fn spec_to_toml(spec: &SandboxSpec) -> String {
     }
     if spec.scene_turns > 0 {
         open.push(("scene_turns", Value::Integer(i64::from(spec.scene_turns))));
+    }
+    if !spec.openings.is_empty() {
+        open.push(("openings", texts(&spec.openings)));
     }
     root.insert("open".into(), table(open));
     let list = |items: Vec<Value>| Value::Array(items);
@@ -138,6 +141,12 @@ fn character_table(c: &SandboxCharacter) -> Value {
     if !c.knows.is_empty() {
         character.push(("knows", texts(&c.knows)));
     }
+    if !c.tags.is_empty() {
+        character.push(("tags", texts(&c.tags)));
+    }
+    if !c.card.is_empty() {
+        character.push(("card", text(&c.card)));
+    }
     table(character)
 }
 
@@ -150,6 +159,25 @@ fn fact_table(f: &SandboxFact) -> Value {
     ];
     if !f.route.is_empty() {
         fact.push(("route", text(&f.route)));
+    }
+    if let Some(k) = &f.keys {
+        fact.push(("keys", texts(&k.keys)));
+        fact.push(("secondary_keys", texts(&k.secondary_keys)));
+        for (name, on) in [
+            ("selective", k.selective),
+            ("constant", k.constant),
+            ("case_sensitive", k.case_sensitive),
+        ] {
+            if on {
+                fact.push((name, Value::Boolean(true)));
+            }
+        }
+    }
+    if f.secret {
+        fact.push(("secret", Value::Boolean(true)));
+    }
+    if !f.entry.is_empty() {
+        fact.push(("entry", text(&f.entry)));
     }
     table(fact)
 }
@@ -198,6 +226,8 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 offstage: c.offstage,
                 known_as: c.known_as.clone(),
                 knows: c.knows.iter().cloned().collect(),
+                tags: c.tags.clone(),
+                card: c.card.clone(),
             })
             .collect(),
         facts: scenario
@@ -208,11 +238,29 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 text: f.text.clone(),
                 known_by: f.known_by.iter().cloned().collect(),
                 route: f.route.as_str().to_owned(),
+                keys: f.keys.to_wire(),
+                secret: f.secret,
+                entry: f.entry.clone(),
             })
             .collect(),
         memory_modules: scenario.memory_modules.clone(),
         attention: scenario.attention.map_or(0, dramatis_base::saturating_u32),
+        openings: open.openings.clone(),
     })
+}
+
+impl super::Keys {
+    /// The keys as the wire carries them (`None` when the fact has none).
+    #[must_use]
+    pub fn to_wire(&self) -> Option<LoreKeys> {
+        (*self != Self::default()).then(|| LoreKeys {
+            keys: self.keys.clone(),
+            secondary_keys: self.secondary_keys.clone(),
+            selective: self.selective,
+            constant: self.constant,
+            case_sensitive: self.case_sensitive,
+        })
+    }
 }
 
 impl Scenario {

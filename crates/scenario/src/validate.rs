@@ -215,6 +215,9 @@ impl Checker {
                     ),
                 );
             }
+            if let Some(card) = &ch.card {
+                self.json_object(card, format!("characters[{i}].card"));
+            }
         }
         character_ids
     }
@@ -257,16 +260,40 @@ impl Checker {
         }
     }
 
+    /// A carried JSON object (a card's or a lorebook entry's fields, kept for export).
+    fn json_object(&mut self, at: &S<String>, field: String) {
+        match serde_json::from_str::<serde_json::Value>(at.get_ref()) {
+            Ok(serde_json::Value::Object(_)) => {}
+            Ok(_) => self.report(at, field, "is not a JSON object"),
+            Err(e) => self.report(at, field, format!("is not JSON: {e}")),
+        }
+    }
+
     fn facts(&mut self, raw: &RawScenario, character_ids: &HashSet<String>) {
         let mut fact_ids = HashSet::new();
         for (i, f) in raw.facts.iter().enumerate() {
             self.id(&f.id, &format!("facts[{i}].id"), "fact", &mut fact_ids);
             self.non_empty(&f.text, format!("facts[{i}].text"));
-            if f.known_by.get_ref().is_empty() {
+            if let Some(entry) = &f.entry {
+                self.json_object(entry, format!("facts[{i}].entry"));
+            }
+            let secret = f.secret.as_ref().is_some_and(|s| *s.get_ref());
+            if f.known_by.get_ref().is_empty() && !secret {
                 self.report(
                     &f.known_by,
                     format!("facts[{i}].known_by"),
-                    "name at least one character",
+                    "name at least one character (or mark the fact `secret = true`: \
+                     known to no one until a director reveals it)",
+                );
+            }
+            if let Some(flag) = &f.secret
+                && *flag.get_ref()
+                && !f.known_by.get_ref().is_empty()
+            {
+                self.report(
+                    flag,
+                    format!("facts[{i}].secret"),
+                    "a secret fact is known to no one: leave `known_by` empty",
                 );
             }
             for (j, who) in f.known_by.get_ref().iter().enumerate() {

@@ -134,6 +134,7 @@ pub(super) fn scenario_file(
             opening: String::new(),
             opening_location: out.location_of[&last.number].clone(),
             rounds: 6,
+            openings: Vec::new(),
             scene_turns: 4,
         }
     });
@@ -319,8 +320,8 @@ impl Output<'_> {
                     subject,
                     predicate: f.predicate.clone(),
                     object,
-                    cause: String::new(),
                     route: f.route.clone(),
+                    ..Fact::default()
                 });
             }
         }

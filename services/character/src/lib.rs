@@ -18,6 +18,7 @@ mod error;
 pub mod evidence;
 pub mod grpc;
 pub mod host;
+pub mod lore;
 mod mind;
 pub mod modules;
 mod perceive;

@@ -11,7 +11,7 @@ use dramatis_llm::ChatMessage;
 use dramatis_memory::modules::Grounding;
 use dramatis_proto::v1::SceneFrame;
 
-use crate::shard::{AuditEntry, PERCEIVED, PERSONALITY, Shard};
+use crate::shard::{AuditEntry, PERCEIVED, PERSONALITY, SEMANTIC, Shard};
 use dramatis_memory::reverie::{Recalled, refs};
 
 /// A prompt and the memory items (id, layer) it was built from.
@@ -136,6 +136,34 @@ fn workspace(text: &mut String, items: &mut Vec<(String, String)>, recalled: &Re
     items.extend(refs(recalled.anchor.as_ref(), &recalled.facts));
 }
 
+/// The facts this character holds whose lorebook keys the scene under way brings up
+/// (see [`crate::lore`]), after those recall found, under the same heading.
+fn lore(text: &mut String, items: &mut Vec<(String, String)>, shard: &Shard, recalled: &Recalled) {
+    let me = shard.id();
+    let scene: Vec<String> = shard
+        .current_scene()
+        .iter()
+        .filter_map(|p| p.line(me))
+        .collect();
+    let scene = scene[scene.len().saturating_sub(RECENT_LINES)..].join("\n");
+    let shown: Vec<&str> = recalled
+        .facts
+        .iter()
+        .filter_map(|(f, _)| f.id.strip_prefix("fact:"))
+        .collect();
+    let picked = crate::lore::select(&shard.profile.knowledge, &scene, &shown);
+    if picked.is_empty() {
+        return;
+    }
+    if recalled.facts.is_empty() {
+        text.push_str("\nYou know:");
+    }
+    for fact in picked {
+        dramatis_runtime::push!(text, "\n- {}", fact.text.trim());
+        items.push((format!("fact:{}", fact.id), SEMANTIC.to_owned()));
+    }
+}
+
 /// What the other memory modules contributed, each item audited under its module.
 fn modules(text: &mut String, items: &mut Vec<(String, String)>, grounding: &[Grounding]) {
     if grounding.is_empty() {
@@ -177,6 +205,7 @@ pub(crate) fn act(
     let mut items = Vec::new();
     let mut user = character_line(shard);
     workspace(&mut user, &mut items, recalled);
+    lore(&mut user, &mut items, shard, recalled);
     modules(&mut user, &mut items, grounding);
     recent(&mut user, &mut items, shard);
     dramatis_runtime::push!(user, "\nPlace: {}.", frame.location_name);

@@ -99,6 +99,7 @@ pub fn attach_request(
                     object: f.object.clone(),
                     cause: f.cause.clone(),
                     route: f.route.as_str().to_owned(),
+                    keys: f.keys.to_wire(),
                 })
                 .collect(),
             memories: c

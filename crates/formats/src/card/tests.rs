@@ -121,7 +121,7 @@ fn a_png_without_a_card_or_with_a_broken_chunk_gets_one_clear_error() {
         read(&future, "a.png"),
         Err(CardError::UnknownSpec {
             place: "a.png, chunk `ccv3`".into(),
-            spec: "chara_card_v9".into()
+            spec: "\"chara_card_v9\"".into()
         })
     );
     // A chunk that claims more than the file holds, and one whose CRC is wrong.
@@ -174,4 +174,34 @@ fn placeholders_resolve_to_the_character_and_whoever_it_speaks_with() {
         v2.resolved("system_prompt", "Mara"),
         "You are Aurora, a mystical oracle."
     );
+}
+
+#[test]
+fn an_unknown_spec_is_quoted_short_and_numbers_survive_the_round_trip() {
+    let spec = "v".repeat(5_000);
+    let json = format!(r#"{{"spec": "{spec}", "data": {{"name": "A"}}}}"#);
+    let error = from_json(json.as_bytes(), "c.json")
+        .unwrap_err()
+        .to_string();
+    assert!(error.len() < 300, "{} bytes: {error}", error.len());
+    assert!(error.contains("5000 characters"), "{error}");
+    // A number a card carries (an extension's weight) reads back as it was written.
+    let json = r#"{"name": "A", "extensions": {"w": 0.30000000000000004, "x": 1.7976931348623157e308, "y": 5e-324, "z": 2.2250738585072014e-308}}"#;
+    let card = from_json(json.as_bytes(), "c.json").expect("a card");
+    let again = from_json(&serde_json::to_vec(&card.to_v3_json()).unwrap(), "again").unwrap();
+    assert_eq!(again.data, card.data);
+}
+
+#[test]
+fn a_card_written_as_png_reads_back_whole_with_v3_winning() {
+    let Some(card) = card("default_Seraphina.png") else {
+        return;
+    };
+    let png = to_png(&card).expect("written");
+    let chunks = text_chunks(&png).expect("a PNG");
+    let keywords: Vec<&str> = chunks.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keywords, ["chara", "ccv3"]);
+    let back = read(&png, "out.png").expect("reads");
+    assert_eq!(back.spec, Spec::V3);
+    assert_eq!(back.data, card.data);
 }

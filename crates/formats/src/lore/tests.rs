@@ -64,7 +64,7 @@ fn an_entry_with_a_mistyped_field_is_named() {
     assert_eq!(
         error,
         LoreError::Field {
-            entry: "7".into(),
+            entry: "\"7\"".into(),
             field: "content".into(),
             problem: "is not a string".into()
         }
@@ -78,5 +78,26 @@ fn an_entry_with_a_mistyped_field_is_named() {
     assert_eq!(
         Lorebook::from_value(&serde_json::json!({"name": "x"})),
         Err(LoreError::NoEntries)
+    );
+}
+
+#[test]
+fn an_entry_keyed_by_nothing_gets_its_place_and_a_long_key_is_quoted_short() {
+    let book = Lorebook::from_value(&serde_json::json!({
+        "entries": { "": { "content": "x" } }
+    }))
+    .expect("a book");
+    assert_eq!(book.entries.len(), 1);
+    assert_eq!(book.entries[0].id, "0");
+    let long = "k".repeat(10_000);
+    let error = Lorebook::from_value(&serde_json::json!({
+        "entries": { long.clone(): { "content": 1 } }
+    }))
+    .unwrap_err()
+    .to_string();
+    assert!(error.len() < 200, "{} bytes", error.len());
+    assert!(
+        error.contains("10000 characters") && error.contains("`content`"),
+        "{error}"
     );
 }

@@ -259,6 +259,27 @@ impl WorldApi for WorldGrpc {
         self.ask_again(request).await
     }
 
+    async fn export_character(
+        &self,
+        request: Request<pb::ExportCharacterRequest>,
+    ) -> Result<Response<pb::ExportCharacterResponse>, Status> {
+        let (metadata, _, request) = request.into_parts();
+        required(&request.world_id, "world_id")?;
+        required(&request.character, "character")?;
+        routed!(
+            self,
+            metadata,
+            &request.world_id,
+            request,
+            export_character,
+            |world| world
+                .export_character(&request.character)
+                .await
+                .map(Response::new)
+                .map_err(Status::from)
+        )
+    }
+
     type WatchStream = WatchStream;
 
     async fn watch(

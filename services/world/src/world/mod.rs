@@ -33,6 +33,7 @@ mod agents;
 mod delivery;
 mod direct;
 mod emit;
+mod export;
 mod lifecycle;
 mod narration;
 mod replay;
