@@ -1109,6 +1109,71 @@ async fn ablate_compares_module_sets_on_planted_facts() {
     assert_eq!(all["calls_per_turn"], 1.0);
 }
 
+/// The README's card import: Seraphina's PNG card and the Eldoria World Info make an
+/// open story that plays on the scripted model; a file that is no card is refused with
+/// one error that names it, and nothing is written.
+#[tokio::test]
+async fn a_card_and_a_lorebook_import_and_play_and_a_bad_card_is_named() {
+    let fixtures = repo().join("../shared/fixtures");
+    if !fixtures.join("cards").is_dir() {
+        eprintln!("SKIPPED: {} is absent", fixtures.display());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("seraphina");
+    let (ok, said, err) = dramatis(&[
+        "import",
+        "card",
+        &fixtures
+            .join("cards/default_Seraphina.png")
+            .to_string_lossy(),
+        "--lorebook",
+        &fixtures.join("lorebooks/Eldoria.json").to_string_lossy(),
+        "--out",
+        &out.to_string_lossy(),
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(said.contains("1 character(s), 8 fact(s)"), "{said}");
+    assert_eq!(
+        err.matches("note: lorebook fields kept").count(),
+        1,
+        "the unused fields are named once: {err}"
+    );
+    let (ok, transcript, err) = dramatis(&[
+        "sandbox",
+        &out.to_string_lossy(),
+        "--scripted",
+        "builtin",
+        "--shared-agent",
+    ])
+    .await;
+    assert!(ok, "{err}");
+    assert!(transcript.contains("Seraphina:"), "{transcript}");
+
+    let not_a_card = dir.path().join("plain.png");
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&[0, 0, 0, 0]);
+    png.extend_from_slice(b"IEND");
+    png.extend_from_slice(&crc32fast::hash(b"IEND").to_be_bytes());
+    std::fs::write(&not_a_card, &png).unwrap();
+    let refused = dir.path().join("refused");
+    let (ok, _, err) = dramatis(&[
+        "import",
+        "card",
+        &not_a_card.to_string_lossy(),
+        "--out",
+        &refused.to_string_lossy(),
+    ])
+    .await;
+    assert!(!ok);
+    assert!(
+        err.contains("plain.png") && err.contains("no character card"),
+        "{err}"
+    );
+    assert!(!refused.exists(), "nothing written");
+}
+
 /// Every complete BookWorld preset in the shared fixtures imports into a scenario folder
 /// that runs on the scripted model: the script as a scene, the others as open stories.
 /// Chinese names reach the transcript intact.

@@ -129,7 +129,16 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
     for path in &request.cards {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let card = card::read(&bytes, &path.display().to_string())?;
+        let place = path.display().to_string();
+        let card = card::read(&bytes, &place).map_err(|e| {
+            // Every refusal names the file, once.
+            let said = e.to_string();
+            if said.contains(&place) {
+                anyhow::anyhow!(said)
+            } else {
+                anyhow::anyhow!("{place}: {said}")
+            }
+        })?;
         cards.push(card);
     }
     let user = if request.user.trim().is_empty() {
@@ -326,7 +335,10 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
     }
     let names: Vec<&str> = characters.iter().map(|c| c.name.as_str()).collect();
     let premise = if premises.is_empty() {
-        format!("{} meet.", names.join(" and "))
+        match names.as_slice() {
+            [one] => format!("{one} meets {user}."),
+            _ => format!("{} meet.", names.join(" and ")),
+        }
     } else {
         premises.join("\n\n")
     };

@@ -172,7 +172,8 @@ pub fn to_png(card: &Card) -> Result<Vec<u8>, CardError> {
     Ok(out)
 }
 
-/// `text` with `{{char}}`/`<BOT>` as `name` and `{{user}}`/`<USER>` as `user`.
+/// `text` with `{{char}}`/`<BOT>` as `name` and `{{user}}`/`<USER>` as `user`, and its
+/// Windows line ends (`\r\n`, common in cards) as `\n`.
 #[must_use]
 pub fn resolve_placeholders(text: &str, name: &str, user: &str) -> String {
     const PLACEHOLDERS: [(&str, bool); 4] = [
@@ -199,6 +200,9 @@ pub fn resolve_placeholders(text: &str, name: &str, user: &str) -> String {
                 at += c.len_utf8().max(1);
             }
         }
+    }
+    if out.contains('\r') {
+        out = out.replace("\r\n", "\n");
     }
     out
 }

@@ -167,6 +167,10 @@ fn placeholders_resolve_to_the_character_and_whoever_it_speaks_with() {
         resolve_placeholders("naïve {{user}}—é", "A", "B"),
         "naïve B—é"
     );
+    assert_eq!(
+        resolve_placeholders("one\r\ntwo\r\n", "A", "B"),
+        "one\ntwo\n"
+    );
     let Some(v2) = card("full_v2_card.json") else {
         return;
     };
