@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use dramatis_formats::card::{self, Card, resolve_placeholders};
 use dramatis_formats::lore::{LoreEntry, Lorebook, read_lorebook};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::file::{Character, Fact, Location, Open, Pattern, ScenarioFile, World, id_from};
 
@@ -46,6 +46,9 @@ pub struct CardImport {
     /// The scenario's name; default: from the first card's name.
     pub name: Option<String>,
     pub place: String,
+    /// Which greeting opens the story: 0 the first card's first message, then every
+    /// other greeting of the cards in order (`dramatis import card` lists them).
+    pub opening: usize,
 }
 
 /// What an import produced.
@@ -102,8 +105,8 @@ fn entry_fact(id: String, entry: &LoreEntry, text: String, known_by: Vec<String>
 }
 
 /// An id not yet in `taken`, from `base` (`base-2`, `base-3`… when it is).
-fn unique(base: String, taken: &mut BTreeSet<String>) -> String {
-    let mut id = base.clone();
+fn unique(base: &str, taken: &mut BTreeSet<String>) -> String {
+    let mut id = base.to_owned();
     let mut n = 2;
     while !taken.insert(id.clone()) {
         id = format!("{base}-{n}");
@@ -120,50 +123,51 @@ fn names_entry(entry: &LoreEntry, wanted: &str) -> bool {
         || entry.keys.iter().any(|k| k.eq_ignore_ascii_case(w))
 }
 
-/// Reads the cards and lorebooks and writes `DIR/scenario.toml`.
-pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
-    if request.cards.is_empty() {
-        bail!("give at least one card");
-    }
-    let mut cards = Vec::new();
-    for path in &request.cards {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let place = path.display().to_string();
-        let card = card::read(&bytes, &place).map_err(|e| {
-            // Every refusal names the file, once.
-            let said = e.to_string();
-            if said.contains(&place) {
-                anyhow::anyhow!(said)
-            } else {
-                anyhow::anyhow!("{place}: {said}")
-            }
-        })?;
-        cards.push(card);
-    }
-    let user = if request.user.trim().is_empty() {
-        "a stranger"
-    } else {
-        request.user.trim()
-    };
-    let mut ids = BTreeSet::new();
-    let mut fact_ids = BTreeSet::new();
-    let mut characters = Vec::new();
-    let mut facts = Vec::new();
-    let mut unused = BTreeSet::new();
-    let mut notes = Vec::new();
-    let mut premises = Vec::new();
-    let mut openings = Vec::new();
-    for (n, card) in cards.iter().enumerate() {
+/// A card from its file; every refusal names the file, once.
+fn read_card(path: &Path) -> anyhow::Result<Card> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let place = path.display().to_string();
+    card::read(&bytes, &place).map_err(|e| {
+        let said = e.to_string();
+        if said.contains(&place) {
+            anyhow::anyhow!(said)
+        } else {
+            anyhow::anyhow!("{place}: {said}")
+        }
+    })
+}
+
+/// The story being put together, card by card and book by book.
+#[derive(Default)]
+struct Cast {
+    user: String,
+    ids: BTreeSet<String>,
+    fact_ids: BTreeSet<String>,
+    characters: Vec<Character>,
+    facts: Vec<Fact>,
+    unused: BTreeSet<String>,
+    notes: Vec<String>,
+    premises: Vec<String>,
+    openings: Vec<String>,
+    secret: usize,
+}
+
+impl Cast {
+    /// One card as a character; its own book's enabled entries as facts it alone holds
+    /// (the others stay in the carried card).
+    fn add_card(&mut self, n: usize, card: &Card, path: &Path) -> anyhow::Result<()> {
+        let user = self.user.clone();
         let name = card.name().trim().to_owned();
-        let id = unique(id_from(&name, &format!("character-{}", n + 1)), &mut ids);
+        let id = unique(
+            &id_from(&name, &format!("character-{}", n + 1)),
+            &mut self.ids,
+        );
         let mut carried = card.data.clone();
         if let Some(book) = card
             .book()
-            .with_context(|| format!("{}: character_book", request.cards[n].display()))?
+            .with_context(|| format!("{}: character_book", path.display()))?
         {
-            unused.extend(book.unused.iter().cloned());
-            // Enabled entries become this character's facts; the rest stay in the card.
+            self.unused.extend(book.unused.iter().cloned());
             let mut kept = Vec::new();
             for entry in &book.entries {
                 if !entry.enabled || entry.content.trim().is_empty() {
@@ -171,11 +175,11 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
                     continue;
                 }
                 let fact_id = unique(
-                    format!("{id}-book-{}", id_from(&entry.id, "entry")),
-                    &mut fact_ids,
+                    &format!("{id}-book-{}", id_from(&entry.id, "entry")),
+                    &mut self.fact_ids,
                 );
-                let text = resolve_placeholders(&entry.content, &name, user);
-                facts.push(Fact {
+                let text = resolve_placeholders(&entry.content, &name, &user);
+                self.facts.push(Fact {
                     route: "direct_experience".into(),
                     ..entry_fact(fact_id, entry, text, vec![id.clone()])
                 });
@@ -184,21 +188,23 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
                 raw_book.insert("entries".into(), Value::Array(kept));
             }
         }
-        let scenario = card.resolved("scenario", user);
+        let scenario = card.resolved("scenario", &user);
         if !scenario.trim().is_empty() {
-            premises.push(scenario.trim().to_owned());
+            self.premises.push(scenario.trim().to_owned());
         }
-        let first = card.resolved("first_mes", user);
-        if !first.trim().is_empty() {
-            openings.push(first.trim().to_owned());
-        }
-        openings.extend(
+        let mut greetings = vec![card.resolved("first_mes", &user)];
+        greetings.extend(
             card.texts("alternate_greetings")
                 .iter()
-                .map(|g| resolve_placeholders(g, &name, user).trim().to_owned())
+                .map(|g| resolve_placeholders(g, &name, &user)),
+        );
+        self.openings.extend(
+            greetings
+                .iter()
+                .map(|g| g.trim().to_owned())
                 .filter(|g| !g.is_empty()),
         );
-        let lines = example_lines(card, user);
+        let lines = example_lines(card, &user);
         let patterns = if lines.is_empty() {
             Vec::new()
         } else {
@@ -208,18 +214,18 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
                 excerpts: lines,
             }]
         };
-        characters.push(Character {
+        self.characters.push(Character {
             id,
-            name: name.clone(),
             aliases: Some(card.text("nickname").trim())
                 .filter(|a| !a.is_empty() && *a != name)
                 .map(str::to_owned)
                 .into_iter()
                 .collect(),
             profile: profile_of(
-                &card.resolved("description", user),
-                &card.resolved("personality", user),
+                &card.resolved("description", &user),
+                &card.resolved("personality", &user),
             ),
+            name,
             style: String::new(),
             location: PLACE.into(),
             patterns,
@@ -227,36 +233,37 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
             card: serde_json::json!({ "user": user, "data": carried }).to_string(),
             ..Character::default()
         });
+        Ok(())
     }
-    let everyone: Vec<String> = characters.iter().map(|c| c.id.clone()).collect();
-    let cast: Vec<(String, String)> = characters
-        .iter()
-        .map(|c| (c.id.clone(), c.name.clone()))
-        .collect();
-    let resolve_who = |who: &str| -> anyhow::Result<String> {
-        cast.iter()
-            .find(|(id, name)| id == who.trim() || name.eq_ignore_ascii_case(who.trim()))
-            .map(|(id, _)| id.clone())
+
+    /// The id of the character `who` names (id or name).
+    fn who(&self, who: &str) -> anyhow::Result<String> {
+        self.characters
+            .iter()
+            .find(|c| c.id == who.trim() || c.name.eq_ignore_ascii_case(who.trim()))
+            .map(|c| c.id.clone())
             .with_context(|| {
+                let ids: Vec<&str> = self.characters.iter().map(|c| c.id.as_str()).collect();
                 format!(
                     "{who:?} is none of the cards' characters ({})",
-                    everyone.join(", ")
+                    ids.join(", ")
                 )
             })
-    };
-    let lone_name = match cast.as_slice() {
-        [(_, name)] => name.clone(),
-        _ => "{{char}}".to_owned(),
-    };
-    let lone_name = lone_name.as_str();
-    let mut used_flags: BTreeSet<String> = BTreeSet::new();
-    let mut secret_count = 0;
-    for path in &request.lorebooks {
+    }
+
+    /// A world lorebook's entries as facts: everyone's, or `--known-by`'s, or secret.
+    /// The flags that named an entry are put in `used`.
+    fn add_world_book(
+        &mut self,
+        path: &Path,
+        request: &CardImport,
+        used: &mut BTreeSet<String>,
+    ) -> anyhow::Result<()> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let book: Lorebook =
             read_lorebook(&bytes).with_context(|| format!("{}", path.display()))?;
-        unused.extend(book.unused.iter().cloned());
+        self.unused.extend(book.unused.iter().cloned());
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -269,9 +276,14 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
             },
             "lore",
         );
+        // `{{char}}` in a world book is the card's name when there is one card.
+        let lone_name = match self.characters.as_slice() {
+            [one] => one.name.clone(),
+            _ => "{{char}}".to_owned(),
+        };
         for entry in &book.entries {
             if !entry.enabled || entry.content.trim().is_empty() {
-                notes.push(format!(
+                self.notes.push(format!(
                     "{}: entry {} is disabled or empty: left out",
                     path.display(),
                     entry.id
@@ -283,25 +295,24 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
             let known_by = match (secret, mapped) {
                 (Some(w), Some(_)) => bail!("entry {w:?} is both secret and known by someone"),
                 (Some(w), None) => {
-                    used_flags.insert(w.clone());
-                    secret_count += 1;
+                    used.insert(w.clone());
+                    self.secret += 1;
                     Vec::new()
                 }
                 (None, Some((w, who))) => {
-                    used_flags.insert(w.clone());
+                    used.insert(w.clone());
                     who.iter()
-                        .map(|w| resolve_who(w))
+                        .map(|w| self.who(w))
                         .collect::<anyhow::Result<Vec<_>>>()?
                 }
-                (None, None) => everyone.clone(),
+                (None, None) => self.characters.iter().map(|c| c.id.clone()).collect(),
             };
             let fact_id = unique(
-                format!("{book_id}-{}", id_from(&entry.id, "entry")),
-                &mut fact_ids,
+                &format!("{book_id}-{}", id_from(&entry.id, "entry")),
+                &mut self.fact_ids,
             );
-            // `{{char}}` in a world book is the card's name when there is one card.
-            let text = resolve_placeholders(&entry.content, lone_name, user);
-            facts.push(Fact {
+            let text = resolve_placeholders(&entry.content, &lone_name, &self.user);
+            self.facts.push(Fact {
                 route: if mapped.is_none() && secret.is_none() {
                     "common_knowledge".into()
                 } else {
@@ -311,75 +322,116 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
                 ..entry_fact(fact_id, entry, text, known_by)
             });
         }
+        Ok(())
     }
-    for wanted in request
-        .secret
-        .iter()
-        .chain(request.known_by.iter().map(|(w, _)| w))
-    {
-        if !used_flags.contains(wanted) {
-            bail!(
-                "no lorebook entry is named {wanted:?} (give an entry's uid, name or one of its keys)"
-            );
+
+    /// `--knows`: whom each character knows by name at the start.
+    fn acquaint(&mut self, knows: &[(String, Vec<String>)]) -> anyhow::Result<()> {
+        for (who, whom) in knows {
+            let id = self.who(who)?;
+            let whom = whom
+                .iter()
+                .map(|w| self.who(w))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            if let Some(c) = self.characters.iter_mut().find(|c| c.id == id) {
+                c.knows.extend(whom.into_iter().filter(|w| *w != id));
+            }
         }
+        Ok(())
     }
-    for (who, whom) in &request.knows {
-        let id = resolve_who(who)?;
-        let whom = whom
-            .iter()
-            .map(|w| resolve_who(w))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        if let Some(c) = characters.iter_mut().find(|c| c.id == id) {
-            c.knows.extend(whom.into_iter().filter(|w| *w != id));
-        }
-    }
-    let names: Vec<&str> = characters.iter().map(|c| c.name.as_str()).collect();
-    let premise = if premises.is_empty() {
-        match names.as_slice() {
-            [one] => format!("{one} meets {user}."),
-            _ => format!("{} meet.", names.join(" and ")),
-        }
-    } else {
-        premises.join("\n\n")
-    };
-    let opening = if openings.is_empty() {
-        String::new()
-    } else {
-        openings.remove(0)
-    };
-    let name = request
-        .name
-        .clone()
-        .unwrap_or_else(|| id_from(&names.join("-"), "cards"));
-    let place = if request.place.trim().is_empty() {
-        "where the story begins"
-    } else {
-        request.place.trim()
-    };
-    let file = ScenarioFile {
-        version: 1,
-        name: name.clone(),
-        title: names.join(", "),
-        description: format!("Imported from {} character card(s).", cards.len()),
-        world: World {
-            description: String::new(),
-        },
-        open: Some(Open {
+
+    /// The open story: the premise from the cards' scenarios, the chosen opening.
+    fn story(&mut self, chosen: usize) -> anyhow::Result<Open> {
+        let names: Vec<&str> = self.characters.iter().map(|c| c.name.as_str()).collect();
+        let premise = if self.premises.is_empty() {
+            match names.as_slice() {
+                [one] => format!("{one} meets {}.", self.user),
+                _ => format!("{} meet.", names.join(" and ")),
+            }
+        } else {
+            self.premises.join("\n\n")
+        };
+        // The opening chosen (the first card's first greeting unless told otherwise);
+        // the others stay in the story's `openings`.
+        let opening = match (chosen, self.openings.len()) {
+            (_, 0) => String::new(),
+            (n, len) if n < len => self.openings.remove(n),
+            (n, len) => bail!(
+                "there is no opening {n}: the cards have {len} (0 to {})",
+                len - 1
+            ),
+        };
+        Ok(Open {
             premise,
             opening,
             opening_location: PLACE.into(),
             rounds: 6,
             scene_turns: 6,
-            openings: openings.clone(),
-        }),
+            openings: self.openings.clone(),
+        })
+    }
+}
+
+/// Reads the cards and lorebooks and writes `DIR/scenario.toml`.
+pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
+    if request.cards.is_empty() {
+        bail!("give at least one card");
+    }
+    let cards = request
+        .cards
+        .iter()
+        .map(|p| read_card(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut cast = Cast {
+        user: Some(request.user.trim())
+            .filter(|u| !u.is_empty())
+            .unwrap_or("a stranger")
+            .to_owned(),
+        ..Cast::default()
+    };
+    for (n, (card, path)) in cards.iter().zip(&request.cards).enumerate() {
+        cast.add_card(n, card, path)?;
+    }
+    let mut used = BTreeSet::new();
+    for path in &request.lorebooks {
+        cast.add_world_book(path, request, &mut used)?;
+    }
+    if let Some(wanted) = request
+        .secret
+        .iter()
+        .chain(request.known_by.iter().map(|(w, _)| w))
+        .find(|w| !used.contains(*w))
+    {
+        bail!(
+            "no lorebook entry is named {wanted:?} (give an entry's uid, name or one of its keys)"
+        );
+    }
+    cast.acquaint(&request.knows)?;
+    let open = cast.story(request.opening)?;
+    let names: Vec<String> = cast.characters.iter().map(|c| c.name.clone()).collect();
+    let place = Some(request.place.trim())
+        .filter(|p| !p.is_empty())
+        .unwrap_or("where the story begins");
+    let file = ScenarioFile {
+        version: 1,
+        name: request
+            .name
+            .clone()
+            .unwrap_or_else(|| id_from(&names.join("-"), "cards")),
+        title: names.join(", "),
+        description: format!("Imported from {} character card(s).", cards.len()),
+        world: World {
+            description: String::new(),
+        },
+        open: Some(open),
         locations: vec![Location {
             id: PLACE.into(),
             name: place.to_owned(),
             description: String::new(),
         }],
         paths: Vec::new(),
-        characters,
-        facts,
+        characters: std::mem::take(&mut cast.characters),
+        facts: std::mem::take(&mut cast.facts),
         scenes: Vec::new(),
     };
     let header = "# Written by `dramatis import card`. Each character's `card` carries its card's \
@@ -389,235 +441,15 @@ pub fn import(request: &CardImport, dir: &Path) -> anyhow::Result<Imported> {
         scenario,
         characters: file.characters.len(),
         facts: file.facts.len(),
-        secret: secret_count,
-        openings: openings.len(),
-        unused,
-        notes,
+        secret: cast.secret,
+        openings: cast.openings.len(),
+        unused: cast.unused,
+        notes: cast.notes,
     })
 }
 
-/// What a character is at export: its name, profile, tags and carried card, and the
-/// facts it holds (each with its text, keys and carried entry).
-#[derive(Debug, Clone, Default)]
-pub struct Standing {
-    pub name: String,
-    pub profile: String,
-    pub tags: Vec<String>,
-    pub card: String,
-    pub facts: Vec<HeldFact>,
-    /// What the director revealed to it.
-    pub revealed: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct HeldFact {
-    pub id: String,
-    pub text: String,
-    pub keys: Vec<String>,
-    pub secondary_keys: Vec<String>,
-    pub selective: bool,
-    pub constant: bool,
-    pub case_sensitive: bool,
-    pub entry: String,
-}
-
-impl Standing {
-    /// The character as the world's `ExportCharacter` gives it.
-    #[must_use]
-    pub fn from_export(view: &dramatis_proto::v1::ExportCharacterResponse) -> Self {
-        let profile = view.profile.clone().unwrap_or_default();
-        let no_entry = String::new();
-        Self {
-            name: profile.name.clone(),
-            profile: profile.profile.clone(),
-            tags: view.tags.clone(),
-            card: view.card.clone(),
-            facts: profile
-                .knowledge
-                .iter()
-                .zip(view.entries.iter().chain(std::iter::repeat(&no_entry)))
-                .map(|(f, entry)| {
-                    let keys = f.keys.clone().unwrap_or_default();
-                    HeldFact {
-                        id: f.id.clone(),
-                        text: f.text.clone(),
-                        keys: keys.keys,
-                        secondary_keys: keys.secondary_keys,
-                        selective: keys.selective,
-                        constant: keys.constant,
-                        case_sensitive: keys.case_sensitive,
-                        entry: entry.clone(),
-                    }
-                })
-                .collect(),
-            revealed: view.revealed.clone(),
-        }
-    }
-}
-
-fn object(json: &str) -> Map<String, Value> {
-    match serde_json::from_str(json) {
-        Ok(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
-}
-
-/// A lorebook entry for a held fact: the carried entry, with each field the fact has
-/// changed since import written over.
-fn entry_of(fact: &HeldFact, n: usize, name: &str, user: &str) -> Value {
-    let mut raw = object(&fact.entry);
-    let was = Lorebook::from_value(&serde_json::json!({ "entries": [Value::Object(raw.clone())] }))
-        .ok()
-        .and_then(|b| b.entries.into_iter().next());
-    let same_text = was.as_ref().is_some_and(|e| {
-        resolve_placeholders(&e.content, name, user) == fact.text
-            || resolve_placeholders(&e.content, "{{char}}", user) == fact.text
-    });
-    if !same_text {
-        raw.insert("content".into(), fact.text.clone().into());
-    }
-    let list = |v: &[String]| Value::Array(v.iter().map(|k| Value::String(k.clone())).collect());
-    if was.as_ref().is_none_or(|e| e.keys != fact.keys) {
-        raw.remove("key");
-        raw.insert("keys".into(), list(&fact.keys));
-    }
-    if was
-        .as_ref()
-        .is_none_or(|e| e.secondary_keys != fact.secondary_keys)
-    {
-        raw.remove("keysecondary");
-        raw.insert("secondary_keys".into(), list(&fact.secondary_keys));
-    }
-    for (field, now, then) in [
-        (
-            "selective",
-            fact.selective,
-            was.as_ref().map(|e| e.selective),
-        ),
-        ("constant", fact.constant, was.as_ref().map(|e| e.constant)),
-        (
-            "case_sensitive",
-            fact.case_sensitive,
-            was.as_ref().map(|e| e.case_sensitive),
-        ),
-    ] {
-        if then != Some(now) {
-            raw.insert(field.into(), now.into());
-        }
-    }
-    if was.is_none() {
-        raw.insert("enabled".into(), true.into());
-        raw.insert("insertion_order".into(), (100 + n).into());
-        raw.insert("id".into(), n.into());
-    }
-    Value::Object(raw)
-}
-
-/// The card of a character as it stands: its carried card, with the name, tags,
-/// profile and book written over where they changed since import. The book holds the
-/// facts the character holds and what the director revealed to it, nothing else.
-#[must_use]
-pub fn export(standing: &Standing) -> Card {
-    let carried = object(&standing.card);
-    let user = carried
-        .get("user")
-        .and_then(Value::as_str)
-        .unwrap_or("a stranger")
-        .to_owned();
-    let user = user.as_str();
-    let mut data = match carried.get("data") {
-        Some(Value::Object(data)) => data.clone(),
-        _ => Map::new(),
-    };
-    let old_name = data
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or(&standing.name)
-        .to_owned();
-    if old_name != standing.name {
-        data.insert("name".into(), standing.name.clone().into());
-    }
-    let tags = Card {
-        spec: card::Spec::V3,
-        data: data.clone(),
-    }
-    .texts("tags");
-    if tags != standing.tags {
-        data.insert(
-            "tags".into(),
-            Value::Array(standing.tags.iter().cloned().map(Value::String).collect()),
-        );
-    }
-    let text = |d: &Map<String, Value>, f: &str| {
-        resolve_placeholders(
-            d.get(f).and_then(Value::as_str).unwrap_or_default(),
-            &old_name,
-            user,
-        )
-    };
-    if profile_of(&text(&data, "description"), &text(&data, "personality")) != standing.profile {
-        data.insert("description".into(), standing.profile.clone().into());
-        data.insert("personality".into(), String::new().into());
-    }
-    let mut entries: Vec<Value> = match data.get("character_book").and_then(|b| b.get("entries")) {
-        Some(Value::Array(kept)) => kept.clone(),
-        _ => Vec::new(),
-    };
-    for (n, fact) in standing.facts.iter().enumerate() {
-        entries.push(entry_of(fact, n, &standing.name, user));
-    }
-    for (n, revealed) in standing.revealed.iter().enumerate() {
-        let fact = HeldFact {
-            text: revealed.clone(),
-            ..HeldFact::default()
-        };
-        entries.push(entry_of(
-            &fact,
-            standing.facts.len() + n,
-            &standing.name,
-            user,
-        ));
-    }
-    if !entries.is_empty() || data.contains_key("character_book") {
-        let book = data
-            .entry("character_book")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(book) = book {
-            book.insert("entries".into(), Value::Array(entries));
-        }
-    }
-    Card {
-        spec: card::Spec::V3,
-        data,
-    }
-}
-
-/// A character of a loaded scenario as it stands at the start (what the world's
-/// `ExportCharacter` gives before anything is revealed): for a round trip with no world.
-#[must_use]
-pub fn standing_of(scenario: &dramatis_scenario::Scenario, id: &str) -> Option<Standing> {
-    let c = scenario.character(id)?;
-    Some(Standing {
-        name: c.name.clone(),
-        profile: c.profile.clone(),
-        tags: c.tags.clone(),
-        card: c.card.clone(),
-        facts: scenario
-            .knowledge_of(id)
-            .map(|f| HeldFact {
-                id: f.id.clone(),
-                text: f.text.clone(),
-                keys: f.keys.keys.clone(),
-                secondary_keys: f.keys.secondary_keys.clone(),
-                selective: f.keys.selective,
-                constant: f.keys.constant,
-                case_sensitive: f.keys.case_sensitive,
-                entry: f.entry.clone(),
-            })
-            .collect(),
-        revealed: Vec::new(),
-    })
-}
+mod export;
+pub use export::{HeldFact, Standing, export, standing_of};
 
 #[cfg(test)]
 mod tests;

@@ -72,6 +72,11 @@ pub struct CardArgs {
     /// The name of the one place where the cast starts.
     #[arg(long, default_value = "where the story begins")]
     pub place: String,
+    /// Which greeting opens the story: 0 (the default) is the first card's first
+    /// message, 1 and on the cards' other greetings in order (alternate greetings, then
+    /// the next card's); the rest are kept as the story's `openings`.
+    #[arg(long, default_value_t = 0)]
+    pub opening: usize,
     /// The scenario folder to write (`scenario.toml` inside); default: a folder named
     /// after the cards' characters in the current directory.
     #[arg(long)]
@@ -105,6 +110,7 @@ pub fn card(args: &CardArgs) -> anyhow::Result<()> {
         user: args.user.clone(),
         name: None,
         place: args.place.clone(),
+        opening: args.opening,
     };
     let out = match &args.out {
         Some(dir) => dir.clone(),

@@ -20,32 +20,8 @@ use std::path::{Path, PathBuf};
 
 use dramatis_proto::v1::MemoryModules;
 
-pub use catalog::{ScenarioCatalog, ScenarioSummary};
+pub use catalog::{ScenarioCatalog, ScenarioSummary, local_file};
 pub use newcomer::NEWCOMER_FIELD;
-
-/// The scenario file a command-line argument names on this machine: a file, or a folder
-/// holding `scenario.toml` (a scenario folder, or one `dramatis ingest` wrote). `None`
-/// when nothing by that name exists here (it may be a shipped scenario's name); an error
-/// for a folder with no `scenario.toml`.
-pub fn local_file(arg: &str) -> Result<Option<PathBuf>, ScenarioError> {
-    let path = Path::new(arg);
-    if path.is_file() {
-        return Ok(Some(path.to_path_buf()));
-    }
-    if path.is_dir() {
-        let file = path.join("scenario.toml");
-        if file.is_file() {
-            return Ok(Some(file));
-        }
-        return Err(ScenarioError::Io {
-            path: path.to_path_buf(),
-            message: "a folder without a scenario.toml; give a scenario file, a folder that \
-                      holds one (as `dramatis ingest` writes), or a shipped scenario's name"
-                .to_owned(),
-        });
-    }
-    Ok(None)
-}
 
 /// The supported `version` of the format.
 pub const FORMAT_VERSION: u32 = 1;

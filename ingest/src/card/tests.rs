@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::*;
 
@@ -203,4 +203,35 @@ fn a_world_book_entry_can_be_known_by_some_or_kept_secret() {
     .unwrap_err()
     .to_string();
     assert!(error.contains("no-such-entry"), "{error}");
+}
+
+#[test]
+fn a_greeting_chosen_opens_the_story_and_the_others_stay_to_choose_from() {
+    let Some(cards) = fixtures("cards") else {
+        return;
+    };
+    let out = tempfile::tempdir().unwrap();
+    let request = |opening| CardImport {
+        cards: vec![cards.join("full_v2_card.json")],
+        opening,
+        ..CardImport::default()
+    };
+    let done = import(&request(1), out.path()).expect("imported");
+    let scenario = Scenario::load(&done.scenario).unwrap();
+    let open = scenario.open.expect("open");
+    assert_eq!(open.opening, "The stars told me of your coming.");
+    assert_eq!(
+        open.openings,
+        [
+            "Welcome, traveler. I have been expecting you.",
+            "Another soul seeks answers..."
+        ]
+    );
+    let error = import(&request(3), &out.path().join("no"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("no opening 3") && error.contains("0 to 2"),
+        "{error}"
+    );
 }

@@ -28,7 +28,8 @@ fn occurs(key: &str, text: &str, case_sensitive: bool) -> bool {
     text.match_indices(key.as_str()).any(|(at, found)| {
         let before = text[..at].chars().next_back();
         let after = text[at + found.len()..].chars().next();
-        !(edges_matter.0 && word(before)) && !(edges_matter.1 && word(after))
+        let runs_on = (edges_matter.0 && word(before)) || (edges_matter.1 && word(after));
+        !runs_on
     })
 }
 
