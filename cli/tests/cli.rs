@@ -1156,7 +1156,7 @@ async fn a_card_and_a_lorebook_import_and_play_and_a_bad_card_is_named() {
     png.extend_from_slice(&[0, 0, 0, 0]);
     png.extend_from_slice(b"IEND");
     png.extend_from_slice(&crc32fast::hash(b"IEND").to_be_bytes());
-    std::fs::write(&not_a_card, &png).unwrap();
+    std::fs::write(&not_a_card, &png).expect("written");
     let refused = dir.path().join("refused");
     let (ok, _, err) = dramatis(&[
         "import",

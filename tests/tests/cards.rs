@@ -66,8 +66,8 @@ async fn two_cards_books_reach_only_their_own_characters_and_come_back_out() {
     // The scenario is written inside the repository: the world reads files under it.
     let root = tempfile::tempdir_in(dramatis_tests::repo_root()).expect("a folder");
     let (ana, bram) = (root.path().join("ana.json"), root.path().join("bram.json"));
-    std::fs::write(&ana, card("Ana", ANA_KEYED, ANA_ALWAYS).to_string()).unwrap();
-    std::fs::write(&bram, card("Bram", BRAM_KEYED, BRAM_ALWAYS).to_string()).unwrap();
+    std::fs::write(&ana, card("Ana", ANA_KEYED, ANA_ALWAYS).to_string()).expect("written");
+    std::fs::write(&bram, card("Bram", BRAM_KEYED, BRAM_ALWAYS).to_string()).expect("written");
     let done = dramatis_ingest::card::import(
         &dramatis_ingest::card::CardImport {
             cards: vec![ana.clone(), bram],
@@ -81,18 +81,7 @@ async fn two_cards_books_reach_only_their_own_characters_and_come_back_out() {
 
     let cluster = Cluster::start(&["ana", "bram"], &rules()).await;
     let mut world = cluster.world().await;
-    let id = world
-        .create_world(CreateWorldRequest {
-            source: Some(create_world_request::Source::ScenarioPath(
-                done.scenario.display().to_string(),
-            )),
-            world_id: "lighthouse".into(),
-            ..Default::default()
-        })
-        .await
-        .expect("created")
-        .into_inner()
-        .world_id;
+    let id = create_from(&mut world, &done.scenario).await;
     world
         .advance(AdvanceRequest {
             world_id: id.clone(),
@@ -171,10 +160,18 @@ async fn two_cards_books_reach_only_their_own_characters_and_come_back_out() {
         "the narrator saw a character's book"
     );
 
-    // Ana, exported from the world, is her card again with her own book only.
+    ana_comes_back_out(&mut world, &id, &ana).await;
+}
+
+/// Ana, exported from the world, is her card again with her own book only.
+async fn ana_comes_back_out(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+    ana: &std::path::Path,
+) {
     let view = world
         .export_character(ExportCharacterRequest {
-            world_id: id.clone(),
+            world_id: id.to_owned(),
             character: "Ana".into(),
         })
         .await
@@ -183,7 +180,8 @@ async fn two_cards_books_reach_only_their_own_characters_and_come_back_out() {
     let profile = view.profile.clone().unwrap_or_default();
     assert_eq!(profile.knowledge.len(), 2);
     assert!(profile.knowledge.iter().all(|f| f.text.starts_with("ANA-")));
-    let original = dramatis_formats::card::read(&std::fs::read(&ana).unwrap(), "ana").unwrap();
+    let original =
+        dramatis_formats::card::read(&std::fs::read(ana).expect("read"), "ana").expect("a card");
     let standing = dramatis_ingest::card::Standing::from_export(&view);
     let back = dramatis_ingest::card::export(&standing);
     for (field, value) in &original.data {
@@ -209,4 +207,23 @@ async fn two_cards_books_reach_only_their_own_characters_and_come_back_out() {
         entries.iter().find(|e| e["id"] == 1).expect("entry 1")["extensions"]["depth"],
         4
     );
+}
+
+/// A world of the scenario file at `path` (under the repository, where the world reads).
+async fn create_from(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    path: &std::path::Path,
+) -> String {
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(create_world_request::Source::ScenarioPath(
+                path.display().to_string(),
+            )),
+            world_id: "lighthouse".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("created")
+        .into_inner()
+        .world_id
 }

@@ -212,6 +212,8 @@ mod tests {
             knows: std::collections::BTreeSet::new(),
             known_as: String::new(),
             offstage: false,
+            tags: vec![],
+            card: String::new(),
         };
         Scenario {
             name: "t".into(),
@@ -339,6 +341,7 @@ mod tests {
             opening_location: String::new(),
             rounds: 2,
             scene_turns: 4,
+            openings: vec![],
         });
         scenario
     }

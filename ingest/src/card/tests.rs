@@ -61,8 +61,8 @@ fn every_fixture_card_comes_back_from_a_world_field_by_field() {
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).expect("cards").flatten() {
         let path = entry.path();
-        let original = card::read(&std::fs::read(&path).unwrap(), "fixture").expect("a card");
-        let out = tempfile::tempdir().unwrap();
+        let original = card::read(&std::fs::read(&path).expect("ok"), "fixture").expect("a card");
+        let out = tempfile::tempdir().expect("ok");
         let (done, scenario) = import_one(std::slice::from_ref(&path), &[], out.path());
         assert_eq!(done.characters, 1);
         let id = &scenario.characters[0].id;
@@ -94,9 +94,9 @@ fn every_fixture_card_comes_back_from_a_world_field_by_field() {
             }
         }
         // Re-imported, the card gives the same character.
-        let again_dir = tempfile::tempdir().unwrap();
+        let again_dir = tempfile::tempdir().expect("ok");
         let again_file = again_dir.path().join("card.json");
-        std::fs::write(&again_file, back.to_v3_json().to_string()).unwrap();
+        std::fs::write(&again_file, back.to_v3_json().to_string()).expect("ok");
         let (_, again) = import_one(&[again_file], &[], &again_dir.path().join("out"));
         let (a, b) = (&scenario.characters[0], &again.characters[0]);
         assert_eq!(
@@ -120,7 +120,7 @@ fn seraphina_with_eldoria_makes_an_open_story_whose_lore_is_everyones() {
     let (Some(cards), Some(books)) = (fixtures("cards"), fixtures("lorebooks")) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().expect("ok");
     let (done, scenario) = import_one(
         &[cards.join("default_Seraphina.png")],
         &[books.join("Eldoria.json")],
@@ -158,8 +158,8 @@ fn a_world_book_entry_can_be_known_by_some_or_kept_secret() {
     let (Some(cards), Some(books)) = (fixtures("cards"), fixtures("lorebooks")) else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
-    let book = read_lorebook(&std::fs::read(books.join("Eldoria.json")).unwrap()).unwrap();
+    let out = tempfile::tempdir().expect("ok");
+    let book = read_lorebook(&std::fs::read(books.join("Eldoria.json")).expect("ok")).expect("ok");
     let (first, second) = (&book.entries[0], &book.entries[1]);
     let done = import(
         &CardImport {
@@ -175,7 +175,7 @@ fn a_world_book_entry_can_be_known_by_some_or_kept_secret() {
         out.path(),
     )
     .expect("imported");
-    let scenario = Scenario::load(&done.scenario).unwrap();
+    let scenario = Scenario::load(&done.scenario).expect("ok");
     assert_eq!(scenario.characters.len(), 2);
     let fact = |content: &str| {
         scenario
@@ -200,7 +200,7 @@ fn a_world_book_entry_can_be_known_by_some_or_kept_secret() {
         },
         &out.path().join("again"),
     )
-    .unwrap_err()
+    .expect_err("refused")
     .to_string();
     assert!(error.contains("no-such-entry"), "{error}");
 }
@@ -210,14 +210,14 @@ fn a_greeting_chosen_opens_the_story_and_the_others_stay_to_choose_from() {
     let Some(cards) = fixtures("cards") else {
         return;
     };
-    let out = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().expect("ok");
     let request = |opening| CardImport {
         cards: vec![cards.join("full_v2_card.json")],
         opening,
         ..CardImport::default()
     };
     let done = import(&request(1), out.path()).expect("imported");
-    let scenario = Scenario::load(&done.scenario).unwrap();
+    let scenario = Scenario::load(&done.scenario).expect("ok");
     let open = scenario.open.expect("open");
     assert_eq!(open.opening, "The stars told me of your coming.");
     assert_eq!(
@@ -228,7 +228,7 @@ fn a_greeting_chosen_opens_the_story_and_the_others_stay_to_choose_from() {
         ]
     );
     let error = import(&request(3), &out.path().join("no"))
-        .unwrap_err()
+        .expect_err("refused")
         .to_string();
     assert!(
         error.contains("no opening 3") && error.contains("0 to 2"),

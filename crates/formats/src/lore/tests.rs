@@ -93,7 +93,7 @@ fn an_entry_keyed_by_nothing_gets_its_place_and_a_long_key_is_quoted_short() {
     let error = Lorebook::from_value(&serde_json::json!({
         "entries": { long.clone(): { "content": 1 } }
     }))
-    .unwrap_err()
+    .expect_err("refused")
     .to_string();
     assert!(error.len() < 200, "{} bytes", error.len());
     assert!(
