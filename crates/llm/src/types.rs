@@ -167,8 +167,9 @@ pub trait LanguageModel: Send + Sync + std::fmt::Debug {
     ) -> Result<Completion, LlmError>;
 }
 
-/// A rough token count (about four characters a token) for endpoints that report none.
+/// A rough token count ([`dramatis_base::estimate_tokens`]) for endpoints that report
+/// none.
 #[must_use]
 pub fn estimate_tokens(text: &str) -> u32 {
-    dramatis_base::saturating_u32(text.chars().count().div_ceil(4))
+    dramatis_base::saturating_u32(dramatis_base::estimate_tokens(text))
 }

@@ -14,5 +14,7 @@ pub mod pki;
 pub mod shutdown;
 pub mod telemetry;
 
-pub use dramatis_base::{QUOTE_CHARS, lock, now_ms, prefix, push, quote, saturating_u32};
+pub use dramatis_base::{
+    QUOTE_CHARS, clip_tokens, estimate_tokens, lock, now_ms, prefix, push, quote, saturating_u32,
+};
 pub use shutdown::Shutdown;

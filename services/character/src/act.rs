@@ -181,7 +181,14 @@ impl Character {
                     (&moment.asked, &[]),
                 )
                 .abstain;
-        let built = prompt::act(&shard, &recalled, &grounding, frame, refuse);
+        let built = prompt::act(
+            &shard,
+            &recalled,
+            &grounding,
+            frame,
+            refuse,
+            agents.options.prompt_budget_tokens,
+        );
         // What the line must not echo: the lines just perceived and the excerpts shown.
         let context = echo::recent_context(
             &shard,

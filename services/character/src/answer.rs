@@ -191,7 +191,13 @@ impl CharacterAgents {
         let (recalled, grounding, verdict) = self
             .recall_for_question(shard, model, question, options)
             .await?;
-        let built = prompt::answer(shard, &recalled, &grounding, question);
+        let built = prompt::answer(
+            shard,
+            &recalled,
+            &grounding,
+            question,
+            self.options.prompt_budget_tokens,
+        );
         built.audit(shard, "answer");
         let request = CompletionRequest::new(built.messages.clone())
             .with_max_tokens(self.options.answer_max_tokens)
@@ -269,7 +275,13 @@ impl Character {
                 .agents
                 .recall_for_question(scratch, model.as_ref(), question, options)
                 .await?;
-            let built = prompt::answer(scratch, &recalled, &grounding, question);
+            let built = prompt::answer(
+                scratch,
+                &recalled,
+                &grounding,
+                question,
+                self.agents.options.prompt_budget_tokens,
+            );
             let texts = prompt::item_texts(scratch, &recalled, &grounding);
             let items = built
                 .items

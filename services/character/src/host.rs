@@ -47,6 +47,10 @@ pub struct AgentOptions {
     pub shard_stream: Option<crate::shard::ShardStream>,
     /// Audited prompts each character's store keeps, newest first (all when `None`).
     pub audit_keep: Option<u64>,
+    /// Tokens a turn's or an answer's prompt may take (estimated): the parts that weigh
+    /// least are cut or left out past it ([`crate::prompt::PROMPT_BUDGET_TOKENS`] by
+    /// default, which the built-in model's context holds).
+    pub prompt_budget_tokens: usize,
     /// Tokens a turn may generate.
     pub act_max_tokens: u32,
     pub answer_max_tokens: u32,
@@ -81,6 +85,7 @@ impl AgentOptions {
             data_dir: None,
             shard_stream: None,
             audit_keep: None,
+            prompt_budget_tokens: crate::prompt::PROMPT_BUDGET_TOKENS,
             act_max_tokens: 160,
             answer_max_tokens: 80,
             temperature: 0.7,

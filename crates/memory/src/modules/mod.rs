@@ -26,7 +26,7 @@ pub use dualmem::DualMem;
 pub use kind::{KINDS, ModuleKind, ModuleSet};
 pub use mind::{Call, Mind, MindError, Reply, Spent};
 pub use moom::Moom;
-pub use text::{content_words, estimate_tokens, is_stop_word, keywords};
+pub use text::{clip, content_words, estimate_tokens, is_stop_word, keywords};
 
 /// What a perceived line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
-//! Small text helpers the modules share: a token estimate and content words.
+//! Small text helpers the modules share: content words, a clip, and the token estimate
+//! every crate shares.
 
 use std::collections::BTreeSet;
 
@@ -19,11 +20,7 @@ pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)
 }
 
-/// A rough token count (about four characters a token), never zero for text.
-#[must_use]
-pub fn estimate_tokens(text: &str) -> usize {
-    text.chars().count().div_ceil(4)
-}
+pub use dramatis_base::estimate_tokens;
 
 /// The content words of `text`: lower-cased, stop words and one-letter words removed.
 #[must_use]
@@ -61,8 +58,6 @@ mod tests {
             .into_iter()
             .collect();
         assert_eq!(words, ["holmes", "violin"]);
-        assert_eq!(estimate_tokens("abcdefgh"), 2);
-        assert_eq!(estimate_tokens("abcdefghi"), 3);
         assert_eq!(clip("one two three four", 2), "one two …");
     }
 }
