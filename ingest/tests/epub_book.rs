@@ -9,15 +9,7 @@ use dramatis_embed::FakeEmbedder;
 use dramatis_ingest::book::{Analysed, Options, Past, Quiet, ingest_analysed};
 
 fn shared(path: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared")
-        .join(path);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
+    dramatis_base::shared(env!("CARGO_MANIFEST_DIR"), path)
 }
 
 async fn ingest(book: &Path, characters: &Path) -> Analysed {

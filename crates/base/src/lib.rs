@@ -102,6 +102,25 @@ pub fn clip_tokens(text: &str, tokens: usize) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(format!("{} …", text[..cut].trim_end()))
 }
 
+/// A file or folder of `shared/` beside the repository (the books and other tools' files
+/// the tests read and never copy), found from a crate's `CARGO_MANIFEST_DIR` at any depth
+/// of the workspace: `None`, said on stderr, where it is absent.
+#[must_use]
+pub fn shared(manifest_dir: &str, path: &str) -> Option<std::path::PathBuf> {
+    let crate_dir = std::path::Path::new(manifest_dir);
+    let root = crate_dir
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .unwrap_or(crate_dir);
+    let found = root.join("../shared").join(path);
+    if found.exists() {
+        Some(found)
+    } else {
+        eprintln!("SKIPPED: {} is absent", found.display());
+        None
+    }
+}
+
 /// Appends formatted text to a `String`, as `write!` does, with no `Result` to drop:
 /// `push!(text, "\n- {}", fact.text)`.
 #[macro_export]

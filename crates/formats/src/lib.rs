@@ -13,14 +13,8 @@ pub mod lore;
 /// tests: `None`, said on stderr, where the folder is absent.
 #[cfg(test)]
 pub(crate) fn fixture(folder: &str, name: &str) -> Option<std::path::PathBuf> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
-        .join(folder)
-        .join(name);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
+    dramatis_base::shared(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("fixtures/{folder}/{name}"),
+    )
 }

@@ -2,13 +2,7 @@ use super::*;
 use dramatis_scenario::{Route, Scenario};
 
 fn fixtures() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/bookworld");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIPPED: {} is absent", dir.display());
-        None
-    }
+    dramatis_base::shared(env!("CARGO_MANIFEST_DIR"), "fixtures/bookworld")
 }
 
 fn imported(preset: &str) -> Option<(Imported, Scenario, tempfile::TempDir)> {

@@ -5,15 +5,7 @@ use serde_json::{Map, Value};
 use super::*;
 
 fn fixtures(folder: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/fixtures")
-        .join(folder);
-    if path.is_dir() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} is absent", path.display());
-        None
-    }
+    dramatis_base::shared(env!("CARGO_MANIFEST_DIR"), &format!("fixtures/{folder}"))
 }
 
 fn import_one(cards: &[PathBuf], lorebooks: &[PathBuf], dir: &Path) -> (Imported, Scenario) {
