@@ -66,13 +66,14 @@ pub fn weigh<'a>(
         fits: fits(id),
     };
     // The character's own description, when the question is about the character.
-    // Between options it is on the subject; a free question ("what did you hide?") must
-    // share a word with it, or "you" alone would cancel every refusal.
+    // Between options, or asked about its standing ("what do you do for a living?"), it
+    // is on the subject; any other free question ("what did you hide?") must share a
+    // word with it, or "you" alone would cancel every refusal.
     held.extend(own.map(|own| {
         let text = Held {
             text: own,
             closeness: 0.0,
-            asked: !options.is_empty(),
+            asked: !options.is_empty() || asks_standing(question),
             fits: &[],
         };
         ("", text)
@@ -200,9 +201,59 @@ fn about_you(question: &str) -> bool {
         .any(|w| ["you", "your", "yours", "yourself"].contains(&w.to_lowercase().as_str()))
 }
 
+/// What a question put in the second person says when it asks the one it is put to
+/// about its own standing: what it does, who it is, how it is called, where it lives or
+/// comes from, what it wants. A profile and a goal answer these in their own words ("keeps
+/// the lighthouse", "to find the ring"), sharing none with the question, so such a
+/// question is on the subject of the character's description as it stands. Whole
+/// phrases, not words: "who did you see?" or "what did you do?" ask about events, which
+/// only memories answer.
+const STANDING: &[&str] = &[
+    "who are you",
+    "what do you do",
+    "for a living",
+    "what is your name",
+    "what are you called",
+    "your name",
+    "your job",
+    "your work",
+    "your trade",
+    "your profession",
+    "your occupation",
+    "how old are you",
+    "your age",
+    "where do you live",
+    "where are you from",
+    "where do you come from",
+    "your home",
+    "your family",
+    "are you married",
+    "what do you want",
+    "what are you after",
+    "what do you hope",
+    "what do you wish",
+    "your goal",
+    "your aim",
+    "your purpose",
+];
+
+/// Whether `question` asks the one it is put to about its own standing ([`STANDING`]).
+#[must_use]
+pub fn asks_standing(question: &str) -> bool {
+    let words: Vec<String> = question
+        .split(|c: char| !c.is_alphabetic() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let text = format!(" {} ", words.join(" "));
+    STANDING
+        .iter()
+        .any(|phrase| text.contains(&format!(" {phrase} ")))
+}
+
 /// What a character knows of itself, as the gate weighs it (its name, the names it
-/// answers to, and its profile), when `question` is about the character: put to it in
-/// the second person ("your husband"), or naming it.
+/// answers to, its profile and what it wants), when `question` is about the character:
+/// put to it in the second person ("your husband"), or naming it.
 #[must_use]
 pub fn own_description(shard: &Shard, question: &str) -> Option<String> {
     let p = &shard.profile;
@@ -219,6 +270,9 @@ pub fn own_description(shard: &Shard, question: &str) -> Option<String> {
         dramatis_runtime::push!(text, " ({})", p.aliases.join(", "));
     }
     dramatis_runtime::push!(text, ": {}", p.profile.trim());
+    if !shard.goal().trim().is_empty() {
+        dramatis_runtime::push!(text, " Wants: {}", shard.goal().trim());
+    }
     Some(text)
 }
 
@@ -260,6 +314,28 @@ pub fn other_names(shard: &Shard, question: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_about_standing_is_told_from_one_about_events() {
+        for standing in [
+            "What do you do for a living?",
+            "Who are you, sir?",
+            "What's your name?",
+            "Where do you live?",
+            "What do you want?",
+        ] {
+            assert!(asks_standing(standing), "{standing}");
+        }
+        for event in [
+            "What did you do last night?",
+            "Who did you see?",
+            "Who are your enemies' friends hiding?",
+            "What did you want from him then?",
+            "Where did you live in 1880?",
+        ] {
+            assert!(!asks_standing(event), "{event}");
+        }
+    }
 
     #[test]
     fn a_module_item_below_its_floor_never_cancels_abstention() {

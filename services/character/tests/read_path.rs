@@ -666,6 +666,54 @@ async fn a_question_about_you_is_refused_when_nothing_held_bears_on_it() {
     assert!(!wound.abstained, "its own profile bears on it");
 }
 
+/// A character brought in with a profile and nothing else answers what its profile
+/// says of it ("What do you do for a living?" shares no word with "keeps the
+/// lighthouse"), and what it wants from its goal; a question about something it did or
+/// saw is still refused, since no profile is a memory of events.
+#[tokio::test]
+async fn a_profile_only_character_answers_about_itself_and_refuses_the_rest() {
+    let model = ScriptedModel::new(vec![rule(
+        &["Question:", "lighthouse"],
+        "I keep the light on Skerry Point.",
+    )]);
+    let agents = CharacterAgents::new(AgentOptions::new(
+        RoleModels::uniform(Arc::new(model)),
+        Arc::new(FakeEmbedder::new(512)),
+    ));
+    let profile = CharacterProfile {
+        id: "mara".into(),
+        name: "Mara Voss".into(),
+        profile: "Keeps the lighthouse on Skerry Point.".into(),
+        goal: "to see the relief boat come in before the storm".into(),
+        ..CharacterProfile::default()
+    };
+    agents.attach("w", "mara", profile).await.expect("attached");
+    let mara = agents.character("w", "mara").expect("attached");
+    let living = mara
+        .answer("What do you do for a living?", &[])
+        .await
+        .expect("answer");
+    assert!(!living.abstained, "its profile says what it does");
+    assert_eq!(living.answer, "I keep the light on Skerry Point.");
+    for standing in [
+        "Who are you?",
+        "What do you want most?",
+        "What's your trade?",
+    ] {
+        let view = mara.recall_view(standing, &[]).await.expect("recall");
+        assert!(!view.abstained, "{standing}: its profile and goal say");
+    }
+    for event in [
+        "What did you hide in the lamp room?",
+        "Who did you meet at the inn last night?",
+        "What did you do after the wreck?",
+        "Who killed the keeper before you?",
+    ] {
+        let view = mara.recall_view(event, &[]).await.expect("recall");
+        assert!(view.abstained, "{event}: no memory bears on it");
+    }
+}
+
 /// A character standing in a place can say how it looks before the scene ends: the
 /// scene's start, with the place's description, is a fact from the moment it arrives,
 /// not only once the scene is written at its end. The character who was not there
