@@ -32,6 +32,7 @@ async fn the_audit_is_bounded_by_default_and_read_in_pages() {
                 question: format!("Question {n}: where were you today?"),
                 recall_only: false,
                 options: Vec::new(),
+                as_of: None,
             })
             .await
             .unwrap_or_else(|s| panic!("ask {n}: {s}"));

@@ -145,6 +145,7 @@ async fn killed_agents_are_restarted(
                 question: "Where were you today?".into(),
                 recall_only: true,
                 options: Vec::new(),
+                as_of: None,
             })
             .await
             .unwrap_or_else(|s| panic!("ask {character}: {s}"))
@@ -244,6 +245,7 @@ async fn every_agent_frozen_mid_advance(flags: &[&str], processes: usize) {
                 question: "Where were you today?".into(),
                 recall_only: true,
                 options: Vec::new(),
+                as_of: None,
             })
             .await;
         (asked, stopped.elapsed())

@@ -220,6 +220,7 @@ async fn ask(
             question,
             recall_only,
             options: choices(probe).into_iter().map(|(_, text)| text).collect(),
+            as_of: None,
         })
         .await
         .map_err(|s| anyhow!("ask {} failed: {}", probe.character, describe(&s)))?

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     /// Another writer changed the target first (a world's log was appended by another
     /// owner); the caller's view is stale.
     Aborted,
+    /// A point named past what exists (a story moment not yet played, or before the
+    /// character's first event).
+    OutOfRange,
     /// A bug or an unexpected failure.
     Internal,
 }
@@ -46,6 +49,7 @@ impl ErrorKind {
             Self::PermissionDenied => Code::PermissionDenied,
             Self::ResourceExhausted => Code::ResourceExhausted,
             Self::Aborted => Code::Aborted,
+            Self::OutOfRange => Code::OutOfRange,
             Self::Internal => Code::Internal,
         }
     }
@@ -54,7 +58,8 @@ impl ErrorKind {
     #[must_use]
     pub fn from_code(code: Code) -> Self {
         match code {
-            Code::InvalidArgument | Code::OutOfRange => Self::InvalidArgument,
+            Code::InvalidArgument => Self::InvalidArgument,
+            Code::OutOfRange => Self::OutOfRange,
             Code::NotFound => Self::NotFound,
             Code::AlreadyExists => Self::AlreadyExists,
             Code::FailedPrecondition => Self::FailedPrecondition,

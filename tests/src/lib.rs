@@ -400,6 +400,7 @@ impl Cluster {
                 question: question.into(),
                 recall_only,
                 options: Vec::new(),
+                as_of: None,
             })
             .await
             .expect("ask")

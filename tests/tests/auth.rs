@@ -278,6 +278,7 @@ async fn a_secured_deployment_plays_a_story_for_each_role() {
                 question: "Who is Holmes?".into(),
                 recall_only: true,
                 options: Vec::new(),
+                as_of: None,
             },
             Some(PLAYER),
         ))
@@ -406,6 +407,7 @@ async fn agent_calls(agent: &mut AgentClient<Channel>) -> Vec<(&'static str, Res
                     question: "Who is Holmes?".into(),
                     recall_only: true,
                     options: Vec::new(),
+                    as_of: None,
                 })
                 .await
                 .map(drop),

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use dramatis_llm::ScriptRule;
 use dramatis_proto::v1::world_client::WorldClient;
 use dramatis_proto::v1::{
-    AskRequest, Event, EventKind, GetWorldRequest, WatchRequest, advance_request, watch_response,
+    AsOf, AskRequest, Event, EventKind, GetWorldRequest, WatchRequest, advance_request, as_of,
+    watch_response,
 };
 use dramatis_tests::{Cluster, advance, test_embedder};
 use tonic::transport::Channel;
@@ -595,6 +596,93 @@ async fn ask_is_answered_by_the_characters_agent_from_its_own_shard() {
         cluster.agent("watson").model.prompts().is_empty(),
         "nobody else was asked"
     );
+}
+
+/// `Ask` with `as_of` on a played world: at the end of the Criterion (scene 1), Watson
+/// has not met Holmes, so nothing of the laboratory comes to his mind; at the end of
+/// the laboratory (scene 2, by its id) it does, with Holmes by the description he saw. Nothing is replayed or changed; a moment
+/// not yet logged, and one before a character's first event, are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_as_of_a_scene_answers_from_what_the_character_held_then() {
+    let cluster = Cluster::start(&CAST, &rules()).await;
+    let mut world = cluster.world().await;
+    let id = cluster.create("study-in-scarlet", "as-of").await;
+    let events = advance(&mut world, &id, advance_request::Until::ScriptEnd(true)).await;
+    let last_of = |scene: &str| {
+        events
+            .iter()
+            .filter(|e| e.scene_id == scene)
+            .map(|e| e.seq)
+            .max()
+            .expect("scene played")
+    };
+    let head = events.last().expect("played").seq;
+    let recall = |point: Option<as_of::Point>| AskRequest {
+        world_id: id.clone(),
+        character: "watson".into(),
+        question: "What did Sherlock Holmes say to you in the laboratory?".into(),
+        recall_only: true,
+        as_of: point.map(|point| AsOf { point: Some(point) }),
+        ..AskRequest::default()
+    };
+    let texts = |answer: &dramatis_proto::v1::AskResponse| {
+        answer
+            .recalled
+            .iter()
+            .map(|item| item.text.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let now = world.ask(recall(None)).await.expect("ask").into_inner();
+    // Now, Watson knows Holmes by name and remembers the laboratory.
+    let holmes_said = "Sherlock Holmes said";
+    assert!(texts(&now).contains(holmes_said), "{}", texts(&now));
+    assert_eq!(now.as_of_seq, None);
+    let criterion = world
+        .ask(recall(Some(as_of::Point::Scene("1".into()))))
+        .await
+        .expect("ask as of scene 1")
+        .into_inner();
+    assert_eq!(criterion.as_of_seq, Some(last_of("criterion-meeting")));
+    for later in [LAB_CANARY, "Holmes"] {
+        assert!(!texts(&criterion).contains(later), "{}", texts(&criterion));
+    }
+    // At the laboratory's end he remembers it, and the man he met there by how he saw
+    // him then: the name came later.
+    let lab = world
+        .ask(recall(Some(as_of::Point::Scene("laboratory".into()))))
+        .await
+        .expect("ask as of the laboratory")
+        .into_inner();
+    assert_eq!(lab.as_of_seq, Some(last_of("laboratory")));
+    assert!(texts(&lab).contains(LAB_CANARY), "{}", texts(&lab));
+    assert!(!texts(&lab).contains(holmes_said), "{}", texts(&lab));
+
+    let refused = world
+        .ask(recall(Some(as_of::Point::Seq(head + 1))))
+        .await
+        .expect_err("a moment not yet played");
+    assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+    assert!(refused.message().contains("not yet played"), "{refused:?}");
+    let mut lestrade = recall(Some(as_of::Point::Seq(1)));
+    lestrade.character = "lestrade".into();
+    let refused = world
+        .ask(lestrade)
+        .await
+        .expect_err("before his first event");
+    assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+    assert!(
+        refused.message().contains("perceived nothing before"),
+        "{refused:?}"
+    );
+    let info = world
+        .get_world(GetWorldRequest {
+            world_id: id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(info.next_seq, head + 1, "asking logged nothing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

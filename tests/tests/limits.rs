@@ -134,6 +134,7 @@ async fn every_limit_is_refused_with_its_code_and_a_short_message() {
         question,
         recall_only: true,
         options: Vec::new(),
+        as_of: None,
     };
     assert_refused(
         world.ask(ask("why ".repeat(500) + "?")).await,
@@ -290,6 +291,7 @@ async fn a_finished_idle_world_is_detached_and_attached_again_when_asked() {
             question: "Who did you meet at the laboratory?".into(),
             recall_only: true,
             options: Vec::new(),
+            as_of: None,
         })
         .await
         .expect("asked after the detach")

@@ -7,10 +7,10 @@
 
 use dramatis_proto::v1::agent_client::AgentClient;
 use dramatis_proto::v1::{
-    ActRequest, AdvanceRequest, AskRequest, AttachRequest, CharacterProfile, CharacterRef,
+    ActRequest, AdvanceRequest, AsOf, AskRequest, AttachRequest, CharacterProfile, CharacterRef,
     CreateWorldRequest, DeleteWorldRequest, Event, GetWorldRequest, ListScenariosRequest,
     ListScenariosResponse, ListWorldsRequest, PerceiveRequest, SceneFrame, WatchRequest,
-    advance_request, create_world_request,
+    advance_request, as_of, create_world_request,
 };
 use dramatis_tests::{Cluster, assert_refused};
 use tonic::Code;
@@ -203,6 +203,35 @@ async fn world_requests_are_validated_precisely() {
             .await,
         Code::InvalidArgument,
         "an option must not be empty",
+    );
+    let ask_as_of = |point: Option<as_of::Point>| AskRequest {
+        world_id: "w1".into(),
+        character: "holmes".into(),
+        question: "Who?".into(),
+        as_of: Some(AsOf { point }),
+        ..AskRequest::default()
+    };
+    assert_refused(
+        world.ask(ask_as_of(Some(as_of::Point::Seq(1)))).await,
+        Code::OutOfRange,
+        "the story has logged 0 events",
+    );
+    assert_refused(
+        world.ask(ask_as_of(Some(as_of::Point::Seq(0)))).await,
+        Code::OutOfRange,
+        "events are numbered from 1",
+    );
+    assert_refused(
+        world
+            .ask(ask_as_of(Some(as_of::Point::Scene("1".into()))))
+            .await,
+        Code::OutOfRange,
+        "no such scene has begun",
+    );
+    assert_refused(
+        world.ask(ask_as_of(None)).await,
+        Code::InvalidArgument,
+        "as_of names no moment",
     );
     let unchanged = world
         .get_world(GetWorldRequest {

@@ -41,6 +41,14 @@ impl EpisodicLayer {
         self.memories.upsert(memory, vector)
     }
 
+    /// The layer with only the memories `keep` accepts (by position), in order.
+    #[must_use]
+    pub fn retained(&self, keep: impl FnMut(usize, &EpisodicMemory) -> bool) -> Self {
+        Self {
+            memories: self.memories.retained(keep),
+        }
+    }
+
     /// The stored embedding of the memory at `position`.
     #[must_use]
     pub fn vector_at(&self, position: usize) -> Option<&[f32]> {

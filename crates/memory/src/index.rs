@@ -428,6 +428,24 @@ impl<T: Keyed> Indexed<T> {
     }
 }
 
+impl<T: Keyed + Clone> Indexed<T> {
+    /// The items `keep` accepts (by position), in their order, with their vectors:
+    /// the index as it would stand had only they been pushed.
+    #[must_use]
+    pub fn retained(&self, mut keep: impl FnMut(usize, &T) -> bool) -> Self {
+        let mut kept = Self::default();
+        for (position, item) in self.items.iter().enumerate() {
+            if keep(position, item) {
+                kept.push(
+                    item.clone(),
+                    self.index.vector(position).unwrap_or_default(),
+                );
+            }
+        }
+        kept
+    }
+}
+
 impl<T> Indexed<T> {
     #[must_use]
     pub fn items(&self) -> &[T] {

@@ -61,6 +61,20 @@ impl PersonalityLayer {
         self.patterns.vector_at(position)
     }
 
+    /// The layer with every pattern and only the transitions `keep` accepts.
+    #[must_use]
+    pub fn retained(&self, keep: impl Fn(&EmotionTransition) -> bool) -> Self {
+        Self {
+            patterns: self.patterns.clone(),
+            transitions: self
+                .transitions
+                .iter()
+                .filter(|t| keep(t))
+                .cloned()
+                .collect(),
+        }
+    }
+
     #[must_use]
     pub fn transitions(&self) -> &[EmotionTransition] {
         &self.transitions

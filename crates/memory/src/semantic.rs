@@ -83,6 +83,19 @@ impl SemanticLayer {
         self.facts.push(fact, vector);
     }
 
+    /// The layer with only the facts `keep` accepts (by position), in order: its word
+    /// index and rarities as they were when only those facts were held.
+    #[must_use]
+    pub fn retained(&self, mut keep: impl FnMut(usize, &Fact) -> bool) -> Self {
+        let mut kept = Self::default();
+        for (position, fact) in self.facts.items().iter().enumerate() {
+            if keep(position, fact) {
+                kept.add(fact.clone(), self.vector_at(position).unwrap_or_default());
+            }
+        }
+        kept
+    }
+
     /// How rare a word stem is among the facts ([`Lexical::rarity`]).
     #[must_use]
     pub fn word_rarity(&self, stem: &str) -> f32 {

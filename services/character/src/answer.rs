@@ -250,9 +250,20 @@ impl Character {
         question: &str,
         options: &[String],
     ) -> Result<AnswerOutcome, AgentError> {
+        self.answer_as_of(question, options, None).await
+    }
+
+    /// [`Character::answer`] as the character stood once it had perceived every event
+    /// up to `as_of` ([`Shard::as_of`]); now when `None`.
+    pub async fn answer_as_of(
+        &self,
+        question: &str,
+        options: &[String],
+        as_of: Option<u64>,
+    ) -> Result<AnswerOutcome, AgentError> {
         check_question(question)?;
         let model = self.agents.options.models.get(ModelRole::Answer);
-        self.interview(async |scratch: &mut Shard| {
+        self.interview(as_of, async |scratch: &mut Shard| {
             self.agents
                 .answer_on(scratch, model.as_ref(), question, options)
                 .await
@@ -268,9 +279,19 @@ impl Character {
         question: &str,
         options: &[String],
     ) -> Result<RecallView, AgentError> {
+        self.recall_view_as_of(question, options, None).await
+    }
+
+    /// [`Character::recall_view`] as the character stood at `as_of`.
+    pub async fn recall_view_as_of(
+        &self,
+        question: &str,
+        options: &[String],
+        as_of: Option<u64>,
+    ) -> Result<RecallView, AgentError> {
         check_question(question)?;
         let model = self.agents.options.models.get(ModelRole::Answer);
-        self.interview(async |scratch: &mut Shard| {
+        self.interview(as_of, async |scratch: &mut Shard| {
             let (recalled, grounding, verdict) = self
                 .agents
                 .recall_for_question(scratch, model.as_ref(), question, options)
@@ -308,14 +329,23 @@ impl Character {
     /// whatever the read path and the modules' `ground` would change, and the shard file
     /// is not rewritten. The one thing kept is the prompt audit (a record of what was
     /// sent, not memory): the prompts the interview sent, even when it failed part way,
-    /// are appended to the shard's audit and its audit file.
+    /// are appended to the shard's audit and its audit file. With `as_of`, the copy is
+    /// the shard as it stood then ([`Shard::as_of`]), and each prompt's purpose says so
+    /// ("answer as of 41, read-only").
     async fn interview<T>(
         &self,
+        as_of: Option<u64>,
         ask: impl AsyncFnOnce(&mut Shard) -> Result<T, AgentError>,
     ) -> Result<T, AgentError> {
         let mut shard = self.shard.lock().await;
-        let mut scratch = shard.scratch();
+        let mut scratch = match as_of {
+            Some(seq) => shard.as_of(seq)?,
+            None => shard.scratch(),
+        };
         let outcome = ask(&mut scratch).await;
+        if let Some(seq) = as_of {
+            scratch.mark_audit(&format!(" as of {seq}, read-only"));
+        }
         let saved = shard.keep_audit_of(scratch)?;
         drop(shard);
         saved.wait().await?;

@@ -124,7 +124,7 @@ impl AgentApi for AgentGrpc {
                 .agents
                 .character(&world, &character)
                 .map_err(Status::from)?
-                .recall_view(&request.question, &request.options)
+                .recall_view_as_of(&request.question, &request.options, request.as_of)
                 .await
                 .map_err(Status::from)?;
             return Ok(Response::new(pb::AnswerResponse {
@@ -139,7 +139,7 @@ impl AgentApi for AgentGrpc {
             .agents
             .character(&world, &character)
             .map_err(Status::from)?
-            .answer(&request.question, &request.options)
+            .answer_as_of(&request.question, &request.options, request.as_of)
             .await
             .map_err(Status::from)?;
         Ok(Response::new(pb::AnswerResponse {

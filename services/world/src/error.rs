@@ -58,6 +58,10 @@ pub enum WorldError {
     /// A limit of the service is reached.
     #[error("{0}")]
     Full(String),
+    /// A story moment that is not there: not yet played, or before the character's first
+    /// event.
+    #[error("{0}")]
+    OutOfRange(String),
     /// A run failed after it had logged events: they stay logged and watchable.
     #[error(
         "{source} (events {first}–{last} were logged before the failure; watch from {first} to read them)"
@@ -96,6 +100,7 @@ impl DomainError for WorldError {
             }
             Self::Moved(_) => ErrorKind::Unavailable,
             Self::Full(_) => ErrorKind::ResourceExhausted,
+            Self::OutOfRange(_) => ErrorKind::OutOfRange,
             Self::Interrupted { source, .. } => source.kind(),
         }
     }

@@ -175,6 +175,27 @@ impl TranscriptHub {
             .unwrap_or_default()
     }
 
+    /// The seq of the last event logged in a scene, named by its id or by its number in
+    /// the order scenes began (1 is the first); `None` when no such scene has begun.
+    #[must_use]
+    pub fn scene_last_seq(&self, scene: &str) -> Option<u64> {
+        let events = read(&self.inner.events);
+        let id = match scene.trim().parse::<usize>() {
+            Ok(number) => events
+                .iter()
+                .filter(|e| e.kind() == dramatis_proto::v1::EventKind::SceneStart)
+                .nth(number.checked_sub(1)?)?
+                .scene_id
+                .clone(),
+            Err(_) => scene.trim().to_owned(),
+        };
+        events
+            .iter()
+            .rev()
+            .find(|e| e.scene_id == id)
+            .map(|e| e.seq)
+    }
+
     /// The events of scene `scene_id` (a copy), found from the end of the log back to
     /// the scene's start: the cost is the scene's, not the story's.
     #[must_use]

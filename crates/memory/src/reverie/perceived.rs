@@ -46,6 +46,12 @@ pub struct Perceived {
     /// world sent it).
     #[serde(default)]
     pub place_description: String,
+    /// On the character's own line: the state its turn left (mood, goal, feeling), as
+    /// the world logged it with the line. What the character felt and wanted at that
+    /// moment, so that it can be asked as it stood then. Empty on others' events (and in
+    /// shards written before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub own_state: String,
 }
 
 fn is_zero(n: &u32) -> bool {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AgentError;
 
+mod as_of;
 mod backend;
 mod jetstream;
 mod legacy;

@@ -45,18 +45,7 @@ impl Shard {
                 self.resume_turn(event);
             }
             self.note_own_moment(&perceived);
-            let seen = perceived.perceivers.iter().zip(&perceived.perceiver_names);
-            for (id, name) in [
-                (&perceived.speaker, &perceived.speaker_name),
-                (&perceived.target, &perceived.target_name),
-            ]
-            .into_iter()
-            .chain(seen)
-            {
-                if !id.is_empty() && !name.is_empty() {
-                    self.state.names.insert(id.clone(), name.clone());
-                }
-            }
+            super::as_of::note_names(&mut self.state.names, &perceived);
             let closes = perceived.kind == PerceivedKind::SceneEnd;
             if let Some(line) = perceived.line(&me) {
                 self.learn(&line);
@@ -166,9 +155,9 @@ impl Shard {
 
 /// What a turn leaves in the character: logged with its line as `actor_state`.
 #[derive(Debug, Serialize, Deserialize)]
-struct TurnState {
-    mood: Mood,
-    goal: String,
+pub(super) struct TurnState {
+    pub(super) mood: Mood,
+    pub(super) goal: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     feeling: Option<Annotation>,
 }

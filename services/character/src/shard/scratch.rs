@@ -47,6 +47,13 @@ impl Shard {
         }
     }
 
+    /// Adds `note` to the purpose of every prompt this copy audited.
+    pub fn mark_audit(&mut self, note: &str) {
+        for entry in &mut self.state.audit {
+            entry.purpose.push_str(note);
+        }
+    }
+
     /// Takes the prompts `scratch` audited into this shard's audit and queues their
     /// save; nothing else of the copy is kept. Wait for the returned save once the lock
     /// is released.

@@ -31,6 +31,8 @@ pub(crate) fn perceived_of(event: &Event) -> Option<Perceived> {
         perceiver_names: event.perceiver_names.clone(),
         others: event.others_perceiving,
         place_description: event.place_description.clone(),
+        // Only the character's own line carries one: perceive refuses anyone else's.
+        own_state: event.actor_state.clone(),
     })
 }
 

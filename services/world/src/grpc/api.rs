@@ -317,6 +317,7 @@ impl WorldApi for WorldGrpc {
                     &request.question,
                     &request.options,
                     request.recall_only,
+                    request.as_of.as_ref(),
                 )
                 .await
                 .map_err(Status::from)?;

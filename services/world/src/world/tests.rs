@@ -695,7 +695,7 @@ async fn sleep_and_wake_race_calls_and_advances_without_losing_a_character() {
     fixture.agents.held().answer_gate = Some(Arc::clone(&gate));
     let asking = {
         let world = Arc::clone(&fixture.world);
-        tokio::spawn(async move { world.ask("watson", "Who are you?", &[], false).await })
+        tokio::spawn(async move { world.ask("watson", "Who are you?", &[], false, None).await })
     };
     within("the question", gate.entered.notified()).await;
     assert!(
@@ -715,7 +715,9 @@ async fn sleep_and_wake_race_calls_and_advances_without_losing_a_character() {
     // A question wakes it.
     let answer = within(
         "the answer",
-        fixture.world.ask("holmes", "Who are you?", &[], false),
+        fixture
+            .world
+            .ask("holmes", "Who are you?", &[], false, None),
     )
     .await
     .expect("answered");
@@ -728,7 +730,7 @@ async fn sleep_and_wake_race_calls_and_advances_without_losing_a_character() {
         let (slept, asked, advanced) = within("the race", async {
             tokio::join!(
                 world.sleep_if_idle(Duration::ZERO),
-                world.ask("watson", "Where are you?", &[], false),
+                world.ask("watson", "Where are you?", &[], false, None),
                 world.advance(Until::Turns(1)),
             )
         })

@@ -116,6 +116,7 @@ impl World {
         question: &str,
         options: &[String],
         recall_only: bool,
+        as_of: Option<&pb::AsOf>,
     ) -> Result<pb::AskResponse, WorldError> {
         let id = self.character_id(character)?;
         if question.trim().is_empty() {
@@ -138,12 +139,14 @@ impl World {
             }
             Limits::check_chars("option", option, self.limits.max_question_chars)?;
         }
+        let as_of = as_of.map(|point| self.as_of_seq(point)).transpose()?;
         self.deliver_pending(&id).await?;
         let request = pb::AnswerRequest {
             character: Some(self.character_ref(&id)),
             question: question.to_owned(),
             recall_only,
             options: options.to_vec(),
+            as_of,
         };
         let answer = self
             .call_agent(&id, |port| {
@@ -158,7 +161,36 @@ impl World {
             abstained: answer.abstained,
             recalled: answer.recalled,
             choice: answer.choice,
+            as_of_seq: as_of,
         })
+    }
+
+    /// The event a moment of the story stands at: a logged seq, or the last event of a
+    /// scene that has begun. A moment not yet played is refused.
+    fn as_of_seq(&self, point: &pb::AsOf) -> Result<u64, WorldError> {
+        let last = self.hub.next_seq() - 1;
+        match &point.point {
+            Some(pb::as_of::Point::Seq(seq)) if *seq == 0 => Err(WorldError::OutOfRange(
+                "as of event 0: events are numbered from 1".into(),
+            )),
+            Some(pb::as_of::Point::Seq(seq)) if *seq > last => {
+                Err(WorldError::OutOfRange(format!(
+                    "as of event {seq}: the story has logged {last} events; a moment not yet played cannot be asked"
+                )))
+            }
+            Some(pb::as_of::Point::Seq(seq)) => Ok(*seq),
+            Some(pb::as_of::Point::Scene(scene)) => {
+                self.hub.scene_last_seq(scene).ok_or_else(|| {
+                    WorldError::OutOfRange(format!(
+                        "as of scene {}: no such scene has begun",
+                        dramatis_runtime::quote(scene)
+                    ))
+                })
+            }
+            None => Err(WorldError::InvalidArgument(
+                "as_of names no moment (give seq or scene)".into(),
+            )),
+        }
     }
 
     /// A page of the prompt audit of `character` (id, name or alias), or of every

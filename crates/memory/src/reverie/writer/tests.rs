@@ -27,6 +27,7 @@ fn perceived(seq: u64, kind: PerceivedKind, speaker: &str, target: &str, text: &
         perceiver_names: vec!["Holmes".into(), "Watson".into()],
         others: 0,
         place_description: String::new(),
+        own_state: String::new(),
     }
 }
 
