@@ -495,6 +495,7 @@ function showPov(character) {
   view.pov?.stream.cancel();
   povLines.clear();
   $("ask-answer").textContent = "";
+  $("ask-as-of").value = "";
   const stream = view.client.stream("Watch", { world_id: view.worldId, from_seq: 1, pov: character }, (message) => {
     if (view.pov?.stream !== stream) return;
     if (message.item === "token") povLines.token(message.token);
@@ -512,9 +513,22 @@ async function ask(question) {
   const character = view.pov.id;
   const answer = $("ask-answer");
   answer.textContent = "…";
-  const reply = await view.client.unary("Ask", { world_id: view.worldId, character, question });
+  const request = { world_id: view.worldId, character, question };
+  const asOf = asOfPoint($("ask-as-of").value);
+  if (asOf) request.as_of = asOf;
+  const reply = await view.client.unary("Ask", request);
   if (view.pov?.id !== character) return; // the panel shows someone else now
-  answer.textContent = `${nameOf(character)}: ${reply.answer}${reply.abstained ? " (nothing in memory bore on it)" : ""}`;
+  const when = reply.as_of_seq ? ` (as of event ${reply.as_of_seq})` : "";
+  answer.textContent = `${nameOf(character)}${when}: ${reply.answer}${reply.abstained ? " (nothing in memory bore on it)" : ""}`;
+}
+
+/** The "as of" field as an AsOf message: an event's seq, `scene:N`, or nothing (now). */
+function asOfPoint(text) {
+  const value = text.trim();
+  if (!value) return null;
+  if (value.startsWith("scene:")) return { scene: value.slice("scene:".length).trim() };
+  if (/^[0-9]+$/.test(value)) return { seq: Number(value) };
+  throw new Error(`"as of" takes an event's number or scene:N, not ${JSON.stringify(value.slice(0, 40))}`);
 }
 
 function nameOf(id) {
@@ -662,6 +676,11 @@ function wire() {
   });
   $("run-scene").addEventListener("click", () => advance({ scene_end: true }).catch((e) => { fail(e); scheduleInfo(); }));
   $("run-all").addEventListener("click", () => advance({ script_end: true }).catch((e) => { fail(e); scheduleInfo(); }));
+  // A line of the point of view, clicked, is the moment the next question is put at.
+  $("pov").addEventListener("click", (e) => {
+    const seq = e.target.closest("li[data-seq]")?.dataset.seq;
+    if (seq) $("ask-as-of").value = seq;
+  });
   $("ask-form").addEventListener("submit", (e) => {
     e.preventDefault();
     ask($("ask-question").value).catch(fail);

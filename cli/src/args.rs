@@ -254,6 +254,9 @@ pub enum BenchCommand {
     /// `dramatis ingest` on the deterministic path: a 100,000-word book made from the
     /// test book (places renamed in each copy), words per second and peak memory.
     Ingest(IngestBenchArgs),
+    /// A played story's characters asked now and as of each scene's end (`ask
+    /// --as-of`): model calls, prompt tokens and milliseconds per question, side by side.
+    Ask(Box<crate::commands::bench_ask::AskBenchArgs>),
     /// One long open story (default 600 rounds, 4 characters) with the shards saved to
     /// disk: time per line by tenth of the story (flat is the goal), shard bytes per
     /// character at the end, peak memory.

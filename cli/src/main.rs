@@ -84,6 +84,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Export(args) => commands::export::export(&args).await,
         Command::Repair(args) => commands::repair::repair(&args),
         Command::Bench(BenchCommand::Turns(args)) => commands::bench::bench(args).await,
+        Command::Bench(BenchCommand::Ask(args)) => commands::bench_ask::bench_ask(&args).await,
         Command::Bench(BenchCommand::Embed(args)) => {
             commands::bench_embed::bench_embed(&args).await
         }

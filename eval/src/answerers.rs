@@ -19,13 +19,13 @@ use async_trait::async_trait;
 use dramatis_embed::Embedder;
 use dramatis_llm::{ChatMessage, CompletionRequest, LanguageModel};
 use dramatis_memory::vector::dot as cosine;
-use dramatis_proto::v1::{AskRequest, AskResponse, Usage};
+use dramatis_proto::v1::{AsOf, AskRequest, AskResponse, Usage, as_of};
 use dramatis_runtime::client::describe;
 use dramatis_scenario::Scenario;
 
 use crate::kbf::{Probe, best_supported, match_letter};
 use crate::probes::{derive_gold, truths};
-use crate::walk::{Source, Walk, sources};
+use crate::walk::{Run, Source, Walk, sources};
 
 /// One way of answering an item, asked once the world stands at the item's position.
 #[async_trait]
@@ -88,15 +88,38 @@ pub struct Asked {
     pub story_turns: u32,
 }
 
-/// Asks every item of `probes` at its position, walking the story forward once (items in
-/// order of position; those without one at the end). Line items check that the replay
-/// logged the line they were made from. `each` is called after every item.
+/// [`ask_via`] [`Via::Replay`].
 pub async fn ask_at_positions(
     walk: &mut Walk,
     scenario: &Scenario,
     probes: &[Probe],
     answerer: &mut dyn Answerer,
     each: &(dyn Fn() + Sync),
+) -> anyhow::Result<Asked> {
+    ask_via(walk, scenario, probes, answerer, (Via::Replay, each)).await
+}
+
+/// How an item reaches its story position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Via {
+    /// The story is walked forward to the item's position, and the item asked there.
+    #[default]
+    Replay,
+    /// The story is played to its end first; each item is asked `as_of` the last event
+    /// of its position (`Ask.as_of`), on the finished world, as a user would.
+    Ask,
+}
+
+/// Asks every item of `probes` at its position, walking the story forward once (items in
+/// order of position; those without one at the end), or, `via` [`Via::Ask`], playing it
+/// to its end and asking each item as of its position. Line items check that the replay
+/// logged the line they were made from. `each` is called after every item.
+pub async fn ask_via(
+    walk: &mut Walk,
+    scenario: &Scenario,
+    probes: &[Probe],
+    answerer: &mut dyn Answerer,
+    (via, each): (Via, &(dyn Fn() + Sync)),
 ) -> anyhow::Result<Asked> {
     let mut order: Vec<usize> = (0..probes.len()).collect();
     order.sort_by_key(|i| probes[*i].at.unwrap_or(u32::MAX));
@@ -107,24 +130,37 @@ pub async fn ask_at_positions(
     let mut underived = Vec::new();
     let mut all: Vec<Source> = Vec::new();
     let mut known_at = None;
+    if via == Via::Ask {
+        walk.play_to_end().await?;
+    }
     for &i in &order {
         let probe = &probes[i];
-        walk.advance_to(probe.at).await?;
+        let run = match via {
+            Via::Replay => {
+                walk.advance_to(probe.at).await?;
+                walk.run.clone()
+            }
+            Via::Ask => {
+                let run = walk.run.until(probe.at.unwrap_or(u32::MAX));
+                walk.as_of = run.log.last().map(|(_, e)| e.seq);
+                run
+            }
+        };
         if let Some(at) = probe.at
-            && walk.run.turns < at
+            && run.turns < at
         {
             bail!(
                 "item {}: the story ended after {} turns, before position {at}; the \
                  probes come from another run (replay them on the model they were played \
                  with)",
                 probe.id,
-                walk.run.turns
+                run.turns
             );
         }
-        check_replay(walk, probe)?;
-        let position = walk.run.turns;
+        check_replay(&run, probe)?;
+        let position = run.turns;
         if known_at != Some(position) {
-            all = sources(scenario, &walk.run);
+            all = sources(scenario, &run);
             known_at = Some(position);
         }
         let derived = derive_gold(probe, scenario, &all, position, &truths);
@@ -152,6 +188,7 @@ pub async fn ask_at_positions(
         scored[i] = Some(probe.with_gold(gold));
         each();
     }
+    walk.as_of = None;
     // The story's length places each item in its third.
     walk.play_to_end().await?;
     Ok(Asked {
@@ -165,15 +202,14 @@ pub async fn ask_at_positions(
 }
 
 /// A line item's line, once the replay has logged that far, must have the same text.
-fn check_replay(walk: &Walk, probe: &Probe) -> anyhow::Result<()> {
+fn check_replay(run: &Run, probe: &Probe) -> anyhow::Result<()> {
     let (Some(seq), Some(text)) = (probe.line, &probe.line_text) else {
         return Ok(());
     };
-    if walk.run.log.last().is_none_or(|(_, e)| e.seq < seq) {
+    if run.log.last().is_none_or(|(_, e)| e.seq < seq) {
         return Ok(());
     }
-    let logged = walk
-        .run
+    let logged = run
         .log
         .iter()
         .find(|(_, e)| e.seq == seq)
@@ -220,7 +256,9 @@ async fn ask(
             question,
             recall_only,
             options: choices(probe).into_iter().map(|(_, text)| text).collect(),
-            as_of: None,
+            as_of: walk.as_of.map(|seq| AsOf {
+                point: Some(as_of::Point::Seq(seq)),
+            }),
         })
         .await
         .map_err(|s| anyhow!("ask {} failed: {}", probe.character, describe(&s)))?

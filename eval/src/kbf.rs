@@ -52,6 +52,10 @@ pub struct Probe {
     /// (`eval probes --paraphrase`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloze: Option<String>,
+    /// A hand-written item's kind of question, reported apart (TimeChara's point-in-time
+    /// kinds: `future`, `past-absence`, `past-presence`, `past-only`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 impl Probe {
@@ -87,6 +91,7 @@ impl Probe {
             evidence: Vec::new(),
             played_with: None,
             cloze: None,
+            kind: None,
         }
     }
 
@@ -406,6 +411,24 @@ pub fn scores(probes: &[Probe], answers: &[Option<char>]) -> (Score, BTreeMap<St
     (score(&all), per)
 }
 
+/// Accuracy by kind of question (items without a kind left out): for each kind, how many
+/// items and the share answered with their gold letter.
+#[must_use]
+pub fn kind_accuracy(probes: &[Probe], answers: &[Option<char>]) -> BTreeMap<String, (usize, f64)> {
+    let mut by_kind: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (probe, answer) in probes.iter().zip(answers) {
+        if let Some(kind) = &probe.kind {
+            let tally = by_kind.entry(kind.clone()).or_default();
+            tally.0 += 1;
+            tally.1 += usize::from(*answer == Some(probe.gold));
+        }
+    }
+    by_kind
+        .into_iter()
+        .map(|(kind, (n, right))| (kind, (n, right as f64 / n as f64)))
+        .collect()
+}
+
 /// The letter (A–D) of the option whose text is `text`, compared without case and with
 /// runs of white space as one.
 #[must_use]
@@ -427,6 +450,29 @@ fn option_key(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accuracy_is_counted_by_kind_and_items_without_one_are_left_out() {
+        let item = |kind: Option<&str>, gold: char| Probe {
+            kind: kind.map(str::to_owned),
+            ..Probe::multiple_choice("watson", "Where?", ["a", "b", "c", "d"], gold)
+        };
+        let probes = [
+            item(Some("future"), REFUSAL),
+            item(Some("future"), REFUSAL),
+            item(Some("past-only"), 'B'),
+            item(None, 'A'),
+        ];
+        let answers = [Some(REFUSAL), Some('A'), Some('B'), Some('A')];
+        let kinds = kind_accuracy(&probes, &answers);
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            [
+                ("future".to_owned(), (2, 0.5)),
+                ("past-only".to_owned(), (1, 1.0))
+            ]
+        );
+    }
 
     #[test]
     fn an_item_falls_in_the_third_of_the_story_it_is_asked_in() {

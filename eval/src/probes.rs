@@ -284,6 +284,7 @@ pub fn generate(scenario: &Scenario, run: &Run, at: At, played_with: &str) -> Ve
                 evidence: words.to_vec(),
                 played_with: Some(played_with.to_owned()),
                 cloze: None,
+                kind: None,
             });
         }
     }

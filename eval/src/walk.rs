@@ -47,6 +47,19 @@ impl Run {
         self.log.push((played, event));
     }
 
+    /// The run as it stood once `turns` turns had been played: the events logged by
+    /// then, each at its position, as a walk that stopped there holds them.
+    #[must_use]
+    pub fn until(&self, turns: u32) -> Self {
+        let mut run = Self::default();
+        for (played, event) in self.log.iter().filter(|(at, _)| *at <= turns) {
+            run.take(*played, event.clone());
+        }
+        run.turns = turns.min(self.turns);
+        run.finished = self.finished && turns >= self.turns;
+        run
+    }
+
     /// The run a whole logged transcript records, each event at the position a walk
     /// one turn at a time would have logged it: with the next line (or, after the
     /// last line, at the end).
@@ -150,6 +163,8 @@ pub struct Walk {
     source: Option<Logged>,
     /// The replay of an unfinished story's log stops at its last line.
     end: Option<u32>,
+    /// The moment questions are put at (`Ask.as_of`, a seq): none, as the world stands.
+    pub as_of: Option<u64>,
 }
 
 impl Walk {
@@ -162,6 +177,7 @@ impl Walk {
             run: Run::default(),
             source: None,
             end: None,
+            as_of: None,
         })
     }
 
@@ -189,6 +205,7 @@ impl Walk {
             run: Run::default(),
             source: Some(logged),
             end,
+            as_of: None,
         })
     }
 

@@ -479,8 +479,49 @@ async fn a_character_new_to_the_story_joins_its_cast_known_only_as_seen() {
     let ada_view = replay_as(&mut world, &id, "ada").await;
     assert!(ada_view.iter().all(|e| !e.text.contains("Agnes")));
 
+    asked_as_of_before_she_joined_she_is_refused(&mut world, &id, joined_after, event.seq).await;
+
     forks_and_restarts_keep_her_after_her_entrance_only(&mut cluster, &id, joined_after, event.seq)
         .await;
+}
+
+/// Asked as of before she joined, the newcomer is refused: she was not in the story;
+/// as of her entrance (event `entered`) she answers.
+async fn asked_as_of_before_she_joined_she_is_refused(
+    world: &mut dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+    id: &str,
+    joined_after: u64,
+    entered: u64,
+) {
+    let ask_as_of = |seq: u64| dramatis_proto::v1::AskRequest {
+        world_id: id.to_owned(),
+        character: "agnes".into(),
+        question: "Where are you?".into(),
+        recall_only: true,
+        as_of: Some(dramatis_proto::v1::AsOf {
+            point: Some(dramatis_proto::v1::as_of::Point::Seq(seq)),
+        }),
+        ..dramatis_proto::v1::AskRequest::default()
+    };
+    for before in [1, joined_after] {
+        let refused = world
+            .ask(ask_as_of(before))
+            .await
+            .expect_err("before she joined");
+        assert_eq!(refused.code(), tonic::Code::OutOfRange, "{refused:?}");
+        assert!(
+            refused
+                .message()
+                .contains(&format!("joined the story after event {joined_after}")),
+            "{refused:?}"
+        );
+    }
+    let answer = world
+        .ask(ask_as_of(entered))
+        .await
+        .expect("as of her entrance")
+        .into_inner();
+    assert_eq!(answer.as_of_seq, Some(entered));
 }
 
 /// Bringing in a newcomer with a wrong profile is refused, naming the field.

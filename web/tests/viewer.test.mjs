@@ -213,6 +213,17 @@ test("the viewer runs a shipped scenario, plays Watson, and keeps each point of 
   const foreignThoughts = await page.$$eval("#pov li[data-speaker]:not([data-speaker=watson]) .thought", (t) => t.length);
   assert.equal(foreignThoughts, 0);
 
+  // A line of his view, clicked, is the moment he is asked as of.
+  const firstSeen = watsonView[0];
+  await page.click(`#pov li[data-seq='${firstSeen}']`);
+  assert.equal(await page.inputValue("#ask-as-of"), String(firstSeen));
+  await page.fill("#ask-question", "Where are you?");
+  await page.click("#ask-form button[type=submit]");
+  await page.waitForFunction(
+    (seq) => document.querySelector("#ask-answer").textContent.includes(`(as of event ${seq})`),
+    firstSeen,
+  );
+
   assert.deepEqual(errors, [], "the page reported errors");
   const failed = await page.$eval("#status", (status) => status.classList.contains("error"));
   assert.ok(!failed, `the page shows an error: ${await page.textContent("#status")}`);

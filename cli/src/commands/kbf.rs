@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use dramatis_embed::OnnxEmbedder;
 use dramatis_eval::answerers::{
-    AgentAnswerer, Asked, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, ask_at_positions,
+    AgentAnswerer, Asked, ModelAnswerer, Pool, PoolAnswerer, RecallAnswerer, Via, ask_via,
 };
 use dramatis_eval::kbf::{self, Probe, Score, Split, load_probes};
 use dramatis_eval::walk::{Logged, Walk};
@@ -39,6 +39,12 @@ pub struct KbfArgs {
     /// memories pile up over a long story.
     #[arg(long)]
     pub rounds: Option<u32>,
+    /// How an item reaches its position: `replay` walks the story forward and asks each
+    /// item where it stands; `ask` plays the story to its end first and asks each item
+    /// `--as-of` its position on the finished world (the product's own path). The two
+    /// must give the same letters.
+    #[arg(long, value_enum, default_value_t = ViaArg::Replay)]
+    pub via: ViaArg,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -57,6 +63,13 @@ pub struct KbfArgs {
     /// story's turns replay on the model the probes were made with.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `--via`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ViaArg {
+    Replay,
+    Ask,
 }
 
 /// Who answers the probes.
@@ -258,9 +271,17 @@ pub async fn kbf(args: &KbfArgs) -> anyhow::Result<()> {
         indicatif::ProgressStyle::with_template("{spinner} asking [{bar:30}] {pos}/{len} items")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let asked = ask_at_positions(&mut walk, &scenario, &probes, answerer.as_mut(), &|| {
-        bar.inc(1)
-    })
+    let via = match args.via {
+        ViaArg::Replay => Via::Replay,
+        ViaArg::Ask => Via::Ask,
+    };
+    let asked = ask_via(
+        &mut walk,
+        &scenario,
+        &probes,
+        answerer.as_mut(),
+        (via, &|| bar.inc(1)),
+    )
     .await;
     bar.finish_and_clear();
     let usage = answerer.usage();
@@ -312,6 +333,13 @@ fn pool_of(answerer: Answerer) -> Pool {
     }
 }
 
+/// Accuracy by kind of question, a line each.
+fn print_kinds(kinds: &BTreeMap<String, (usize, f64)>) {
+    for (kind, (n, accuracy)) in kinds {
+        println!("kind {kind:<16} {n:>5} items, accuracy {accuracy:.3}");
+    }
+}
+
 fn report(
     args: &KbfArgs,
     scenario: &Scenario,
@@ -321,6 +349,7 @@ fn report(
 ) {
     let (probes, answers, changed) = (&asked.probes, &asked.letters, &asked.changed);
     let (overall, per) = kbf::scores(probes, answers);
+    let kinds = kbf::kind_accuracy(probes, answers);
     let bands = kbf::band_scores(probes, answers, asked.story_turns);
     let name = clap::ValueEnum::to_possible_value(&args.answerer)
         .map_or_else(|| "?".to_owned(), |v| v.get_name().to_owned());
@@ -345,13 +374,14 @@ fn report(
                 "refusal_rate_kr": refused(Split::Kr),
                 "refusal_rate_krf": refused(Split::Krf),
                 "characters": per,
+                "kinds": kinds.iter().map(|(k, (n, acc))| (k.clone(), json!({"n": n, "accuracy": acc}))).collect::<BTreeMap<_, _>>(),
                 "story_turns": asked.story_turns,
                 "bands": bands.iter().map(|(b, s)| (b.name(), s)).collect::<BTreeMap<_, _>>(),
                 "unmatched_answers": unmatched,
                 "gold_changed": changed,
                 "gold_not_rederived": asked.underived,
                 "items": probes.iter().zip(answers).enumerate().map(|(i, (p, a))| json!({
-                    "id": p.id, "character": p.character, "at": p.at,
+                    "id": p.id, "character": p.character, "at": p.at, "kind": p.kind,
                     "split": p.split, "gold": p.gold, "answer": a,
                     "recalled": recalled.and_then(|r| r.get(i)),
                 })).collect::<Vec<_>>(),
@@ -387,6 +417,7 @@ fn report(
     for (band, s) in &bands {
         row(band.name(), s);
     }
+    print_kinds(&kinds);
     println!(
         "refused {:.3} of KR items (should), {:.3} of KRf items (should not)",
         refused(Split::Kr),

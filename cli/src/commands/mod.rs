@@ -4,6 +4,7 @@ pub(crate) mod ablate;
 pub(crate) mod advance;
 pub(crate) mod ask;
 pub(crate) mod bench;
+pub(crate) mod bench_ask;
 pub(crate) mod bench_cast;
 pub(crate) mod bench_cluster;
 pub(crate) mod bench_embed;

@@ -339,7 +339,7 @@ impl Character {
     ) -> Result<T, AgentError> {
         let mut shard = self.shard.lock().await;
         let mut scratch = match as_of {
-            Some(seq) => shard.as_of(seq)?,
+            Some(seq) => shard.as_of(seq),
             None => shard.scratch(),
         };
         let outcome = ask(&mut scratch).await;

@@ -37,9 +37,6 @@ pub enum AgentError {
     /// call may be made again once there is room.
     #[error("shard storage: {0}")]
     DiskFull(String),
-    /// A moment of the character's story it had not reached (before its first event).
-    #[error("{0}")]
-    OutOfRange(String),
 }
 
 impl DomainError for AgentError {
@@ -54,7 +51,6 @@ impl DomainError for AgentError {
             }) => ErrorKind::Unavailable,
             Self::Fenced(_) => ErrorKind::Aborted,
             Self::DiskFull(_) => ErrorKind::ResourceExhausted,
-            Self::OutOfRange(_) => ErrorKind::OutOfRange,
             Self::Model(_)
             | Self::Mind(_)
             | Self::Embed(_)

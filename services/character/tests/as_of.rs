@@ -1,12 +1,12 @@
 //! Asking a character as of an earlier moment, on a real `CharacterAgents` (scripted
 //! model, fake embedder): the copy it answers from holds exactly what a character that
 //! had perceived only the events up to then holds (the same memory, item by item, at
-//! every seq of a two-scene story), the names it knew then, and nothing it learned
-//! later; the question changes nothing; a moment before its first event is refused.
+//! every seq of a three-scene story), the names it knew then, and nothing it learned
+//! later; the question changes nothing; before its first event it holds its profile.
 
 use std::sync::Arc;
 
-use dramatis_character::{AgentError, AgentOptions, CharacterAgents};
+use dramatis_character::{AgentOptions, CharacterAgents};
 use dramatis_embed::FakeEmbedder;
 use dramatis_llm::{RoleModels, ScriptRule, ScriptedModel};
 use dramatis_proto::v1::{CharacterProfile, Event, EventKind, KnownFact};
@@ -135,14 +135,14 @@ async fn as_of_each_seq_the_character_holds_what_one_that_stopped_there_holds() 
     for seq in 1..=10u64 {
         let stopped = watson_after(&story[..usize::try_from(seq).expect("small")]).await;
         let then = stopped.snapshot("w", WATSON).await.expect("shard");
-        let as_of = now.as_of(seq).expect("as of");
+        let as_of = now.as_of(seq);
         assert_eq!(memory(&as_of), memory(&then), "as of {seq}");
         assert_eq!(as_of.current_scene(), then.current_scene(), "as of {seq}");
         assert_eq!(as_of.goal(), then.goal(), "as of {seq}");
         assert_eq!(*as_of.vocabulary(), *then.vocabulary(), "as of {seq}");
     }
     let texts = |seq: u64| -> String {
-        memory(&now.as_of(seq).expect("as of"))
+        memory(&now.as_of(seq))
             .into_iter()
             .map(|(_, text)| text)
             .collect::<Vec<_>>()
@@ -187,42 +187,31 @@ async fn an_interview_as_of_an_earlier_moment_refuses_what_came_later_and_change
 }
 
 #[tokio::test]
-async fn a_moment_before_the_first_perceived_event_is_refused_out_of_range() {
+async fn before_its_first_event_a_character_holds_what_its_profile_gave_it() {
+    // Watson comes on at seq 4.
     let agents = watson_after(&story()[3..]).await;
-    let watson = agents.character("w", WATSON).expect("attached");
+    let now = agents.snapshot("w", WATSON).await.expect("shard");
+    let fresh = watson_after(&[]).await;
+    let start = fresh.snapshot("w", WATSON).await.expect("shard");
     for seq in [1, 3] {
-        let error = watson
-            .answer_as_of("Where were you wounded?", &[], Some(seq))
-            .await
-            .expect_err("before its first event");
-        assert!(
-            matches!(&error, AgentError::OutOfRange(why) if why.contains("before event 4")),
-            "{error}"
-        );
-        assert_eq!(
-            tonic::Status::from(error).code(),
-            tonic::Code::OutOfRange,
-            "as of {seq}"
-        );
+        let then = now.as_of(seq);
+        assert_eq!(memory(&then), memory(&start), "as of {seq}");
+        assert!(then.perceived().is_empty(), "as of {seq}");
     }
-    let first = watson
-        .recall_view_as_of("Where were you wounded at Maiwand?", &[], Some(4))
+    let first = agents
+        .character("w", WATSON)
+        .expect("attached")
+        .recall_view_as_of("Where were you wounded at Maiwand?", &[], Some(2))
         .await
-        .expect("its first event");
+        .expect("recall");
     assert!(
         first.items.iter().any(|item| item.text.contains("Maiwand")),
         "its profile's fact is held from the start: {:?}",
         first.items
     );
-    let none = watson_after(&[]).await;
-    let error = none
-        .character("w", WATSON)
-        .expect("attached")
-        .answer_as_of("Where were you wounded?", &[], Some(1))
-        .await
-        .expect_err("nothing perceived");
     assert!(
-        error.to_string().contains("perceived nothing yet"),
-        "{error}"
+        first.items.iter().all(|item| !item.text.contains("Holmes")),
+        "nothing of seq 4 on: {:?}",
+        first.items
     );
 }

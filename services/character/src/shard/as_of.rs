@@ -3,7 +3,8 @@
 //! interview "as of" then. Nothing is replayed and nothing is stored for it: what the
 //! shard already keeps says when each item arrived.
 //!
-//! - The perceived events are those up to the seq (they carry their seqs).
+//! - The perceived events are those up to the seq (they carry their seqs); before the
+//!   first, none: the character holds what its profile gave it.
 //! - Scenes close as [`Shard::perceive`] closes them: at a perceived scene end, or when
 //!   the next scene's first event arrives. A scene open at the seq is still the scene
 //!   under way, its lines not yet written to long-term memory.
@@ -28,12 +29,14 @@ use super::*;
 
 impl Shard {
     /// A scratch copy of the shard as it stood once the character had perceived every
-    /// event up to `seq` ([`Shard::scratch`] at or past its last event). Refused before
-    /// the character's first perceived event.
-    pub fn as_of(&self, seq: u64) -> Result<Self, AgentError> {
-        self.check_reached(seq)?;
+    /// event up to `seq` ([`Shard::scratch`] at or past its last event). Before its first
+    /// perceived event, the character holds its profile only: what it brought into the
+    /// story. (Whether it was in the story at all then is the world's to say: a newcomer
+    /// is refused there for a moment before it joined.)
+    #[must_use]
+    pub fn as_of(&self, seq: u64) -> Self {
         if seq >= self.state.last_seq {
-            return Ok(self.scratch());
+            return self.scratch();
         }
         let me = &self.profile.id;
         let perceived: Vec<Perceived> = self
@@ -89,21 +92,7 @@ impl Shard {
             vocabulary: std::sync::Arc::default(),
         };
         then.rebuild_vocabulary();
-        Ok(then)
-    }
-
-    /// Refuses a moment before the character's first perceived event.
-    fn check_reached(&self, seq: u64) -> Result<(), AgentError> {
-        let who = &self.profile.id;
-        match self.state.perceived.first().map(|p| p.seq) {
-            Some(first) if seq >= first => Ok(()),
-            Some(first) => Err(AgentError::OutOfRange(format!(
-                "as of event {seq}: {who} perceived nothing before event {first}"
-            ))),
-            None => Err(AgentError::OutOfRange(format!(
-                "as of event {seq}: {who} has perceived nothing yet"
-            ))),
-        }
+        then
     }
 
     /// ReverieMem's layers as they stood with `perceived` stored, the scene under way

@@ -139,7 +139,10 @@ impl World {
             }
             Limits::check_chars("option", option, self.limits.max_question_chars)?;
         }
-        let as_of = as_of.map(|point| self.as_of_seq(point)).transpose()?;
+        let as_of = match as_of {
+            Some(point) => Some(self.as_of_seq(point, &id).await?),
+            None => None,
+        };
         self.deliver_pending(&id).await?;
         let request = pb::AnswerRequest {
             character: Some(self.character_ref(&id)),
@@ -165,9 +168,28 @@ impl World {
         })
     }
 
-    /// The event a moment of the story stands at: a logged seq, or the last event of a
-    /// scene that has begun. A moment not yet played is refused.
-    fn as_of_seq(&self, point: &pb::AsOf) -> Result<u64, WorldError> {
+    /// The event a moment of the story stands at for `character`: a logged seq, or the
+    /// last event of a scene that has begun. A moment not yet played, or one before the
+    /// character joined the story (a newcomer a director brought in), is refused.
+    async fn as_of_seq(&self, point: &pb::AsOf, character: &str) -> Result<u64, WorldError> {
+        let seq = self.moment(point)?;
+        let record = self.log.world(&self.id).await?;
+        let joined = record
+            .iter()
+            .flat_map(|r| &r.newcomers)
+            .find(|n| n.character.id == character)
+            .map(|n| n.after_seq);
+        match joined {
+            Some(after) if seq <= after => Err(WorldError::OutOfRange(format!(
+                "as of event {seq}: {} joined the story after event {after}",
+                dramatis_runtime::quote(character)
+            ))),
+            _ => Ok(seq),
+        }
+    }
+
+    /// The event a moment of the story stands at.
+    fn moment(&self, point: &pb::AsOf) -> Result<u64, WorldError> {
         let last = self.hub.next_seq() - 1;
         match &point.point {
             Some(pb::as_of::Point::Seq(seq)) if *seq == 0 => Err(WorldError::OutOfRange(
