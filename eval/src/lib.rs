@@ -8,6 +8,7 @@
 
 pub mod ablation;
 pub mod answerers;
+pub mod asking;
 pub mod bench;
 pub mod corpus;
 pub mod export;
