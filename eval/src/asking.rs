@@ -94,15 +94,17 @@ pub async fn ask_via(
     }
     for &i in &order {
         let probe = &probes[i];
-        let run = match via {
+        // Via ask, the run cut back to the item's position; via replay, the walk's own.
+        let cut;
+        let run: &Run = match via {
             Via::Replay => {
                 walk.advance_to(probe.at).await?;
-                walk.run.clone()
+                &walk.run
             }
             Via::Ask => {
-                let run = walk.run.until(probe.at.unwrap_or(u32::MAX));
-                walk.as_of = run.log.last().map(|(_, e)| e.seq);
-                run
+                cut = walk.run.until(probe.at.unwrap_or(u32::MAX));
+                walk.as_of = cut.log.last().map(|(_, e)| e.seq);
+                &cut
             }
         };
         if let Some(at) = probe.at
@@ -116,10 +118,10 @@ pub async fn ask_via(
                 run.turns
             );
         }
-        check_replay(&run, probe)?;
+        check_replay(run, probe)?;
         let position = run.turns;
         if known_at != Some(position) {
-            all = sources(scenario, &run);
+            all = sources(scenario, run);
             known_at = Some(position);
         }
         let derived = derive_gold(probe, scenario, &all, position, &truths);
