@@ -136,14 +136,29 @@ impl Analysis {
         out
     }
 
-    /// Focus characters on stage in at least one scene: the world's characters, each
-    /// with an agent. One who lives only in what others tell (a father whose deathbed
-    /// words a son retells) has none: the dead do not walk in a sandbox.
+    /// Focus characters on stage in at least one scene: the world's cast, each with an
+    /// agent that is scheduled.
     #[must_use]
     pub fn on_stage(&self) -> BTreeSet<String> {
         self.scenes
             .iter()
             .flat_map(|s| s.present().cloned())
+            .collect()
+    }
+
+    /// Focus characters never on stage whom some sentence shows living, saying or
+    /// being told what it tells (a father whose deathbed words a son retells, a man
+    /// dead before the story): each gets an agent that can be interviewed and is
+    /// never cast, so the dead do not walk in a sandbox.
+    #[must_use]
+    pub fn interview_only(&self) -> BTreeSet<String> {
+        let on_stage = self.on_stage();
+        self.graph
+            .facts
+            .iter()
+            .flat_map(|f| &f.known_by)
+            .filter(|c| !on_stage.contains(*c))
+            .cloned()
             .collect()
     }
 }
@@ -199,8 +214,10 @@ pub async fn analyse(
         return Ok((analysis, true));
     }
 
-    // 3. Knowledge graph.
-    let world = analysis.on_stage();
+    // 3. Knowledge graph. Every listed character may know what a sentence tells: one
+    // never on stage (the dead, the absent) knows what the sentence itself shows it
+    // living or saying, and becomes an interview-only agent.
+    let world: BTreeSet<String> = characters.iter().map(|c| c.id.clone()).collect();
     let key = content_hash(&[b"graph", &key.to_le_bytes()]);
     analysis.graph = cached("graph", key, cache, refiner, async {
         Ok(graph_stage(

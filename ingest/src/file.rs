@@ -72,6 +72,9 @@ pub struct Character {
     pub knows: Vec<String>,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub known_as: String,
+    /// Never on stage (the dead, the absent, a person only retold): asked, never cast.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interview_only: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memories: Vec<Memory>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -319,6 +319,7 @@ async fn an_offstage_character_enters_when_the_director_brings_it_in() {
             location: location.into(),
             text: entrance.into(),
             newcomer: None,
+            allow_interview_only: false,
         })
     };
     let event = intervene(&cluster, "stage", bring_in("Gasworks Lane")).await;
@@ -537,6 +538,7 @@ async fn refuses_wrong_newcomers(
                 location: "Gasworks Lane".into(),
                 text: String::new(),
                 newcomer: Some(newcomer),
+                allow_interview_only: false,
             })),
         };
     let code = tonic::Code::InvalidArgument;
@@ -662,4 +664,119 @@ async fn her_profile_and_name_are_hers_alone(cluster: &Cluster, id: &str, others
             );
         }
     }
+}
+
+/// A character its sandbox marks interview-only (here Tom, who alone knows where the
+/// packet is) has an agent that answers from its shard, but is placed nowhere, never
+/// acts or perceives, is refused by a director who brings it in without the flag, stays
+/// off the stage in a fork, and enters only when the director sets the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interview_only_character_is_asked_but_never_staged() {
+    use dramatis_proto::v1::{CreateWorldRequest, ForkRequest, create_world_request::Source};
+    let cast = ["ada", "coyle", "tom", "varga"];
+    let cluster = Cluster::start(&cast, &[]).await;
+    let mut world = cluster.world().await;
+    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("scenario");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("open");
+    spec.characters
+        .iter_mut()
+        .find(|c| c.id == "tom")
+        .expect("tom")
+        .interview_only = true;
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(Source::Sandbox(spec)),
+            world_id: "ghost".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("created");
+    let place_of = |info: &dramatis_proto::v1::WorldInfo| {
+        info.characters
+            .iter()
+            .find(|c| c.id == "tom")
+            .map(|c| c.location.clone())
+            .expect("Tom is in the cast, with an agent")
+    };
+    assert_eq!(place_of(&world_info(&mut world, "ghost").await), "");
+
+    // Never scheduled, never perceiving: a whole scene goes by without him.
+    let played = advance(&mut world, "ghost", advance_request::Until::SceneEnd(true)).await;
+    assert!(played.iter().any(|e| e.turn > 0), "the others act");
+    let never_there = |events: &[Event]| {
+        events
+            .iter()
+            .all(|e| e.speaker != "tom" && !e.perceivers.iter().any(|p| p == "tom"))
+    };
+    assert!(never_there(&replay_as(&mut world, "ghost", "").await));
+
+    // Asked, he answers from what his shard holds.
+    let answer = cluster
+        .ask("ghost", "tom", "Where did you hide the packet?", true)
+        .await;
+    assert!(
+        answer
+            .recalled
+            .iter()
+            .any(|m| m.text.contains("rope locker")),
+        "his own fact comes to mind: {:?}",
+        answer.recalled
+    );
+
+    // A director who brings him in without the flag is refused, and nothing is logged.
+    let before = replay_as(&mut world, "ghost", "").await.len();
+    let bring_in = |allow_interview_only: bool| InterveneRequest {
+        world_id: "ghost".into(),
+        intervention: Some(Intervention::BringIn(BringIn {
+            character: "tom".into(),
+            location: "gasworks-lane".into(),
+            allow_interview_only,
+            ..BringIn::default()
+        })),
+    };
+    assert_refused(
+        world.intervene(bring_in(false)).await,
+        tonic::Code::FailedPrecondition,
+        "interview-only",
+    );
+    assert_eq!(replay_as(&mut world, "ghost", "").await.len(), before);
+
+    // A fork holds him as its parent does: asked, never staged.
+    let last = replay_as(&mut world, "ghost", "").await;
+    let at_seq = last.last().expect("events").seq;
+    let fork = world
+        .fork(ForkRequest {
+            world_id: "ghost".into(),
+            at_seq,
+            new_world_id: "ghost-fork".into(),
+        })
+        .await
+        .expect("fork")
+        .into_inner();
+    assert_eq!(place_of(&fork), "");
+    advance(
+        &mut world,
+        "ghost-fork",
+        advance_request::Until::SceneEnd(true),
+    )
+    .await;
+    assert!(never_there(&replay_as(&mut world, "ghost-fork", "").await));
+
+    // With the flag, the director gives him the stage.
+    let entered = world
+        .intervene(bring_in(true))
+        .await
+        .expect("brought in with the flag")
+        .into_inner()
+        .event
+        .expect("the entrance");
+    assert_eq!(
+        (entered.kind(), entered.speaker.as_str()),
+        (EventKind::Movement, "tom")
+    );
+    assert_eq!(
+        place_of(&world_info(&mut world, "ghost").await),
+        "gasworks-lane"
+    );
 }

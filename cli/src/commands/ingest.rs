@@ -201,9 +201,15 @@ fn print_report(done: &Done) {
     for (name, members) in &done.organisations {
         println!("organisation {name}: {}", members.join(", "));
     }
+    if !done.interview_only.is_empty() {
+        println!(
+            "never on stage, interview only (asked, never cast): {}",
+            done.interview_only.join(", ")
+        );
+    }
     if !done.offstage.is_empty() {
         println!(
-            "never on stage (no agent; their names stay knowledge): {}",
+            "never on stage, knowing nothing the book shows (no agent): {}",
             done.offstage.join(", ")
         );
     }

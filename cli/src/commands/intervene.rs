@@ -69,6 +69,10 @@ pub struct InterveneArgs {
     /// The characters a newcomer knows by name: ids, separated by commas.
     #[arg(long, value_name = "A,B", value_delimiter = ',', requires = "profile")]
     pub knows: Vec<String>,
+    /// Bring in a character its scenario marks interview-only (the dead, the absent):
+    /// without this it is refused, since such a character is asked, never staged.
+    #[arg(long, requires = "bring_in")]
+    pub interview_only: bool,
     #[command(flatten)]
     pub server: ServerArg,
 }
@@ -101,6 +105,7 @@ impl InterveneArgs {
                 location,
                 text: self.entrance.clone().unwrap_or_default(),
                 newcomer,
+                allow_interview_only: self.interview_only,
             });
         }
         if let Some([character, text]) = self.whisper.as_deref() {

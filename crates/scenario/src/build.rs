@@ -119,6 +119,7 @@ fn character(ch: RawCharacter) -> Character {
             .map(|k| k.into_inner().trim().to_owned())
             .unwrap_or_default(),
         offstage: ch.offstage.is_some_and(S::into_inner),
+        interview_only: ch.interview_only.is_some_and(S::into_inner),
         tags: ch.tags,
         card: ch.card.map(S::into_inner).unwrap_or_default(),
     }

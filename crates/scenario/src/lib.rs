@@ -112,6 +112,11 @@ pub struct Character {
     /// director brings it in (`World.Intervene` bring_in); `location` is then where it
     /// enters unless the director says otherwise.
     pub offstage: bool,
+    /// Only to be interviewed (the dead, the absent, a person only retold): it has an
+    /// agent that can be asked, probed and exported, but it is never placed, never
+    /// cast in a scene and never given a turn; a director brings it in only with an
+    /// explicit flag (`BringIn.allow_interview_only`).
+    pub interview_only: bool,
     /// Labels kept from where it came from (a card's tags). World-side only.
     pub tags: Vec<String>,
     /// The character card it was imported from (a JSON object: the card's fields with

@@ -27,6 +27,7 @@ impl Scenario {
         let prefix = format!("characters[{}]", spec.characters.len());
         spec.characters.push(SandboxCharacter {
             offstage: true,
+            interview_only: false,
             ..newcomer.clone()
         });
         let mut problems = Vec::new();

@@ -117,6 +117,9 @@ pub(crate) struct RawCharacter {
     /// In an open story: in no place until the director brings it in.
     #[serde(default)]
     pub offstage: Option<S<bool>>,
+    /// Only to be interviewed: an agent, but never placed nor given a turn.
+    #[serde(default)]
+    pub interview_only: Option<S<bool>>,
     /// Labels kept from where the character came from (a card's tags).
     #[serde(default)]
     pub tags: Vec<String>,

@@ -135,6 +135,9 @@ fn character_table(c: &SandboxCharacter) -> Value {
     if c.offstage {
         character.push(("offstage", Value::Boolean(true)));
     }
+    if c.interview_only {
+        character.push(("interview_only", Value::Boolean(true)));
+    }
     if !c.known_as.is_empty() {
         character.push(("known_as", text(&c.known_as)));
     }
@@ -224,6 +227,7 @@ pub fn scenario_to_spec(scenario: &Scenario) -> Option<SandboxSpec> {
                 goal: c.goal.clone(),
                 memory_modules: c.memory_modules.clone().unwrap_or_default(),
                 offstage: c.offstage,
+                interview_only: c.interview_only,
                 known_as: c.known_as.clone(),
                 knows: c.knows.iter().cloned().collect(),
                 tags: c.tags.clone(),

@@ -204,6 +204,18 @@ impl Checker {
                         .to_owned(),
                 );
             }
+            if let Some(only) = &ch.interview_only
+                && *only.get_ref()
+                && ch.offstage.as_ref().is_some_and(|o| *o.get_ref())
+            {
+                self.report(
+                    only,
+                    format!("characters[{i}].interview_only"),
+                    "an interview-only character never enters, so it is not offstage \
+                     too: drop one of the two"
+                        .to_owned(),
+                );
+            }
             if !location_ids.contains(ch.location.get_ref()) {
                 self.report(
                     &ch.location,
@@ -315,8 +327,26 @@ impl Checker {
         character_ids: &HashSet<String>,
     ) {
         let mut scene_ids = HashSet::new();
+        let interview_only: HashSet<&str> = raw
+            .characters
+            .iter()
+            .filter(|c| c.interview_only.as_ref().is_some_and(|o| *o.get_ref()))
+            .map(|c| c.id.get_ref().as_str())
+            .collect();
         for (i, s) in raw.scenes.iter().enumerate() {
             self.scene(i, s, &mut scene_ids, location_ids, character_ids);
+            for (j, who) in s.cast.get_ref().iter().enumerate() {
+                if interview_only.contains(who.get_ref().as_str()) {
+                    self.report(
+                        who,
+                        format!("scenes[{i}].cast[{j}]"),
+                        format!(
+                            "{} is interview_only: it is asked, never cast",
+                            quote(who.get_ref())
+                        ),
+                    );
+                }
+            }
         }
     }
 

@@ -212,6 +212,7 @@ mod tests {
             knows: std::collections::BTreeSet::new(),
             known_as: String::new(),
             offstage: false,
+            interview_only: false,
             tags: vec![],
             card: String::new(),
         };
@@ -395,6 +396,46 @@ mod tests {
         assert_eq!(
             next_step(&state, &scenario, Verdict::Unjudged),
             Step::Finished
+        );
+    }
+
+    #[test]
+    fn an_interview_only_character_is_never_placed_nor_given_a_turn() {
+        let mut scenario = open_scenario();
+        // a and b would make the lab the busiest place; b is only to be asked.
+        scenario.characters[1].interview_only = true;
+        let mut state = WorldState::initial(&scenario);
+        assert_eq!(
+            state.locations.keys().collect::<Vec<_>>(),
+            ["a", "c"],
+            "placed nowhere"
+        );
+        let mut turns = Vec::new();
+        for _ in 0..40 {
+            match next_step(&state, &scenario, Verdict::GoOn) {
+                Step::OpenAt { location } => {
+                    state.scene_open = true;
+                    state.scene_location = location;
+                    state.scene_turn = 0;
+                }
+                Step::Turn { actor } => {
+                    state.scene_turn += 1;
+                    *state.turns_by.entry(actor.clone()).or_default() += 1;
+                    state.last_actor = Some(actor.clone());
+                    turns.push(actor);
+                }
+                Step::CloseScene { .. } | Step::Judge => {
+                    state.scene_open = false;
+                    state.scene += 1;
+                }
+                Step::Finished => break,
+                other => panic!("unexpected step {other:?}"),
+            }
+        }
+        assert!(!turns.is_empty(), "the others act");
+        assert!(
+            turns.iter().all(|t| t != "b"),
+            "the interview-only one never acts: {turns:?}"
         );
     }
 

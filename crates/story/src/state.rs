@@ -51,7 +51,7 @@ impl WorldState {
             locations: scenario
                 .characters
                 .iter()
-                .filter(|c| !c.offstage)
+                .filter(|c| !c.offstage && !c.interview_only)
                 .map(|c| (c.id.clone(), c.location.clone()))
                 .collect(),
             travelling: BTreeMap::new(),

@@ -1,6 +1,7 @@
 //! Stage 5, identity: who knows whom by name at the end of each scene. A character
-//! learns a name by hearing it spoken aloud (or saying it) while on stage; narration
-//! naming someone teaches nobody, and descriptions ("the widow") are not names.
+//! learns a name by hearing it spoken aloud (or saying it) while on stage, or by
+//! having said it in a line another retells; narration naming someone teaches nobody,
+//! and descriptions ("the widow") are not names.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,6 +46,19 @@ pub fn names_known(scenes: &[Scene], namer: &Namer) -> NameTable {
                 let entry = known.entry(who.clone()).or_default();
                 entry.extend(heard.iter().filter(|h| *h != who).cloned());
             }
+        }
+        // A line someone retells ("'I will tell you how Morstan died,' he said"): the
+        // one who first said it used the names in it; who heard it then is not told.
+        for u in &s.retold {
+            let Some(id) = u.speaker.focus() else {
+                continue;
+            };
+            let said = namer
+                .mentions(&u.text)
+                .into_iter()
+                .filter(|m| m.by_name && m.character != id)
+                .map(|m| m.character.to_owned());
+            known.entry(id.to_owned()).or_default().extend(said);
         }
         table.push(known.clone());
     }

@@ -47,8 +47,13 @@ pub struct Done {
     pub stages: Vec<(String, StageCost)>,
     pub rejections: Vec<Rejection>,
     pub layers: Vec<LayerRow>,
-    /// Characters of the list never on stage but talked about.
+    /// Characters of the list never on stage, talked about, whom the book shows knowing
+    /// nothing: no agent.
     pub offstage: Vec<String>,
+    /// Characters of the list never on stage whom the book shows living, saying or
+    /// being told something (the dead, the absent): an agent to interview, never cast.
+    #[serde(default)]
+    pub interview_only: Vec<String>,
     /// Characters of the list the book never names (by their name or an alias).
     #[serde(default)]
     pub unnamed: Vec<String>,
@@ -115,10 +120,19 @@ pub(super) fn write(
     } else {
         past_patterns(analysis, past)
     };
-    let scenario = if stopped {
+    let file = if stopped {
         None
     } else {
-        let file = scenario_file(analysis, characters, book, &name, past, &shard_patterns)?;
+        Some(scenario_file(
+            analysis,
+            characters,
+            book,
+            &name,
+            past,
+            &shard_patterns,
+        )?)
+    };
+    let scenario = if let Some(file) = &file {
         let header = format!(
             "# Ingested by `dramatis ingest` from {} (scenes 1–{past} are the characters' past,\n\
              # the rest the script). The full layers are in layers/; see ingest-report.json.",
@@ -127,8 +141,12 @@ pub(super) fn write(
                 .map_or_else(|| "the book".into(), |n| n.to_string_lossy())
         );
         Some(file.write(out, &header)?)
+    } else {
+        None
     };
-    let layers = layer_table(analysis, &world, past, scenario.is_some(), &shard_patterns);
+    let interview_only = analysis.interview_only();
+    let agents: BTreeSet<String> = world.union(&interview_only).cloned().collect();
+    let layers = layer_table(analysis, &agents, file.as_ref());
     let costs = refiner.costs();
     let done = Done {
         scenario,
@@ -152,9 +170,10 @@ pub(super) fn write(
         layers,
         offstage: characters
             .iter()
-            .filter(|c| !world.contains(&c.id) && named.contains(&c.id))
+            .filter(|c| !agents.contains(&c.id) && named.contains(&c.id))
             .map(|c| c.id.clone())
             .collect(),
+        interview_only: interview_only.into_iter().collect(),
         unnamed: characters
             .iter()
             .filter(|c| !named.contains(&c.id))
@@ -211,12 +230,10 @@ pub(super) fn past_patterns(analysis: &Analysis, past: usize) -> Vec<personality
 
 fn layer_table(
     analysis: &Analysis,
-    world: &BTreeSet<String>,
-    past: usize,
-    written: bool,
-    shard_patterns: &[personality::PatternOut],
+    agents: &BTreeSet<String>,
+    file: Option<&crate::file::ScenarioFile>,
 ) -> Vec<LayerRow> {
-    world
+    agents
         .iter()
         .map(|c| {
             let scenes = analysis
@@ -224,26 +241,32 @@ fn layer_table(
                 .iter()
                 .filter(|s| s.present().any(|p| p == c))
                 .count();
-            let memories = analysis.summaries.iter().filter(|s| s.character == *c);
-            let facts = analysis
-                .graph
-                .facts
-                .iter()
-                .filter(|f| f.known_by.contains(c));
-            let shard = |n: usize| if written { n } else { 0 };
+            // The starting shard: what the written scenario gives it.
+            let written = file.and_then(|f| f.characters.iter().find(|w| w.id == *c));
             LayerRow {
                 character: c.clone(),
                 scenes,
-                memories: memories.clone().count(),
-                facts: facts.clone().count(),
+                memories: analysis
+                    .summaries
+                    .iter()
+                    .filter(|s| s.character == *c)
+                    .count(),
+                facts: analysis
+                    .graph
+                    .facts
+                    .iter()
+                    .filter(|f| f.known_by.contains(c))
+                    .count(),
                 patterns: analysis
                     .patterns
                     .iter()
                     .filter(|p| p.character == *c)
                     .count(),
-                shard_memories: shard(memories.filter(|s| s.scene <= past).count()),
-                shard_facts: shard(facts.filter(|f| f.scene <= past).count()),
-                shard_patterns: shard(shard_patterns.iter().filter(|p| p.character == *c).count()),
+                shard_memories: written.map_or(0, |w| w.memories.len()),
+                shard_facts: file.map_or(0, |f| {
+                    f.facts.iter().filter(|x| x.known_by.contains(c)).count()
+                }),
+                shard_patterns: written.map_or(0, |w| w.patterns.len()),
             }
         })
         .collect()

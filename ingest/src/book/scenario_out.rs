@@ -104,9 +104,15 @@ pub(super) fn scenario_file(
     shard_patterns: &[personality::PatternOut],
 ) -> anyhow::Result<ScenarioFile> {
     let (locations, location_of) = location_ids(analysis);
+    let interview_only = analysis.interview_only();
     let out = Output {
         analysis,
-        world: analysis.on_stage(),
+        world: analysis
+            .on_stage()
+            .union(&interview_only)
+            .cloned()
+            .collect(),
+        interview_only,
         namer: Namer::new(characters),
         empty: BTreeMap::new(),
         past,
@@ -120,7 +126,13 @@ pub(super) fn scenario_file(
     let out_characters = characters
         .iter()
         .filter(|c| out.world.contains(&c.id))
-        .map(|c| out.character(c, &script, &locations, shard_patterns))
+        .map(|c| {
+            if out.interview_only.contains(&c.id) {
+                out.interview_only_character(c, characters, &locations)
+            } else {
+                out.character(c, &script, &locations, shard_patterns)
+            }
+        })
         .collect();
     let facts = out.facts(characters);
     let scenes: Vec<Scene> = script.iter().map(|s| out.scene(s, book)).collect();
@@ -162,8 +174,13 @@ pub(super) fn scenario_file(
 /// What the scenario file is written from.
 struct Output<'a> {
     analysis: &'a Analysis,
-    /// The focus characters on stage somewhere: the world's characters.
+    /// The focus characters with an agent: those on stage somewhere, and the
+    /// interview-only.
     world: BTreeSet<String>,
+    /// Those never on stage the book shows living or saying something
+    /// ([`Analysis::interview_only`]): never cast, and holding from the start all the
+    /// book gives them, since they live none of the script.
+    interview_only: BTreeSet<String>,
     namer: Namer,
     empty: BTreeMap<String, BTreeSet<String>>,
     past: usize,
@@ -285,21 +302,97 @@ impl Output<'_> {
         }
     }
 
-    /// The graph's facts of the past, each worded as its knowers know the people in it.
-    fn facts(&self, characters: &[FocusCharacter]) -> Vec<Fact> {
-        let mut facts = Vec::new();
-        for (n, f) in self
-            .analysis
+    /// An interview-only character (`Analysis::interview_only`): its memories are, per
+    /// scene, the sentences that show it living or saying something there, worded as
+    /// told (a son's "my father received a letter" stays his son's words) and as it
+    /// knows the people in them; its profile its description and the first two of those; its
+    /// style from its retold lines; the names it knows at the book's end. It is placed
+    /// nowhere (its `location` is where a director who brings it in with the flag
+    /// would put it).
+    fn interview_only_character(
+        &self,
+        c: &FocusCharacter,
+        characters: &[FocusCharacter],
+        locations: &[Location],
+    ) -> Character {
+        let analysis = self.analysis;
+        let mut by_scene: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for f in analysis
             .graph
             .facts
             .iter()
-            .filter(|f| f.scene <= self.past)
-            .enumerate()
+            .filter(|f| f.known_by.contains(&c.id))
         {
+            let text = as_known(
+                &f.text,
+                &c.id,
+                self.names_at(f.scene),
+                characters,
+                &self.namer,
+            );
+            by_scene.entry(f.scene).or_default().push(text);
+        }
+        let memories = by_scene
+            .iter()
+            .map(|(scene, told)| Memory {
+                id: format!("scene-{scene}"),
+                text: prefix(
+                    &told.iter().take(5).cloned().collect::<Vec<_>>().join(" "),
+                    600,
+                ),
+            })
+            .collect();
+        let lived: Vec<String> = by_scene.values().flatten().take(2).cloned().collect();
+        let profile = match (c.description(), lived.is_empty()) {
+            (Some(d), true) => format!("{d}."),
+            (Some(d), false) => format!("{d}. {}", prefix(&lived.join(" "), 400)),
+            (None, false) => prefix(&lived.join(" "), 400),
+            (None, true) => format!("{}.", c.name),
+        };
+        Character {
+            id: c.id.clone(),
+            name: c.name.clone(),
+            aliases: c
+                .aliases
+                .iter()
+                .filter(|a| !is_description(a))
+                .cloned()
+                .collect(),
+            profile,
+            style: style(analysis, &c.id, analysis.scenes.len()),
+            location: locations[0].id.clone(),
+            knows: self
+                .names_at(analysis.scenes.len())
+                .get(&c.id)
+                .map(|k| {
+                    k.iter()
+                        .filter(|w| self.world.contains(*w))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default(),
+            memories,
+            interview_only: true,
+            ..Character::default()
+        }
+    }
+
+    /// Whether `knower` starts with fact `f`: a fact of the past, or any fact for one
+    /// interview-only.
+    fn starts_with(&self, knower: &str, f: &super::graph::GraphFact) -> bool {
+        self.world.contains(knower)
+            && (f.scene <= self.past || self.interview_only.contains(knower))
+    }
+
+    /// The graph's facts of the past (all of them for the interview-only), each worded
+    /// as its knowers know the people in it.
+    fn facts(&self, characters: &[FocusCharacter]) -> Vec<Fact> {
+        let mut facts = Vec::new();
+        for (n, f) in self.analysis.graph.facts.iter().enumerate() {
             // One copy per wording: a knower who does not know a name gets the
             // description, in the sentence and in its subject and object alike.
             let mut wordings: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
-            for knower in f.known_by.iter().filter(|k| self.world.contains(*k)) {
+            for knower in f.known_by.iter().filter(|k| self.starts_with(k, f)) {
                 let known =
                     |t: &str| as_known(t, knower, self.names_at(f.scene), characters, &self.namer);
                 wordings

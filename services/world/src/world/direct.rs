@@ -43,6 +43,8 @@ pub enum Intervention {
         location: String,
         text: String,
         newcomer: Option<Box<pb::SandboxCharacter>>,
+        /// The director means to bring in a character marked interview-only.
+        allow_interview_only: bool,
     },
 }
 
@@ -93,6 +95,7 @@ impl TryFrom<&pb::InterveneRequest> for Intervention {
                     location: b.location.clone(),
                     text: b.text.clone(),
                     newcomer: newcomer.clone().map(Box::new),
+                    allow_interview_only: b.allow_interview_only,
                 }),
             },
             None => Err(WorldError::InvalidArgument(
@@ -168,12 +171,13 @@ impl World {
                 character,
                 location,
                 newcomer,
+                allow_interview_only,
                 ..
             } => {
                 if let Some(newcomer) = newcomer {
                     self.admit(newcomer, location).await?;
                 }
-                draft = self.entrance(&state, character, location, text)?;
+                draft = self.entrance(&state, character, location, text, *allow_interview_only)?;
             }
         }
         self.emit(&mut state, draft).await
@@ -264,13 +268,15 @@ impl World {
 
     /// The director's event of an offstage character entering at `location` (its own
     /// when empty): a movement that those there perceive, with `text` (or "… arrives
-    /// at …") as they see it. Only an open story has characters offstage.
+    /// at …") as they see it. Only an open story has characters offstage. A character
+    /// the scenario marks interview-only is refused unless `allow_interview_only`.
     fn entrance(
         &self,
         state: &WorldState,
         character: &str,
         location: &str,
         text: &str,
+        allow_interview_only: bool,
     ) -> Result<Draft, WorldError> {
         let id = self.character_id(character)?;
         let scenario = self.scenario();
@@ -288,7 +294,16 @@ impl World {
                 scenario.place_name(place)
             )));
         }
-        if state.travelling.contains_key(&id) || !cast.offstage {
+        if cast.interview_only && !allow_interview_only {
+            return Err(WorldError::NotNow(format!(
+                "{} is interview-only (the scenario marks it so): it is asked, never \
+                 brought in; set allow_interview_only (`intervene --bring-in … \
+                 --interview-only`) to give it the stage",
+                dramatis_runtime::quote(&cast.name)
+            )));
+        }
+        let waiting = cast.offstage || cast.interview_only;
+        if state.travelling.contains_key(&id) || !waiting {
             return Err(WorldError::NotNow(format!(
                 "{} is in the story already, on the road",
                 dramatis_runtime::quote(&cast.name)
