@@ -83,29 +83,7 @@ pub(super) fn write(
         .flat_map(|s| s.present().chain(&s.referenced))
         .collect();
     let past = options.past.count(analysis.scenes.len());
-    let layers_dir = out.join("layers");
-    std::fs::create_dir_all(&layers_dir)
-        .with_context(|| format!("cannot create {}", layers_dir.display()))?;
-    let write_json = |name: &str, value: &dyn erased::Json| -> anyhow::Result<()> {
-        let path = layers_dir.join(name);
-        std::fs::write(&path, value.to_json()?)
-            .with_context(|| format!("cannot write {}", path.display()))
-    };
-    write_json("scenes.json", &analysis.scenes)?;
-    write_json("episodic.json", &analysis.summaries)?;
-    write_json("graph.json", &analysis.graph)?;
-    write_json("narration.json", &analysis.narrators())?;
-    write_json(
-        "personality.json",
-        &serde_json::json!({"annotations": analysis.annotations, "patterns": analysis.patterns}),
-    )?;
-    let identity: Vec<_> = analysis
-        .names
-        .iter()
-        .enumerate()
-        .map(|(i, row)| serde_json::json!({"after_scene": i + 1, "knows": row}))
-        .collect();
-    write_json("identity.json", &identity)?;
+    write_layers(analysis, out)?;
 
     let name = id_from(
         analysis
@@ -191,6 +169,34 @@ pub(super) fn write(
     std::fs::write(&report, serde_json::to_vec_pretty(&done)?)
         .with_context(|| format!("cannot write {}", report.display()))?;
     Ok(done)
+}
+
+/// Every stage's result under `out/layers/`, as JSON.
+fn write_layers(analysis: &Analysis, out: &Path) -> anyhow::Result<()> {
+    let layers_dir = out.join("layers");
+    std::fs::create_dir_all(&layers_dir)
+        .with_context(|| format!("cannot create {}", layers_dir.display()))?;
+    let write_json = |name: &str, value: &dyn erased::Json| -> anyhow::Result<()> {
+        let path = layers_dir.join(name);
+        std::fs::write(&path, value.to_json()?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    };
+    write_json("scenes.json", &analysis.scenes)?;
+    write_json("episodic.json", &analysis.summaries)?;
+    write_json("graph.json", &analysis.graph)?;
+    write_json("narration.json", &analysis.narrators())?;
+    write_json(
+        "personality.json",
+        &serde_json::json!({"annotations": analysis.annotations, "patterns": analysis.patterns}),
+    )?;
+    let identity: Vec<_> = analysis
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, row)| serde_json::json!({"after_scene": i + 1, "knows": row}))
+        .collect();
+    write_json("identity.json", &identity)?;
+    Ok(())
 }
 
 /// Serialising a few different layer types through one closure.
