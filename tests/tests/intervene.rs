@@ -265,26 +265,7 @@ async fn interventions_that_cannot_be_carried_out_are_refused_and_log_nothing() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_offstage_character_enters_when_the_director_brings_it_in() {
-    use dramatis_proto::v1::{CreateWorldRequest, create_world_request::Source};
-    let cast = ["ada", "coyle", "tom", "varga"];
-    let cluster = Cluster::start(&cast, &[]).await;
-    let mut world = cluster.world().await;
-    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_scenario::Scenario::load(&path).expect("scenario");
-    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("open");
-    spec.characters
-        .iter_mut()
-        .find(|c| c.id == "tom")
-        .expect("tom")
-        .offstage = true;
-    world
-        .create_world(CreateWorldRequest {
-            source: Some(Source::Sandbox(spec)),
-            world_id: "stage".into(),
-            ..Default::default()
-        })
-        .await
-        .expect("created");
+    let (cluster, mut world) = ledger_with_tom("stage", |tom| tom.offstage = true).await;
     let place_of = |info: &dramatis_proto::v1::WorldInfo, who: &str| {
         info.characters
             .iter()
@@ -672,26 +653,8 @@ async fn her_profile_and_name_are_hers_alone(cluster: &Cluster, id: &str, others
 /// off the stage in a fork, and enters only when the director sets the flag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interview_only_character_is_asked_but_never_staged() {
-    use dramatis_proto::v1::{CreateWorldRequest, ForkRequest, create_world_request::Source};
-    let cast = ["ada", "coyle", "tom", "varga"];
-    let cluster = Cluster::start(&cast, &[]).await;
-    let mut world = cluster.world().await;
-    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
-    let scenario = dramatis_scenario::Scenario::load(&path).expect("scenario");
-    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("open");
-    spec.characters
-        .iter_mut()
-        .find(|c| c.id == "tom")
-        .expect("tom")
-        .interview_only = true;
-    world
-        .create_world(CreateWorldRequest {
-            source: Some(Source::Sandbox(spec)),
-            world_id: "ghost".into(),
-            ..Default::default()
-        })
-        .await
-        .expect("created");
+    use dramatis_proto::v1::ForkRequest;
+    let (cluster, mut world) = ledger_with_tom("ghost", |tom| tom.interview_only = true).await;
     let place_of = |info: &dramatis_proto::v1::WorldInfo| {
         info.characters
             .iter()
@@ -779,4 +742,37 @@ async fn an_interview_only_character_is_asked_but_never_staged() {
         place_of(&world_info(&mut world, "ghost").await),
         "gasworks-lane"
     );
+}
+
+/// A cluster playing the Lamplighter's Ledger as sandbox world `id`, with Tom as
+/// `mark` leaves him, and a client of its world service.
+async fn ledger_with_tom(
+    id: &str,
+    mark: impl FnOnce(&mut dramatis_proto::v1::SandboxCharacter),
+) -> (
+    Cluster,
+    dramatis_proto::v1::world_client::WorldClient<tonic::transport::Channel>,
+) {
+    use dramatis_proto::v1::{CreateWorldRequest, create_world_request::Source};
+    let cast = ["ada", "coyle", "tom", "varga"];
+    let cluster = Cluster::start(&cast, &[]).await;
+    let mut world = cluster.world().await;
+    let path = dramatis_tests::scenarios_dir().join("lamplighters-ledger/scenario.toml");
+    let scenario = dramatis_scenario::Scenario::load(&path).expect("scenario");
+    let mut spec = dramatis_scenario::sandbox::scenario_to_spec(&scenario).expect("open");
+    mark(
+        spec.characters
+            .iter_mut()
+            .find(|c| c.id == "tom")
+            .expect("tom"),
+    );
+    world
+        .create_world(CreateWorldRequest {
+            source: Some(Source::Sandbox(spec)),
+            world_id: id.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("created");
+    (cluster, world)
 }

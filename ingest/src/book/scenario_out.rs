@@ -276,25 +276,11 @@ impl Output<'_> {
         Character {
             id: c.id.clone(),
             name: c.name.clone(),
-            aliases: c
-                .aliases
-                .iter()
-                .filter(|a| !is_description(a))
-                .cloned()
-                .collect(),
+            aliases: proper_aliases(c),
             profile: profile(analysis, c, past),
             style: style(analysis, &c.id, past),
             location: first_cast,
-            knows: self
-                .names_at(past)
-                .get(&c.id)
-                .map(|k| {
-                    k.iter()
-                        .filter(|w| self.world.contains(*w))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default(),
+            knows: self.known_by_name(&c.id, past),
             known_as,
             memories,
             patterns,
@@ -352,29 +338,29 @@ impl Output<'_> {
         Character {
             id: c.id.clone(),
             name: c.name.clone(),
-            aliases: c
-                .aliases
-                .iter()
-                .filter(|a| !is_description(a))
-                .cloned()
-                .collect(),
+            aliases: proper_aliases(c),
             profile,
             style: style(analysis, &c.id, analysis.scenes.len()),
             location: locations[0].id.clone(),
-            knows: self
-                .names_at(analysis.scenes.len())
-                .get(&c.id)
-                .map(|k| {
-                    k.iter()
-                        .filter(|w| self.world.contains(*w))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default(),
+            knows: self.known_by_name(&c.id, analysis.scenes.len()),
             memories,
             interview_only: true,
             ..Character::default()
         }
+    }
+
+    /// Whom `id` knows by name, among those with an agent, once `scenes_done` scenes
+    /// are over.
+    fn known_by_name(&self, id: &str, scenes_done: usize) -> Vec<String> {
+        self.names_at(scenes_done)
+            .get(id)
+            .map(|k| {
+                k.iter()
+                    .filter(|w| self.world.contains(*w))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether `knower` starts with fact `f`: a fact of the past, or any fact for one
@@ -459,6 +445,15 @@ impl Output<'_> {
             knows,
         }
     }
+}
+
+/// The aliases of `c` that are names, not descriptions.
+fn proper_aliases(c: &FocusCharacter) -> Vec<String> {
+    c.aliases
+        .iter()
+        .filter(|a| !is_description(a))
+        .cloned()
+        .collect()
 }
 
 fn narration(text: &str) -> Vec<String> {
