@@ -291,8 +291,8 @@ impl Output<'_> {
     /// An interview-only character (`Analysis::interview_only`): its memories are, per
     /// scene, the sentences that show it living or saying something there, worded as
     /// told (a son's "my father received a letter" stays his son's words) and as it
-    /// knows the people in them; its profile its description and the first two of those; its
-    /// style from its retold lines; the names it knows at the book's end. It is placed
+    /// knows the people in them; its profile its description and the first two of those
+    /// not told in the first person; its style from its retold lines; the names it knows at the book's end. It is placed
     /// nowhere (its `location` is where a director who brings it in with the flag
     /// would put it).
     fn interview_only_character(
@@ -328,7 +328,14 @@ impl Output<'_> {
                 ),
             })
             .collect();
-        let lived: Vec<String> = by_scene.values().flatten().take(2).cloned().collect();
+        // A profile is told about it, never in anyone's first person (a retold "I").
+        let lived: Vec<String> = by_scene
+            .values()
+            .flatten()
+            .filter(|t| !in_first_person(t))
+            .take(2)
+            .cloned()
+            .collect();
         let profile = match (c.description(), lived.is_empty()) {
             (Some(d), true) => format!("{d}."),
             (Some(d), false) => format!("{d}. {}", prefix(&lived.join(" "), 400)),
