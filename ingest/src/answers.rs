@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 use serde::Deserialize;
 
-use crate::book::text::{FocusCharacter, prefix, read_characters};
+use crate::book::text::{FocusCharacter, cjk_break, join_wrapped, prefix, read_characters};
 
 /// A book with its whitespace folded, for finding anchors.
 #[derive(Debug)]
@@ -34,7 +34,8 @@ impl Anchors {
                 space = true;
                 continue;
             }
-            if space && !folded.is_empty() {
+            // A line broken inside Chinese text folds to nothing, as the ingest joins it.
+            if space && !folded.is_empty() && !cjk_break(&folded, &book[at..]) {
                 folded.push(' ');
                 offsets.push(at);
             }
@@ -78,10 +79,11 @@ impl Anchors {
     }
 }
 
-/// `text` with every whitespace run as one space, trimmed.
+/// `text` with every whitespace run as one space (none where a line breaks inside
+/// Chinese text), trimmed.
 #[must_use]
 pub fn fold(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    join_wrapped(text)
 }
 
 /// The answer file, as written.
@@ -90,6 +92,10 @@ pub fn fold(text: &str) -> String {
 pub struct AnswerFile {
     /// The book's file name.
     pub book: String,
+    /// The answers cover the book's first N chapters only; the book is ingested with
+    /// `--chapters N` to be judged by them.
+    #[serde(default)]
+    pub through_chapter: Option<usize>,
     #[serde(default)]
     pub chapters: Vec<ChapterAnswer>,
     #[serde(default)]
@@ -372,5 +378,15 @@ mod tests {
         assert!(anchors.find("said Watson").is_err(), "absent");
         let quote = anchors.find("Thank you,").expect("found");
         assert_eq!(&BOOK[quote..quote + 5], "Thank");
+    }
+
+    #[test]
+    fn a_chinese_anchor_runs_across_a_line_break_as_the_ingest_joins_it() {
+        let book = "    士隐笑道：“请\n坐。”雨村道：“好。”\n";
+        let anchors = Anchors::new(book);
+        let at = anchors.find("“请坐。”").expect("found across the break");
+        let end = anchors.find_end("“请坐。”").expect("found");
+        assert_eq!(&book[at..end], "“请\n坐。”");
+        assert!(anchors.find("请坐。”雨村道：“好").is_ok());
     }
 }

@@ -102,6 +102,9 @@ pub struct Options {
     pub patterns: Option<usize>,
     /// Stop after this stage (its result and every call so far are kept).
     pub stop_after: Option<String>,
+    /// Read the book's first N chapters only (the rest is left out, as front matter
+    /// is).
+    pub chapters: Option<usize>,
 }
 
 /// Fewer words than this under the book's chapters is no story to ingest (a contents
@@ -579,6 +582,10 @@ pub async fn ingest_analysed(
     progress: &dyn Progress,
 ) -> anyhow::Result<Analysed> {
     let book = text::read_book(book_path)?;
+    let book = match options.chapters {
+        Some(n) => first_chapters(book, n)?,
+        None => book,
+    };
     let characters = text::read_characters(characters_path)?;
     let cache_dir = out.join(".ingest");
     std::fs::create_dir_all(&cache_dir)
@@ -613,6 +620,29 @@ pub async fn ingest_analysed(
         book,
         done,
     })
+}
+
+/// The book up to the end of its chapter `n`: the same text, so every offset into it
+/// is the whole book's (an answer file's anchors find the same places). An error when
+/// the book has fewer chapters.
+pub fn first_chapters(book: String, n: usize) -> anyhow::Result<String> {
+    let parts = partition(&book);
+    if n == 0 || parts.chapters < n {
+        bail!(
+            "--chapters {n}: the book has {} chapters (headings the ingest reads)",
+            parts.chapters
+        );
+    }
+    let end = parts
+        .units
+        .iter()
+        .filter(|s| s.chapter <= n)
+        .map(|s| s.end)
+        .max()
+        .unwrap_or(book.len());
+    let mut book = book;
+    book.truncate(end);
+    Ok(book)
 }
 
 #[cfg(test)]

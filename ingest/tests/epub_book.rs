@@ -18,6 +18,7 @@ async fn ingest(book: &Path, characters: &Path) -> Analysed {
         past: Past::Half,
         patterns: None,
         stop_after: None,
+        chapters: None,
     };
     ingest_analysed(
         book,

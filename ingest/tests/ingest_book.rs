@@ -146,6 +146,7 @@ async fn check_against_answers(model: Option<Arc<dyn LanguageModel>>) -> Done {
         past: Past::Half,
         patterns: None,
         stop_after: None,
+        chapters: None,
     };
     let done = ingest_analysed(
         &book_dir().join("book.txt"),

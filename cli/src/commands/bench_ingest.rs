@@ -100,6 +100,7 @@ async fn run_once(
         past: Past::Half,
         patterns: None,
         stop_after: None,
+        chapters: None,
     };
     let started = Instant::now();
     let done = ingest_analysed(book, characters, out, embedder, None, &options, &Quiet)

@@ -99,6 +99,7 @@ pub async fn corpus(args: &CorpusArgs) -> anyhow::Result<()> {
             past: Past::All,
             patterns: None,
             stop_after: None,
+            chapters: None,
         };
         let started = std::time::Instant::now();
         let analysed =

@@ -17,8 +17,9 @@ use crate::spawn::{Spawned, start_builtin_llm};
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// The book: plain UTF-8 text, chapters headed `CHAPTER …` (or `Part …`, a bare
-    /// number or Roman numeral), scenes separated by a line of `* * *`; or an EPUB (2
-    /// or 3), read as that text in its spine's order, notes and licence left out.
+    /// number or Roman numeral, or `第N回` in Chinese), scenes separated by a line of
+    /// `* * *`; or an EPUB (2 or 3), read as that text in its spine's order, notes and
+    /// licence left out.
     pub book: PathBuf,
     /// The focus characters: one per line, `Canonical Name | alias, alias` (lowercase
     /// aliases such as `the widow` are descriptions: what strangers see).
@@ -43,6 +44,10 @@ pub struct IngestArgs {
     /// to continue from the caches.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(STAGES))]
     pub stop_after: Option<String>,
+    /// Read only the book's first N chapters (a long book tried on its opening; an
+    /// answer file for them). Offsets and anchors stay the whole book's.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chapters: Option<u64>,
     /// The endpoint that refines each stage (default: the built-in model).
     #[command(flatten)]
     pub endpoint: crate::options::EndpointArgs,
@@ -151,6 +156,7 @@ pub async fn ingest(args: &IngestArgs) -> anyhow::Result<()> {
         past: args.past,
         patterns: args.patterns,
         stop_after: args.stop_after.clone(),
+        chapters: args.chapters.and_then(|n| usize::try_from(n).ok()),
     };
     let bars = Bars {
         current: Mutex::new(None),

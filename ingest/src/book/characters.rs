@@ -7,6 +7,7 @@ use anyhow::{Context as _, bail};
 use dramatis_runtime::prefix;
 use serde::{Deserialize, Serialize};
 
+use crate::book::text::is_chinese;
 use crate::file::id_from;
 
 /// One focus character of the list: `Canonical Name | alias, alias | marks`.
@@ -40,8 +41,15 @@ impl FocusCharacter {
 /// A form that describes (starts with a lowercase word: "the widow") rather than names.
 #[must_use]
 pub fn is_description(form: &str) -> bool {
+    if is_chinese(form) {
+        return CHINESE_DETERMINERS.iter().any(|d| form.starts_with(d));
+    }
     form.chars().next().is_some_and(char::is_lowercase)
 }
+
+/// Chinese has no lowercase: a description starts with a demonstrative or a count
+/// (`那僧`, "that monk"; `一个道人`, "a Taoist"), as an English one starts with "the".
+const CHINESE_DETERMINERS: &[&str] = &["那", "这", "這", "一个", "一個", "一位"];
 
 /// A description only the narrator can use ("my companion", "our landlady"): to anyone
 /// else it names the wrong person, or no one.
@@ -184,9 +192,11 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
         }
     }
     // The name without its titles ("Mr. Merryweather" is `merryweather`, "Sherlock
-    // Holmes" `sherlock-holmes`); the whole name when two would share one.
-    // A name with no Latin letters or digits ("孙悟空") is `character-N`, N its line.
+    // Holmes" `sherlock-holmes`); the whole name when two would share one. A Chinese
+    // name is its pinyin ("孙悟空" is `sunwukong`, as in simplified or traditional
+    // characters); a name with nothing left is `character-N`, N its line.
     let untitled = |name: &str, line: usize| {
+        let name = &romanised(name);
         let words: Vec<&str> = name.split_whitespace().collect();
         let first = words
             .iter()
@@ -207,13 +217,18 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
             .filter(|(l, n, _, _)| untitled(n, *l) == short)
             .count()
             > 1;
-        let id = if shared {
-            id_from(name, &format!("character-{line}"))
+        let mut id = if shared {
+            id_from(&romanised(name), &format!("character-{line}"))
         } else {
             short
         };
         if out.iter().any(|c| c.id == id) {
-            bail!("line {line}: `{name}` is listed twice");
+            if !is_chinese(name) {
+                bail!("line {line}: `{name}` is listed twice");
+            }
+            // Two Chinese names that sound alike ("王仁", "王人"): the second keeps
+            // its line in the id.
+            id = format!("{id}-{line}");
         }
         out.push(FocusCharacter {
             id,
@@ -223,4 +238,20 @@ pub fn parse_characters(text: &str) -> anyhow::Result<Vec<FocusCharacter>> {
         });
     }
     Ok(out)
+}
+
+/// `name` with each Han ideograph replaced by its pinyin without tones (one reading:
+/// the first the dictionary gives), syllables written together as pinyin words are
+/// ("林黛玉" is "lindaiyu"); other characters kept.
+#[must_use]
+pub fn romanised(name: &str) -> String {
+    use pinyin::ToPinyin as _;
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c.to_pinyin() {
+            Some(p) => out.push_str(p.plain()),
+            None => out.push(c),
+        }
+    }
+    out
 }

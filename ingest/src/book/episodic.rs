@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::scenes::{Scene, Speaker};
-use super::text::{FocusCharacter, prefix, sentences, words};
+use super::text::{FocusCharacter, is_chinese, prefix, sentences, words};
 
 /// A character's memory of one scene.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,16 +79,34 @@ pub fn digest(characters: &[FocusCharacter], upto: &Upto<'_>, character: &str) -
         .iter()
         .map(|o| refer(characters, upto.names, character, o))
         .collect();
-    let mut out = format!("I was at {}", scene.location);
+    let zh = scene.utterances.iter().any(|u| is_chinese(&u.text));
+    let mut out = if zh {
+        format!("我在{}", scene.location)
+    } else {
+        format!("I was at {}", scene.location)
+    };
     if !scene.time.is_empty() {
-        out.push_str(&format!(" ({})", scene.time));
+        out.push_str(&if zh {
+            format!("（{}）", scene.time)
+        } else {
+            format!(" ({})", scene.time)
+        });
     }
     if !who.is_empty() {
-        out.push_str(&format!(" with {}", join_and(&who)));
+        let who: Vec<&str> = who.iter().map(|w| chinese_someone(w, zh)).collect();
+        out.push_str(&if zh {
+            format!("，和{}在一起", join_and_zh(&who))
+        } else {
+            format!(" with {}", join_and(&who))
+        });
     }
-    out.push('.');
+    out.push_str(if zh { "。" } else { "." });
     if scene.silent.contains(character) {
-        out.push_str(" I kept silent.");
+        out.push_str(if zh {
+            "我没有作声。"
+        } else {
+            " I kept silent."
+        });
     }
     let heard: Vec<_> = scene
         .utterances
@@ -110,17 +128,41 @@ pub fn digest(characters: &[FocusCharacter], upto: &Upto<'_>, character: &str) -
     for i in chosen {
         let u = heard[i];
         let line = first_sentences(&u.text, 2);
-        if u.speaker.focus() == Some(character) {
-            out.push_str(&format!(" I said, \"{line}\""));
-        } else {
-            let name = refer(characters, upto.names, character, &u.speaker);
-            out.push_str(&format!(" {} said, \"{line}\"", capitalise(name)));
-        }
+        let mine = u.speaker.focus() == Some(character);
+        let name = refer(characters, upto.names, character, &u.speaker);
+        out.push_str(&match (zh, mine) {
+            (true, true) => format!("我说：“{line}”"),
+            (true, false) => format!("{}说：“{line}”", chinese_someone(name, true)),
+            (false, true) => format!(" I said, \"{line}\""),
+            (false, false) => format!(" {} said, \"{line}\"", capitalise(name)),
+        });
     }
     if scene.exits.contains_key(character) {
-        out.push_str(" Then I left.");
+        out.push_str(if zh {
+            "然后我离开了。"
+        } else {
+            " Then I left."
+        });
     }
     out
+}
+
+/// "someone" in a Chinese memory is 某人.
+fn chinese_someone(who: &str, zh: bool) -> &str {
+    if zh && who == "someone" {
+        "某人"
+    } else {
+        who
+    }
+}
+
+/// Names joined the Chinese way: `贾母、林黛玉和某人`.
+fn join_and_zh(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [init @ .., last] => format!("{}和{last}", init.join("、")),
+    }
 }
 
 fn telling(text: &str) -> usize {
@@ -136,7 +178,8 @@ fn telling(text: &str) -> usize {
 
 fn first_sentences(text: &str, n: usize) -> String {
     let s: Vec<&str> = sentences(text).into_iter().take(n).collect();
-    prefix(&s.join(" "), 240)
+    let sep = if is_chinese(text) { "" } else { " " };
+    prefix(&s.join(sep), 240)
 }
 
 fn join_and(items: &[&str]) -> String {

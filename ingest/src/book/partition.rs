@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::lexicon::TIME_WORDS;
-use super::text::{lines_with_offsets, sentences, words};
+use super::text::{is_chinese, join_wrapped, lines_with_offsets, sentences, word_count, words};
 
 /// Scenes shorter than this many words join the scene before them (one dramatic unit).
 const MIN_SCENE_WORDS: usize = 150;
@@ -173,6 +173,9 @@ fn is_heading(line: &str) -> bool {
     if line.is_empty() || line.chars().count() > 70 {
         return false;
     }
+    if is_chinese_heading(line) {
+        return true;
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     let first = words[0].to_lowercase();
     if matches!(first.as_str(), "chapter" | "part" | "book") {
@@ -195,6 +198,28 @@ fn is_heading(line: &str) -> bool {
     words.len() == 1
         && NUMBER_NAMES.contains(&first.trim_end_matches('.'))
         && line.chars().all(|c| !c.is_lowercase())
+}
+
+/// A Chinese chapter heading: `第N回` (or `章`, `节`, `卷`), N in Chinese numerals or
+/// digits, then the end of the line or a space and the title (the couplet of a
+/// classical novel: `第一回  甄士隐梦幻识通灵 贾雨村风尘怀闺秀`). `第四回中…`, a
+/// sentence that starts with the words, is none.
+fn is_chinese_heading(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix('第') else {
+        return false;
+    };
+    let digits = rest
+        .chars()
+        .take_while(|c| "零〇一二三四五六七八九十百千两0123456789０１２３４５６７８９".contains(*c))
+        .count();
+    let mut after = rest.chars().skip(digits);
+    digits > 0
+        && after
+            .next()
+            .is_some_and(|c| matches!(c, '回' | '章' | '节' | '節' | '卷'))
+        && after
+            .next()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '：' | ':' | '　'))
 }
 
 fn is_scene_break(line: &str) -> bool {
@@ -283,8 +308,93 @@ const TIME_SHIFTS: &[&str] = &[
 /// opens a scene, a sentence that goes on ("but", "still") counts.
 #[must_use]
 pub fn moves_in_time(sentence: &str) -> bool {
+    if is_chinese(sentence) {
+        return opens_chinese_shift(sentence);
+    }
     let head = head_words(sentence);
     TIME_SHIFTS.iter().any(|m| head.contains(m))
+}
+
+/// Openings of Chinese narration that move the story to another time, or, in the
+/// storyteller's manner, to another thread of it (`却说`, `且说`: "now we tell of…").
+const CHINESE_TIME_SHIFTS: &[&str] = &[
+    "次日",
+    "一日",
+    "这日",
+    "那日",
+    "是日",
+    "当日",
+    "至次日",
+    "到了次日",
+    "至晚",
+    "晚间",
+    "当晚",
+    "至晚间",
+    "展眼",
+    "光阴",
+    "过了几日",
+    "几日后",
+    "却说",
+    "且说",
+    "话说",
+    "如今且说",
+    "那一日",
+    "這日",
+    "當日",
+    "當晚",
+    "晚間",
+    "話說",
+    "卻說",
+    "過了幾日",
+    "展眼間",
+    "光陰",
+    "是晚",
+    "次早",
+    "这一日",
+    "這一日",
+    "可巧这日",
+    "可巧這日",
+    "到了这天",
+    "到了這天",
+    "倏忽",
+    "至掌灯",
+    "至掌燈",
+];
+
+/// Where sentences of narration inside the Chinese block `text[start..end]` (not its
+/// first) open at another time or thread: byte offsets of their first characters. A
+/// sentence inside a quote is speech, not the storyteller's, and cuts nothing.
+fn chinese_shifts_inside(text: &str, start: usize, end: usize) -> Vec<usize> {
+    let block = &text[start..end];
+    if !is_chinese(block) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut after_stop = false;
+    for (i, c) in block.char_indices() {
+        match c {
+            '“' | '「' => depth += 1,
+            '”' | '」' => depth = depth.saturating_sub(1),
+            '。' | '！' | '？' => after_stop = true,
+            c if c.is_whitespace() => {}
+            _ => {
+                if after_stop && depth == 0 && opens_chinese_shift(&block[i..]) {
+                    out.push(start + i);
+                }
+                after_stop = false;
+            }
+        }
+    }
+    out
+}
+
+/// Does Chinese text open at another time or thread (after any quote mark or
+/// indent)?
+fn opens_chinese_shift(text: &str) -> bool {
+    let head =
+        text.trim_start_matches(|c: char| c.is_whitespace() || matches!(c, '　' | '“' | '「'));
+    CHINESE_TIME_SHIFTS.iter().any(|m| head.starts_with(m))
 }
 
 /// The first eight words of a text, lowercased, one space apart: where a change of time
@@ -299,7 +409,12 @@ fn head_words(text: &str) -> String {
 
 /// Does this paragraph (narration only) open at another time?
 fn shifts_time(paragraph: &str) -> bool {
-    let joined = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+    let joined = join_wrapped(paragraph);
+    // A Chinese paragraph holds its dialogue with its narration; its opening alone
+    // says where it stands.
+    if is_chinese(&joined) {
+        return opens_chinese_shift(&joined);
+    }
     if joined.contains(['"', '“']) {
         return false;
     }
@@ -374,7 +489,7 @@ fn headings(blocks: &[(usize, usize, Vec<&str>)]) -> Headings {
 pub fn partition(text: &str) -> Partition {
     let blocks = blocks(text);
     let (headings, titled_documents) = headings(&blocks);
-    let words_in = |s: usize, e: usize| text[s..e].split_whitespace().count();
+    let words_in = |s: usize, e: usize| word_count(&text[s..e]);
     let chapters: Vec<(usize, usize)> = headings
         .iter()
         .enumerate()
@@ -422,6 +537,12 @@ pub fn partition(text: &str) -> Partition {
             } else if shifts_time(&lines.join(" ")) || entry_start(lines[0]) {
                 pieces.push((at, *b_start));
                 at = *b_start;
+            }
+            // A Chinese paragraph runs on for pages: the storyteller moves to another
+            // day or thread inside it, at the start of a sentence of narration.
+            for cut in chinese_shifts_inside(text, *b_start, *b_end) {
+                pieces.push((at, cut));
+                at = cut;
             }
         }
         pieces.push((at, *end));
@@ -516,7 +637,7 @@ fn cut_unmarked(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
     let body = &text[start..end];
     let mut offset = start;
     for para in body.split_inclusive("\n\n") {
-        words += para.split_whitespace().count();
+        words += word_count(para);
         offset += para.len();
         if words >= UNMARKED_SCENE_WORDS {
             pieces.push((at, offset));

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::characters::is_narrators_own;
 use super::narration::{in_first_person, tells_inner_life};
 use super::text::{
-    FocusCharacter, Namer, Segment, is_description, paragraphs, prefix, sentences, starts_upper,
+    FocusCharacter, Namer, Segment, is_chinese, is_description, paragraphs, prefix, sentences,
+    starts_upper,
 };
 use super::{Analysis, personality};
 use crate::file::{
@@ -86,7 +87,11 @@ fn as_known(
             .iter()
             .find(|c| c.id == m.character)
             .and_then(FocusCharacter::description)
-            .unwrap_or("someone");
+            .unwrap_or(if is_chinese(text) {
+                "某人"
+            } else {
+                "someone"
+            });
         out.push_str(&text[at..m.start]);
         out.push_str(description);
         at = m.end;

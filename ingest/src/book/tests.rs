@@ -1051,6 +1051,7 @@ fn a_form_two_characters_share_puts_neither_on_stage_nor_speaks_for_either() {
     // The full name shows him.
     assert_on_stage(&scene, 3, "billy-bones", true);
 }
+mod chinese;
 mod speakers;
 
 /// A chapter of first-person narration in which the other narrator is called by name.

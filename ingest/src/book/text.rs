@@ -77,7 +77,138 @@ pub fn read_book(path: &Path) -> anyhow::Result<String> {
         bail!("{} is empty", path.display());
     }
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
+    let text = without_page_markers(&text);
     paragraphed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// A page marker left by a PDF conversion, a line of its own: `----- Page 12 -----`.
+fn is_page_marker(line: &str) -> bool {
+    let line = line.trim();
+    let Some(rest) = line.strip_prefix("---") else {
+        return false;
+    };
+    let inner = rest.trim_matches('-').trim();
+    line.ends_with("---")
+        && inner
+            .strip_prefix("Page")
+            .or_else(|| inner.strip_prefix("page"))
+            .is_some_and(|n| {
+                let n = n.trim();
+                !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
+            })
+}
+
+/// The text without its PDF page markers (`----- Page N -----`) and the blank lines
+/// around each: a page break falls inside a paragraph as often as not, and the
+/// paragraph goes on after it (one that starts at the page's head has its indent).
+fn without_page_markers(text: &str) -> String {
+    if !text.lines().any(is_page_marker) {
+        return text.to_owned();
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut keep = vec![true; lines.len()];
+    for (i, line) in lines.iter().enumerate() {
+        if !is_page_marker(line) {
+            continue;
+        }
+        keep[i] = false;
+        let mut j = i + 1;
+        while j < lines.len() && lines[j].trim().is_empty() {
+            keep[j] = false;
+            j += 1;
+        }
+        let mut k = i;
+        while k > 0 && lines[k - 1].trim().is_empty() {
+            k -= 1;
+            keep[k] = false;
+        }
+    }
+    lines
+        .iter()
+        .zip(keep)
+        .filter_map(|(l, k)| k.then_some(*l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A Chinese, Japanese or Korean character: a Han ideograph (simplified or
+/// traditional), kana, or a full-width mark of CJK punctuation. Words written in them
+/// stand without spaces between, and a line broken between two of them joins with none.
+#[must_use]
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3000..=0x303F // CJK punctuation: 。、「」『』
+        | 0x3040..=0x30FF // kana
+        | 0x3400..=0x4DBF // extension A
+        | 0x4E00..=0x9FFF // unified ideographs
+        | 0xF900..=0xFAFF // compatibility ideographs
+        | 0xFF00..=0xFF60 // full-width forms: ，！？：；（）
+        | 0x20000..=0x2FA1F) // extensions B and on
+}
+
+/// Marks English and Chinese printing share (curly quotes, the ellipsis, the dash):
+/// which side of a line break they are on says nothing of its script.
+fn shared_mark(c: char) -> bool {
+    matches!(c, '“' | '”' | '‘' | '’' | '…' | '—')
+}
+
+/// Whether a line break between `before` and `after` falls inside Chinese text: the
+/// nearest character on each side that is not a shared mark is CJK.
+#[must_use]
+pub fn cjk_break(before: &str, after: &str) -> bool {
+    let near = |mut it: Box<dyn Iterator<Item = char> + '_>| it.find(|c| !shared_mark(*c));
+    near(Box::new(before.chars().rev())).is_some_and(is_cjk)
+        && near(Box::new(after.chars())).is_some_and(is_cjk)
+}
+
+/// A Han ideograph (not punctuation): a character of a Chinese word.
+#[must_use]
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// Whether a text is written in Chinese: more Han ideographs than Latin letters.
+#[must_use]
+pub fn is_chinese(text: &str) -> bool {
+    let (mut han, mut latin) = (0usize, 0usize);
+    for c in text.chars() {
+        if is_han(c) {
+            han += 1;
+        } else if c.is_alphabetic() {
+            latin += 1;
+        }
+    }
+    han > latin
+}
+
+/// Words in a text: its whitespace-separated tokens, where each Han ideograph counts as
+/// a word of its own (Chinese puts no space between words, and a word is one or two of
+/// them). Every length rule of ingest (a chapter's least body, a scene's least size)
+/// counts with this.
+#[must_use]
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace()
+        .map(|t| {
+            let han = t.chars().filter(|c| is_han(*c)).count();
+            let rest = t.chars().any(|c| c.is_alphanumeric() && !is_han(c));
+            han + usize::from(rest || han == 0)
+        })
+        .sum()
+}
+
+/// Whitespace-separated pieces (a paragraph's wrapped lines) joined into one line: one
+/// space between two, none where both sides are CJK (a Chinese line broken
+/// mid-sentence).
+#[must_use]
+pub fn join_wrapped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for piece in text.split_whitespace() {
+        if !out.is_empty() && !cjk_break(&out, piece) {
+            out.push(' ');
+        }
+        out.push_str(piece);
+    }
+    out
 }
 
 /// An EPUB's text (`bytes`, read from `path`), within the reader's bounds and then the
@@ -160,7 +291,7 @@ const WORDS_PER_PARAGRAPH: usize = 1000;
 /// gets its blank lines; one with no mark of a paragraph at all is refused, since every
 /// rule of presence counts paragraphs.
 fn paragraphed(text: &str) -> anyhow::Result<String> {
-    let words = text.split_whitespace().count();
+    let words = word_count(text);
     let blocks = text.split("\n\n").filter(|b| !b.trim().is_empty()).count();
     if words < 2 * WORDS_PER_PARAGRAPH || blocks * WORDS_PER_PARAGRAPH >= words {
         return Ok(text.to_owned());
@@ -231,7 +362,7 @@ pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
     let mut current = String::new();
     let mut start = 0;
     let flush = |current: &mut String, start: usize, out: &mut Vec<Paragraph>| {
-        let joined = current.split_whitespace().collect::<Vec<_>>().join(" ");
+        let joined = join_wrapped(current);
         if !joined.is_empty() {
             let (segments, open) = segments(&joined);
             out.push(Paragraph {
@@ -258,10 +389,12 @@ pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
 }
 
 fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
+    // Corner brackets (「」, and 『』 for a quote inside one) are the quotes of
+    // traditional-character printing.
     let (out, open, _) = split_quotes(paragraph, |c, _, _, quoted| {
         (
-            c == '“' || (c == '"' && !quoted),
-            c == '”' || (c == '"' && quoted),
+            c == '“' || c == '「' || (c == '"' && !quoted),
+            c == '”' || c == '」' || (c == '"' && quoted),
         )
     });
     (out, open)
@@ -307,12 +440,14 @@ fn split_quotes(
 pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
     let (out, _, any) = split_quotes(quote, |c, before, after, _| {
         let opens = c == '‘'
+            || c == '『'
             || (c == '\''
                 && before.is_none_or(|b| b.is_whitespace() || matches!(b, '(' | '—' | '-'))
                 && after.is_some_and(char::is_uppercase));
         // "four' scrawled", "out'!": a word's last letter may end the quote too (a
         // dropped letter, "goin' home", closes it early: less is given, never more).
         let closes = c == '’'
+            || c == '』'
             || (c == '\''
                 && before.is_some_and(|b| b.is_alphanumeric() || ",.!?;-—".contains(b))
                 && after.is_none_or(|a| !a.is_alphanumeric()));
@@ -337,13 +472,33 @@ fn push_segment(out: &mut Vec<Segment>, piece: &mut String, quoted: bool) {
 const ABBREVIATIONS: [&str; 9] = ["Mr", "Mrs", "Ms", "Dr", "St", "Capt", "Prof", "Rev", "No"];
 
 /// Sentences of `text`: cut after `.`, `!` or `?` (and closing quotes) before a space,
-/// except after common abbreviations (`Mr.`).
+/// except after common abbreviations (`Mr.`); and after a Chinese full stop, `！` or
+/// `？` (with the closing marks after it), which need no space.
 #[must_use]
 pub fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     for (i, (at, c)) in chars.iter().enumerate() {
+        if *at < start {
+            continue;
+        }
+        if matches!(c, '。' | '！' | '？') {
+            // "……罢了。”": the closing marks after the stop end the sentence with it.
+            let mut j = i + 1;
+            while chars.get(j).is_some_and(|(_, n)| {
+                matches!(n, '”' | '」' | '’' | '』' | '！' | '？' | '。' | '…')
+            }) {
+                j += 1;
+            }
+            let end = chars.get(j).map_or(text.len(), |(at, _)| *at);
+            let sentence = text[start..end].trim();
+            if !sentence.is_empty() {
+                out.push(sentence);
+            }
+            start = end;
+            continue;
+        }
         if !matches!(c, '.' | '!' | '?') {
             continue;
         }
@@ -503,10 +658,16 @@ impl Namer {
     }
 }
 
+/// Whether `text[start..end]` is whole words: no letter runs on before or after it. A
+/// Chinese form's edge needs no boundary, since Chinese puts no space between words.
 fn word_bounded(text: &str, start: usize, end: usize) -> bool {
+    let form = &text[start..end];
     let before = text[..start].chars().next_back();
     let after = text[end..].chars().next();
-    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    let open = |c: Option<char>, edge: Option<char>| {
+        edge.is_some_and(is_han) || !c.is_some_and(char::is_alphanumeric)
+    };
+    open(before, form.chars().next()) && open(after, form.chars().next_back())
 }
 
 /// Whole-word, case-insensitive: does `text` contain `phrase`?

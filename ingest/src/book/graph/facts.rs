@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::lexicon::TIME_WORDS;
 use super::super::proper::{NUMBER_WORDS, proper_phrases};
 use super::super::scenes::{Scene, Speaker};
-use super::super::text::{Namer, words};
+use super::super::text::{Namer, is_chinese, word_count, words};
 use super::knowledge::{Told, Unseen, knowers};
 use super::{GraphFact, Organisation, spo};
 
@@ -66,7 +66,7 @@ impl FactReader<'_> {
             let pronoun = sentence.spoken_by.is_none()
                 && narrated.named_paragraph == Some(sentence.paragraph)
                 && words(text).any(|w| matches!(w.as_str(), "he" | "his" | "him" | "she" | "her"));
-            let word_count = text.split_whitespace().count();
+            let word_count = word_count(text);
             if !(4..=60).contains(&word_count) {
                 continue;
             }
@@ -99,7 +99,11 @@ impl FactReader<'_> {
                     Speaker::Focus(id) => self.focus_names[id.as_str()].to_owned(),
                     Speaker::Other(name) => name.clone(),
                 };
-                fact.text = format!("{who} said, \"{text}\"");
+                fact.text = if is_chinese(text) {
+                    format!("{who}说：“{text}”")
+                } else {
+                    format!("{who} said, \"{text}\"")
+                };
             }
             fact.at = s
                 .paragraph_starts

@@ -1,0 +1,123 @@
+//! Chinese books: ids, headings, sentences, wrapped lines, quotes, speech tags, names
+//! without capitals, acting and describing, and cuts inside a paragraph. Each test
+//! fails without its rule.
+
+use super::super::partition::partition;
+use super::super::speech::acts_after;
+use super::super::text::{
+    Namer, is_description, join_wrapped, parse_characters, read_book, sentences, word_count,
+};
+use super::{all_speakers, attributed};
+
+#[test]
+fn a_chinese_name_s_id_is_its_pinyin_the_same_in_either_script_and_homophones_stay_apart() {
+    let simplified = parse_characters("林黛玉 | 黛玉, 林姑娘\n贾宝玉 | 宝玉\n王仁\n王人\n")
+        .expect("a Chinese list loads");
+    let ids: Vec<&str> = simplified.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["lindaiyu", "jiabaoyu", "wangren", "wangren-4"]);
+    let traditional = parse_characters("賈寶玉 | 寶玉\n").expect("traditional loads");
+    assert_eq!(traditional[0].id, "jiabaoyu");
+    // One person listed twice is still refused.
+    let twice = parse_characters("林黛玉 | 黛玉\n黛玉\n").expect_err("listed twice");
+    assert!(twice.to_string().contains("already on line 1"), "{twice}");
+}
+
+#[test]
+fn chapter_headings_are_di_n_hui_with_the_couplet_and_a_sentence_starting_so_is_none() {
+    let body = "甄士隐在书房闲坐，手倦抛书，伏几少憩，不觉朦胧睡去，梦至一处，不辨是何地方。\
+                忽见那厢来了一僧一道，且行且谈，说些因果之事，士隐听得明白，便上前施礼。";
+    let text = format!(
+        "红楼梦\n\n第一回  甄士隐梦幻识通灵 贾雨村风尘怀闺秀\n\n    {body}\n\n\
+         第二回  贾夫人仙逝扬州城 冷子兴演说荣国府\n\n    {body}\n    \
+         第四回中既将薛家母子在荣府中寄居等事略已表明，此回暂可不写了。{body}\n"
+    );
+    let p = partition(&text);
+    assert_eq!(p.chapters, 2, "{p:?}");
+    assert_eq!(p.title.as_deref(), Some("红楼梦"));
+    // The heading and its couplet are no chapter's text.
+    assert!(!text[p.scenes[0].start..p.scenes[0].end].contains("风尘怀闺秀"));
+}
+
+#[test]
+fn a_chinese_paragraph_is_cut_where_the_storyteller_moves_on_but_not_inside_a_quote() {
+    let day = "宝玉在房中坐着看书，袭人在旁做针线，两人说了许多闲话，又吃了茶，\
+               直到天色将晚，方各自歇息，一夜无话，院中静悄悄的，只有檐下铁马叮当作响。";
+    let text = format!(
+        "第一回  甲 乙\n\n    {day}{day}黛玉笑道：“次日再来罢。”{day}次日宝玉起来，{day}{day}{day}\n"
+    );
+    let p = partition(&text);
+    assert_eq!(p.scenes.len(), 2, "{:?}", p.scenes);
+    assert!(text[p.scenes[1].start..].starts_with("次日宝玉起来"));
+}
+
+#[test]
+fn chinese_sentences_end_at_full_stops_with_their_closing_marks_and_wrapped_lines_join() {
+    assert_eq!(
+        sentences("甲来了。乙去了！丙呢？他道：“罢了。”然后走了"),
+        [
+            "甲来了。",
+            "乙去了！",
+            "丙呢？",
+            "他道：“罢了。”",
+            "然后走了"
+        ]
+    );
+    // A Chinese line broken mid-word joins with no space; English keeps its space,
+    // curly quotes or not.
+    assert_eq!(join_wrapped("士隐笑\n道：“请坐。”\n"), "士隐笑道：“请坐。”");
+    assert_eq!(
+        join_wrapped("“Come,” he\nsaid.”\n“Well"),
+        "“Come,” he said.” “Well"
+    );
+    assert_eq!(word_count("宝玉笑道 and then"), 6);
+}
+
+#[test]
+fn pdf_page_markers_are_dropped_and_the_paragraph_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("book.txt");
+    std::fs::write(&path, "    士隐见女儿越发生得粉装玉琢，\n\n----------------------- Page 2-----------------------\n\n乖觉可喜。\n")
+        .expect("write");
+    let text = read_book(&path).expect("reads");
+    assert!(!text.contains("Page"), "{text}");
+    assert_eq!(
+        join_wrapped(&text),
+        "士隐见女儿越发生得粉装玉琢，乖觉可喜。"
+    );
+}
+
+#[test]
+fn chinese_names_are_found_without_capitals_or_spaces_and_a_demonstrative_describes() {
+    let list = parse_characters("贾宝玉 | 宝玉\n茫茫大士 | 那僧\n").expect("list");
+    let namer = Namer::new(&list);
+    let found: Vec<&str> = namer
+        .mentions("宝玉笑道那僧来了")
+        .iter()
+        .map(|m| m.character)
+        .collect();
+    assert_eq!(found, ["jiabaoyu", "mangmangdashi"]);
+    assert!(is_description("那僧"));
+    assert!(!is_description("宝玉"));
+}
+
+#[test]
+fn a_chinese_lead_in_names_its_speaker_first_and_someone_off_the_list_by_its_words() {
+    let list = "贾宝玉 | 宝玉\n林黛玉 | 黛玉\n";
+    let text = "宝玉和黛玉坐在房中。\n\n黛玉见了宝玉，便道：“你来了。”宝玉笑道：“我来了。”\
+                那道人道：“好。”黛玉听了，因笑道：“罢了。”";
+    let scene = attributed(list, text);
+    // "黛玉见了宝玉，便道：" is Daiyu's: the first name of the lead-in's sentence, the
+    // one she sees after it; "那道人" is someone off the list.
+    assert_eq!(
+        all_speakers(&scene),
+        ["lindaiyu", "jiabaoyu", "other:那道人", "lindaiyu"]
+    );
+}
+
+#[test]
+fn a_chinese_name_acts_when_a_verb_of_doing_follows_it_adverbs_skipped() {
+    assert!(acts_after("便起身走了"));
+    assert!(acts_after("听了，心中纳闷"));
+    assert!(!acts_after("的丫头"));
+    assert!(!acts_after("道：“来了。”"));
+}
