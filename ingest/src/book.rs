@@ -16,6 +16,7 @@
 //! and the script is `Options::past`.
 
 pub mod characters;
+pub mod cjk;
 mod clause;
 pub mod episodic;
 pub mod graph;

@@ -7,7 +7,7 @@ use anyhow::{Context as _, bail};
 use dramatis_runtime::prefix;
 use serde::{Deserialize, Serialize};
 
-use crate::book::text::is_chinese;
+use super::cjk::is_chinese;
 use crate::file::id_from;
 
 /// One focus character of the list: `Canonical Name | alias, alias | marks`.

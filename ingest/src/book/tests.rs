@@ -114,11 +114,12 @@ fn character_lists_give_ids_and_refuse_bad_lines() {
     assert!(
         parse_characters("Billy Bones | the captain\nCaptain Smollett | the captain\n").is_ok()
     );
-    // A name in another script is an id of its line.
-    let chinese = parse_characters("孙悟空 | 悟空\n唐僧 | 三藏\n").expect("two names");
+    // A Chinese name's id is its pinyin; a name in a script with no transliteration
+    // is an id of its line.
+    let chinese = parse_characters("孙悟空 | 悟空\n唐僧 | 三藏\nΑθηνά\n").expect("three names");
     assert_eq!(
         chinese.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-        ["character-1", "character-2"]
+        ["sunwukong", "tangseng", "character-3"]
     );
     assert!(parse_characters("\n# only comments\n").is_err());
     // Marks: the narrator; an unknown mark is refused with its line.
