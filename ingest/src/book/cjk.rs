@@ -27,9 +27,9 @@ fn shared_mark(c: char) -> bool {
 /// nearest character on each side that is not a shared mark is CJK.
 #[must_use]
 pub fn cjk_break(before: &str, after: &str) -> bool {
-    let near = |mut it: Box<dyn Iterator<Item = char> + '_>| it.find(|c| !shared_mark(*c));
-    near(Box::new(before.chars().rev())).is_some_and(is_cjk)
-        && near(Box::new(after.chars())).is_some_and(is_cjk)
+    let significant = |c: &char| !shared_mark(*c);
+    before.chars().rev().find(significant).is_some_and(is_cjk)
+        && after.chars().find(significant).is_some_and(is_cjk)
 }
 
 /// A Han ideograph (not punctuation): a character of a Chinese word.
@@ -80,4 +80,36 @@ pub fn join_wrapped(text: &str) -> String {
         out.push_str(piece);
     }
     out
+}
+
+/// A Chinese chapter heading: `第N回` (or `章`, `节`, `卷`), N in Chinese numerals or
+/// digits, then the end of the line or a space and the title (the couplet of a
+/// classical novel: `第一回  甄士隐梦幻识通灵 贾雨村风尘怀闺秀`). `第四回中…`, a
+/// sentence that starts with the words, is none.
+#[must_use]
+pub fn is_chinese_heading(line: &str) -> bool {
+    let Some(rest) = line.trim().strip_prefix('第') else {
+        return false;
+    };
+    let digits = rest
+        .chars()
+        .take_while(|c| "零〇一二三四五六七八九十百千两0123456789０１２３４５６７８９".contains(*c))
+        .count();
+    let mut after = rest.chars().skip(digits);
+    digits > 0
+        && after
+            .next()
+            .is_some_and(|c| matches!(c, '回' | '章' | '节' | '節' | '卷'))
+        && after
+            .next()
+            .is_none_or(|c| c.is_whitespace() || matches!(c, '：' | ':' | '　'))
+}
+
+/// A running header of a Chinese text file, repeated over each chapter: the author,
+/// the title and the chapter heading joined by dashes (`吴承恩--西游记--第一回　…`).
+/// It is no part of the story, and the heading it repeats follows it.
+#[must_use]
+pub fn is_running_header(line: &str) -> bool {
+    line.rsplit_once("--")
+        .is_some_and(|(lead, heading)| !lead.trim().is_empty() && is_chinese_heading(heading))
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::refine::{Refiner, Rejection, StageCost};
 use super::scenario_out::scenario_file;
-use super::text::FocusCharacter;
+use super::text::{FocusCharacter, word_count};
 use super::{Analysis, Options, STAGES, personality};
 use crate::file::id_from;
 
@@ -129,7 +129,7 @@ pub(super) fn write(
     let done = Done {
         scenario,
         name,
-        words: book.split_whitespace().count(),
+        words: word_count(book),
         chapters: analysis.chapters,
         scenes: analysis.scenes.len(),
         past,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::cjk::is_chinese_heading;
 use super::lexicon::TIME_WORDS;
 use super::text::{is_chinese, join_wrapped, lines_with_offsets, sentences, word_count, words};
 
@@ -198,28 +199,6 @@ fn is_heading(line: &str) -> bool {
     words.len() == 1
         && NUMBER_NAMES.contains(&first.trim_end_matches('.'))
         && line.chars().all(|c| !c.is_lowercase())
-}
-
-/// A Chinese chapter heading: `第N回` (or `章`, `节`, `卷`), N in Chinese numerals or
-/// digits, then the end of the line or a space and the title (the couplet of a
-/// classical novel: `第一回  甄士隐梦幻识通灵 贾雨村风尘怀闺秀`). `第四回中…`, a
-/// sentence that starts with the words, is none.
-fn is_chinese_heading(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix('第') else {
-        return false;
-    };
-    let digits = rest
-        .chars()
-        .take_while(|c| "零〇一二三四五六七八九十百千两0123456789０１２３４５６７８９".contains(*c))
-        .count();
-    let mut after = rest.chars().skip(digits);
-    digits > 0
-        && after
-            .next()
-            .is_some_and(|c| matches!(c, '回' | '章' | '节' | '節' | '卷'))
-        && after
-            .next()
-            .is_none_or(|c| c.is_whitespace() || matches!(c, '：' | ':' | '　'))
 }
 
 fn is_scene_break(line: &str) -> bool {
@@ -469,6 +448,10 @@ fn headings(blocks: &[(usize, usize, Vec<&str>)]) -> Headings {
                 i += 1;
             }
             headings.push((*start, body));
+        } else if lines.len() > 2 && is_chinese_heading(lines[0]) && !is_heading(lines[1]) {
+            // A Chinese heading with the chapter's first verse right under it, no blank
+            // line between (a list of headings, the contents, is no chapter).
+            headings.push((*start, start + lines[0].len()));
         }
         i += 1;
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{Context as _, bail};
 
 pub use super::characters::{FocusCharacter, is_description, parse_characters, read_characters};
+use super::cjk::is_running_header;
 pub use super::cjk::{cjk_break, is_chinese, is_cjk, is_han, join_wrapped, word_count};
 
 /// The largest book ingest reads: about 2.8 million words.
@@ -102,13 +103,21 @@ fn is_page_marker(line: &str) -> bool {
 /// The text without its PDF page markers (`----- Page N -----`) and the blank lines
 /// around each: a page break falls inside a paragraph as often as not, and the
 /// paragraph goes on after it (one that starts at the page's head has its indent).
+/// A Chinese file's running headers (`吴承恩--西游记--第一回…`) go too, the blank lines
+/// around them kept: the chapter heading they repeat comes next.
 fn without_page_markers(text: &str) -> String {
-    if !text.lines().any(is_page_marker) {
+    if !text
+        .lines()
+        .any(|l| is_page_marker(l) || is_running_header(l))
+    {
         return text.to_owned();
     }
     let lines: Vec<&str> = text.split('\n').collect();
     let mut keep = vec![true; lines.len()];
     for (i, line) in lines.iter().enumerate() {
+        if is_running_header(line) {
+            keep[i] = false;
+        }
         if !is_page_marker(line) {
             continue;
         }
@@ -208,8 +217,8 @@ const WORDS_PER_PARAGRAPH: usize = 1000;
 
 /// The book with its paragraphs apart by blank lines, as the rest of ingest reads them.
 /// A file with fewer than one blank-line paragraph in [`WORDS_PER_PARAGRAPH`] words that
-/// starts each paragraph on an indented line, or puts each paragraph on one long line,
-/// gets its blank lines; one with no mark of a paragraph at all is refused, since every
+/// starts each paragraph on an indented line, or puts each paragraph on one long line
+/// (in Chinese, on a line that ends a sentence), gets its blank lines; one with no mark of a paragraph at all is refused, since every
 /// rule of presence counts paragraphs.
 fn paragraphed(text: &str) -> anyhow::Result<String> {
     let words = word_count(text);
@@ -220,10 +229,20 @@ fn paragraphed(text: &str) -> anyhow::Result<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let indented = lines.iter().filter(|l| l.starts_with([' ', '\t'])).count();
     let long = lines.iter().filter(|l| l.chars().count() > 200).count();
+    // A Chinese file with a paragraph on each line: most lines end a sentence (a
+    // wrapped Chinese line ends one about one time in five, wherever the width fell).
+    let ended = lines
+        .iter()
+        .filter(|l| {
+            l.trim_end()
+                .ends_with(['。', '！', '？', '”', '」', '』', '：'])
+        })
+        .count();
+    let per_line = is_chinese(text) && ended * 5 >= lines.len() * 3;
     let mut out = String::with_capacity(text.len() + text.len() / 20);
     // Indents mark paragraphs when some lines have one and most do not (verse
     // paragraphs in *Paradise Lost*); a file indented throughout marks nothing by it.
-    if indented > 1 && indented * 10 < lines.len() * 9 {
+    if !per_line && indented > 1 && indented * 10 < lines.len() * 9 {
         for line in text.lines() {
             if line.starts_with([' ', '\t']) && !line.trim().is_empty() {
                 out.push('\n');
@@ -231,7 +250,7 @@ fn paragraphed(text: &str) -> anyhow::Result<String> {
             out.push_str(line);
             out.push('\n');
         }
-    } else if long * 2 >= lines.len() && lines.len() > 1 {
+    } else if (per_line || long * 2 >= lines.len()) && lines.len() > 1 {
         for line in lines {
             out.push_str(line);
             out.push_str("\n\n");

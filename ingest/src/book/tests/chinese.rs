@@ -39,6 +39,57 @@ fn chapter_headings_are_di_n_hui_with_the_couplet_and_a_sentence_starting_so_is_
 }
 
 #[test]
+fn a_heading_with_verse_right_under_it_opens_a_chapter_and_running_headers_are_dropped() {
+    // The 西游记 file: a running header over each chapter, then the heading with the
+    // opening verse on the next line; the contents list heads before them.
+    let verse = "诗曰：\n混沌未分天地乱，茫茫渺渺无人见。\n自从盘古破鸿蒙，开辟从兹清浊辨。\n";
+    let body = "盖闻天地之数，有十二万九千六百岁为一元。将一元分为十二会，乃子、丑、寅、\
+                卯、辰、巳、午、未、申、酉、戌、亥之十二支也。每会该一万八百岁。";
+    let text = format!(
+        "西游记\n\n第001回　灵根育孕源流出　心性修持大道生\n第002回　悟彻菩提真妙理　断魔归本合元神\n\
+         第003回　四海千山皆拱伏　九幽十类尽除名\n\n\
+         吴承恩--西游记--第一回　灵根育孕源流出　心性修持大道生\n\n\
+         第一回　灵根育孕源流出　心性修持大道生\n{verse}\n    {body}\n\n\
+         \t\t吴承恩--西游记--第二回　悟彻菩提真妙理　断魔归本合元神\n\n\
+         第二回　悟彻菩提真妙理　断魔归本合元神\n{verse}\n    {body}\n"
+    );
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("xiyouji.txt");
+    std::fs::write(&path, &text).expect("the book is written");
+    let book = read_book(&path).expect("the book reads");
+    assert!(!book.contains("吴承恩--"), "running headers are dropped");
+    let p = partition(&book);
+    assert_eq!(p.chapters, 2, "{p:?}");
+    let first = &book[p.scenes[0].start..p.scenes[0].end];
+    assert!(
+        first.contains("混沌未分") && !first.contains("灵根育孕"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_chinese_file_with_a_paragraph_on_each_line_gets_its_paragraphs() {
+    // 西游记's file: no blank lines and no indents, each line a paragraph that ends a
+    // sentence. Read as one block, a chapter would be one paragraph.
+    let line = "那猴在山中，却会行走跳跃，食草木，饮涧泉，采山花，觅树果，与狼虫为伴，\
+                虎豹为群，獐鹿为友，猕猿为亲，夜宿石崖之下，朝游峰洞之中。";
+    let said = "众猴拍手称扬道：“好水！好水！原来此处远通山脚之下，直接大海之波。”";
+    let mut text = String::from("第一回　灵根育孕源流出　心性修持大道生\n");
+    for _ in 0..40 {
+        text.push_str(line);
+        text.push('\n');
+        text.push_str(said);
+        text.push('\n');
+    }
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("book.txt");
+    std::fs::write(&path, &text).expect("the book is written");
+    let book = read_book(&path).expect("the book reads");
+    let paragraphs = super::super::text::paragraphs(&book);
+    assert_eq!(paragraphs.len(), 81, "the heading and 80 paragraphs");
+}
+
+#[test]
 fn a_chinese_paragraph_is_cut_where_the_storyteller_moves_on_but_not_inside_a_quote() {
     let day = "宝玉在房中坐着看书，袭人在旁做针线，两人说了许多闲话，又吃了茶，\
                直到天色将晚，方各自歇息，一夜无话，院中静悄悄的，只有檐下铁马叮当作响。";
