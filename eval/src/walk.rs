@@ -335,9 +335,13 @@ impl Source {
         }
     }
 
-    /// Whether its text holds `word` as a whole word, ignoring case.
+    /// Whether its text holds `word` as a whole word, ignoring case (a Chinese one
+    /// anywhere it stands).
     #[must_use]
     pub fn holds(&self, word: &str) -> bool {
+        if crate::words::has_han(word) {
+            return crate::words::contains_word(&self.text, word);
+        }
         self.words.contains(&word.to_lowercase())
     }
 

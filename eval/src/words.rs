@@ -37,12 +37,34 @@ pub fn tokens(text: &str) -> Vec<Token<'_>> {
     out
 }
 
-/// Whether `text` holds `word` as a whole word, ignoring case.
+/// Whether `text` holds `word` as a whole word, ignoring case. A word with Chinese in it
+/// is found anywhere it stands whole, as Chinese puts no space between words (a token
+/// of Chinese is a whole clause, so it would never equal a name or a phrase).
 #[must_use]
 pub fn contains_word(text: &str, word: &str) -> bool {
+    if has_han(word) {
+        return contains_han(text, word);
+    }
     tokens(text)
         .iter()
         .any(|t| t.word.eq_ignore_ascii_case(word))
+}
+
+/// Whether `word` has a Han character in it.
+#[must_use]
+pub fn has_han(word: &str) -> bool {
+    word.chars().any(dramatis_base::is_han)
+}
+
+/// `word` (with Chinese in it) found in `text`, case aside, standing whole at its
+/// Latin edges.
+fn contains_han(text: &str, word: &str) -> bool {
+    let text = text.to_lowercase();
+    let word = word.trim().to_lowercase();
+    !word.is_empty()
+        && text
+            .match_indices(word.as_str())
+            .any(|(at, _)| dramatis_base::whole_word_at(&text, at, at + word.len()))
 }
 
 /// The lowercased words of `text`, for repeated look-ups.

@@ -133,6 +133,27 @@ macro_rules! push {
     }};
 }
 
+/// A Han ideograph (not punctuation): a character of a Chinese word.
+#[must_use]
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// Whether `text[at..end]` stands as whole words: no letter or digit runs on before or
+/// after it. An edge whose character is Han needs no boundary on that side, since Chinese
+/// puts no space between words (黛玉 in 忽见黛玉笑道 is the name).
+#[must_use]
+pub fn whole_word_at(text: &str, at: usize, end: usize) -> bool {
+    let Some(word) = text.get(at..end) else {
+        return false;
+    };
+    let open = |neighbour: Option<char>, edge: Option<char>| {
+        edge.is_some_and(is_han) || !neighbour.is_some_and(char::is_alphanumeric)
+    };
+    open(text[..at].chars().next_back(), word.chars().next())
+        && open(text[end..].chars().next(), word.chars().next_back())
+}
+
 /// Scales a vector to unit length in place (a zero vector stays zero).
 pub fn normalise(vector: &mut [f32]) {
     let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -174,6 +195,20 @@ mod tests {
         let quoted = quote(&long);
         assert_eq!(quoted, format!("{:?}… (5000 characters)", "x".repeat(40)));
         assert_eq!(quote("short"), "\"short\"");
+    }
+
+    #[test]
+    fn a_word_stands_whole_between_marks_and_a_chinese_one_inside_a_sentence() {
+        let text = "Holmes met Holmesby. 忽见黛玉笑道：";
+        assert!(whole_word_at(text, 0, 6));
+        let by = text.find("Holmesby").expect("in the text");
+        assert!(!whole_word_at(text, by, by + 6));
+        let name = text.find("黛玉").expect("in the text");
+        assert!(whole_word_at(text, name, name + "黛玉".len()));
+        assert!(!whole_word_at("Xin黛", 0, 2));
+        assert!(is_han('黛') && !is_han('。') && !is_han('a'));
+        // A slice that is not on a character boundary is no word.
+        assert!(!whole_word_at(text, name + 1, name + 3));
     }
 
     #[test]

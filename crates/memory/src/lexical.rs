@@ -224,6 +224,20 @@ mod tests {
         assert!(index.search("telegram", 5, |_| true).is_empty());
     }
 
+    /// Issue 65. A Chinese question has no spaces: read as one word it matched nothing.
+    #[test]
+    fn a_chinese_question_finds_the_memory_that_shares_its_words() {
+        let index = index(&[
+            "那宝玉落草时，嘴里衔下一块五彩晶莹的玉来。",
+            "黛玉进府那日，众人都来相见。",
+            "雨村在葫芦庙里借住。",
+        ]);
+        let found = index.search("宝玉落草时嘴里衔着什么？", 5, |_| true);
+        let order: Vec<usize> = found.iter().map(|(p, _)| *p).collect();
+        assert_eq!(order.first(), Some(&0), "{found:?}");
+        assert!(!order.contains(&2), "{found:?}");
+    }
+
     /// Every posting of every asked stem read, as the search did before MaxScore.
     fn search_every_posting(
         index: &Lexical,

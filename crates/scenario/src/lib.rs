@@ -140,12 +140,17 @@ impl Character {
     }
 
     /// The forms of its name: the name and the aliases that are proper names (an alias
-    /// such as "the doctor" is a description, not a name). Longest first.
+    /// such as "the doctor" is a description, not a name; Chinese has no capitals, so a
+    /// form that opens with a Han character is a name). Longest first.
     #[must_use]
     pub fn name_forms(&self) -> Vec<&str> {
         let mut forms: Vec<&str> = std::iter::once(self.name.as_str())
             .chain(self.aliases.iter().map(String::as_str))
-            .filter(|f| f.chars().next().is_some_and(char::is_uppercase))
+            .filter(|f| {
+                f.chars()
+                    .next()
+                    .is_some_and(|c| c.is_uppercase() || dramatis_base::is_han(c))
+            })
             .collect();
         forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
         forms.dedup();

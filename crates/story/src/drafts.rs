@@ -269,7 +269,7 @@ pub fn resolve(view: Perspective<'_>, state: &WorldState, action: &Action) -> Dr
         ..Draft::default()
     };
     match action.kind() {
-        ActionKind::Speech | ActionKind::Unspecified => {}
+        ActionKind::Speech | ActionKind::Unspecified => draft.text = view.spoken(&draft.text),
         ActionKind::Action => draft.kind = EventKind::Action,
         ActionKind::Movement => {
             let wanted = action.destination.trim();
@@ -408,6 +408,42 @@ mod tests {
             (blank.kind, blank.text.as_str()),
             (EventKind::Action, "John Watson pauses.")
         );
+    }
+
+    /// Issue 65. Watson has not met Holmes: a line of his that names Holmes (a model
+    /// that knows the book) says what Watson sees instead, until he hears the name.
+    #[test]
+    fn a_name_the_speaker_never_came_across_is_said_as_what_it_sees() {
+        let scenario = scripted();
+        let mut state = WorldState::initial(&scenario);
+        let guessed = action(
+            ActionKind::Speech,
+            "Holmes, you look tired. Lestrade agrees.",
+        );
+        let draft = resolve(by(&scenario, &state, "watson"), &state, &guessed);
+        assert_eq!(
+            draft.text, "A tall young man with a test-tube, you look tired. Lestrade agrees.",
+            "Watson knows Lestrade from the start"
+        );
+        // Lestrade names Holmes at the bar, where Holmes is not: Watson heard the name.
+        let named = Event {
+            seq: 1,
+            kind: EventKind::Speech as i32,
+            speaker: "lestrade".into(),
+            text: "Holmes is at the lab again.".into(),
+            perceivers: vec!["lestrade".into(), "watson".into()],
+            ..Event::default()
+        };
+        state.apply(&scenario, &named);
+        let draft = resolve(by(&scenario, &state, "watson"), &state, &guessed);
+        assert_eq!(draft.text, "Holmes, you look tired. Lestrade agrees.");
+        // An action is the world's description: it is rendered per viewer, not here.
+        let acted = resolve(
+            by(&scenario, &WorldState::initial(&scenario), "watson"),
+            &state,
+            &action(ActionKind::Action, "Watson nods at Holmes."),
+        );
+        assert_eq!(acted.text, "Watson nods at Holmes.");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! The log keeps canonical ids and names; [`Perspective`] renders one character's copy.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 
 use dramatis_proto::v1::{Event, EventKind, SceneFrame, TokenChunk};
@@ -23,6 +23,9 @@ use dramatis_scenario::{Scenario, Scene};
 pub struct Acquaintances {
     /// (who, whom) -> (seq, the name heard), in the order learned.
     learned: BTreeMap<(String, String), Vec<(u64, String)>>,
+    /// (who, whom): `who` perceived a spoken line that named `whom`, there or not. It
+    /// knows the name as a word it heard, and may say it.
+    heard: BTreeSet<(String, String)>,
 }
 
 impl Acquaintances {
@@ -40,6 +43,14 @@ impl Acquaintances {
                 }
             }
             EventKind::Speech => {
+                for character in &scenario.characters {
+                    let forms = character.name_forms();
+                    if forms.iter().any(|f| find_word(&event.text, f, 0).is_some()) {
+                        for hearer in &event.perceivers {
+                            self.heard.insert((hearer.clone(), character.id.clone()));
+                        }
+                    }
+                }
                 for named in &event.perceivers {
                     let Some(character) = scenario.character(named) else {
                         continue;
@@ -146,6 +157,71 @@ impl Perspective<'_> {
         self.scenario
             .character(self.me)
             .is_some_and(|c| c.knows.contains(other))
+    }
+
+    /// Whether `me` may say `other`'s name: it knows them by it, heard it spoken, or its
+    /// own starting knowledge (its facts, its profile, its memories) holds it.
+    #[must_use]
+    pub fn may_name(&self, other: &str) -> bool {
+        if self.knows(other, u64::MAX)
+            || self
+                .known
+                .heard
+                .contains(&(self.me.to_owned(), other.to_owned()))
+        {
+            return true;
+        }
+        let (Some(me), Some(other)) = (
+            self.scenario.character(self.me),
+            self.scenario.character(other),
+        ) else {
+            return false;
+        };
+        let forms = other.name_forms();
+        let holds = |text: &str| forms.iter().any(|f| find_word(text, f, 0).is_some());
+        let own = [
+            me.profile.as_str(),
+            me.goal.as_str(),
+            me.style.as_str(),
+            me.card.as_str(),
+        ];
+        own.into_iter().any(holds)
+            || me.memories.iter().any(|m| holds(&m.text))
+            || me
+                .patterns
+                .iter()
+                .any(|p| holds(&p.description) || p.excerpts.iter().any(|e| holds(e)))
+            || self
+                .scenario
+                .facts
+                .iter()
+                .any(|f| f.known_by.contains(self.me) && holds(&f.text))
+    }
+
+    /// A line `me` speaks, with the name of anyone in the cast that it may not say
+    /// (see [`Self::may_name`]) replaced by what it calls them. A model that knows the
+    /// book can write a name its character never came across; Chinese names have no
+    /// capitals for the agent's own guard to find, so the world holds the line to the
+    /// cast it knows. Hearers would otherwise learn the name from it.
+    #[must_use]
+    pub fn spoken(&self, text: &str) -> String {
+        let unsayable: Vec<&str> = self
+            .scenario
+            .characters
+            .iter()
+            .filter(|c| {
+                c.id != self.me
+                    && c.name_forms()
+                        .iter()
+                        .any(|f| find_word(text, f, 0).is_some())
+            })
+            .map(|c| c.id.as_str())
+            .filter(|id| !self.may_name(id))
+            .collect();
+        if unsayable.is_empty() {
+            return text.to_owned();
+        }
+        self.render(text, unsayable, u64::MAX)
     }
 
     /// What `me` called `other` at event `seq`: its name, the part of it heard, or
@@ -355,10 +431,7 @@ fn find_word(text: &str, word: &str, from: usize) -> Option<usize> {
     while let Some(found) = text.get(start..)?.find(word) {
         let at = start + found;
         let end = at + word.len();
-        let before = text[..at].chars().next_back();
-        let after = text[end..].chars().next();
-        let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
-        if edge(before) && edge(after) {
+        if dramatis_base::whole_word_at(text, at, end) {
             return Some(at);
         }
         start = at + text[at..].chars().next().map_or(1, char::len_utf8);

@@ -39,11 +39,9 @@ fn names(text: &str, name: &str) -> bool {
     }
     let lower = text.to_lowercase();
     let name = name.to_lowercase();
-    lower.match_indices(&name).any(|(at, _)| {
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + name.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
+    lower
+        .match_indices(&name)
+        .any(|(at, _)| dramatis_base::whole_word_at(&lower, at, at + name.len()))
 }
 
 /// Whether the narration `text`, told at `location` in `state`, keeps to what those
@@ -147,5 +145,6 @@ mod tests {
         // A word in a longer word is not a name ("Tomorrow" is not Tom).
         assert!(!names("Tomorrow the lamps are lit.", "Tom"));
         assert!(names("They saw tom.", "Tom"));
+        assert!(names("忽见黛玉笑道：", "黛玉"));
     }
 }

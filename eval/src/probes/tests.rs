@@ -394,3 +394,48 @@ fn being_at_a_place_is_evidence_for_a_hand_written_item_that_names_it() {
         Some(REFUSAL)
     );
 }
+
+/// Issue 65. A Chinese item's evidence is a phrase inside a clause with no space around
+/// it: a character who heard the clause could know the answer, one who did not could not.
+#[test]
+fn a_chinese_evidence_phrase_is_found_inside_the_clause_that_tells_it() {
+    assert!(contains_word("那玉上面五彩晶莹，还有字迹。", "五彩晶莹"));
+    assert!(contains_word("忽见黛玉笑道", "黛玉"));
+    assert!(!contains_word("那玉上面五彩晶莹", "金锁"));
+    let scenario = scenario();
+    let mut run = run();
+    run.log.push((
+        3,
+        event(
+            8,
+            EventKind::Speech,
+            "ada",
+            "那玉上面五彩晶莹，还有字迹。",
+            &["ada", "ben"],
+        ),
+    ));
+    let all = sources(&scenario, &run);
+    let probe = |character: &str| Probe {
+        truth: Some('B'),
+        evidence: vec!["五彩晶莹".to_owned()],
+        ..hand_written(
+            character,
+            "那公子落草时嘴里衔着什么？",
+            ["一把金锁", "一块五彩晶莹的玉", "一颗夜明珠", "一枚铜钱"],
+            REFUSAL,
+        )
+    };
+    let none = BTreeMap::new();
+    assert_eq!(
+        derive_gold(&probe("ben"), &scenario, &all, 3, &none),
+        Some('B')
+    );
+    assert_eq!(
+        derive_gold(&probe("ben"), &scenario, &all, 2, &none),
+        Some(REFUSAL)
+    );
+    assert_eq!(
+        derive_gold(&probe("cora"), &scenario, &all, 3, &none),
+        Some(REFUSAL)
+    );
+}

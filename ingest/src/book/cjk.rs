@@ -32,11 +32,7 @@ pub fn cjk_break(before: &str, after: &str) -> bool {
         && after.chars().find(significant).is_some_and(is_cjk)
 }
 
-/// A Han ideograph (not punctuation): a character of a Chinese word.
-#[must_use]
-pub fn is_han(c: char) -> bool {
-    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
-}
+pub use dramatis_base::is_han;
 
 /// Whether a text is written in Chinese: more Han ideographs than Latin letters.
 #[must_use]

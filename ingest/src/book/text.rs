@@ -562,7 +562,7 @@ impl Namer {
         for (form, id, by_name) in &self.forms {
             for (start, _) in text.match_indices(form.as_str()) {
                 let end = start + form.len();
-                if !word_bounded(text, start, end)
+                if !dramatis_base::whole_word_at(text, start, end)
                     || claimed.iter().any(|(s, e)| start < *e && *s < end)
                 {
                     continue;
@@ -598,25 +598,13 @@ impl Namer {
     }
 }
 
-/// Whether `text[start..end]` is whole words: no letter runs on before or after it. A
-/// Chinese form's edge needs no boundary, since Chinese puts no space between words.
-fn word_bounded(text: &str, start: usize, end: usize) -> bool {
-    let form = &text[start..end];
-    let before = text[..start].chars().next_back();
-    let after = text[end..].chars().next();
-    let open = |c: Option<char>, edge: Option<char>| {
-        edge.is_some_and(is_han) || !c.is_some_and(char::is_alphanumeric)
-    };
-    open(before, form.chars().next()) && open(after, form.chars().next_back())
-}
-
 /// Whole-word, case-insensitive: does `text` contain `phrase`?
 #[must_use]
 pub fn contains_phrase(text: &str, phrase: &str) -> bool {
     let text = text.to_lowercase();
     let phrase = phrase.to_lowercase();
     text.match_indices(phrase.as_str())
-        .any(|(s, _)| word_bounded(&text, s, s + phrase.len()))
+        .any(|(s, _)| dramatis_base::whole_word_at(&text, s, s + phrase.len()))
 }
 
 /// Lowercased alphabetic words of a text.

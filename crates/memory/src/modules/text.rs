@@ -29,12 +29,50 @@ pub fn keywords(text: &str) -> BTreeSet<String> {
 }
 
 /// The content words of `text` in order, repeats kept: lower-cased, possessive "'s"
-/// dropped, stop words and one-letter words removed.
+/// dropped, stop words and one-letter words removed. Chinese has no spaces between
+/// words, so a run of Han characters gives its overlapping character pairs (黛玉笑道:
+/// 黛玉, 玉笑, 笑道), and a lone one itself: a two-character name or word is always one of
+/// them, with no dictionary to miss a name the book coined.
 pub fn content_words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .map(|w| w.trim_matches('\'').to_lowercase())
-        .map(|w| w.strip_suffix("'s").map(str::to_owned).unwrap_or(w))
-        .filter(|w| w.chars().count() > 1 && !is_stop_word(w))
+        .flat_map(script_runs)
+        .filter_map(|(run, han)| {
+            if han {
+                return Some(han_pairs(run));
+            }
+            let word = run.trim_matches('\'').to_lowercase();
+            let word = word.strip_suffix("'s").map(str::to_owned).unwrap_or(word);
+            (word.chars().count() > 1 && !is_stop_word(&word)).then(|| vec![word])
+        })
+        .flatten()
+}
+
+/// `word` cut where it passes between Han and other letters, each piece marked Han or not.
+fn script_runs(word: &str) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut han = None;
+    for (at, c) in word.char_indices() {
+        let this = dramatis_base::is_han(c);
+        if han.is_some_and(|h| h != this) {
+            out.push((&word[start..at], !this));
+            start = at;
+        }
+        han = Some(this);
+    }
+    if let Some(han) = han {
+        out.push((&word[start..], han));
+    }
+    out
+}
+
+/// The overlapping pairs of a run of Han characters (a lone character: itself).
+fn han_pairs(run: &str) -> Vec<String> {
+    let chars: Vec<char> = run.chars().collect();
+    if chars.len() < 2 {
+        return vec![run.to_owned()];
+    }
+    chars.windows(2).map(|pair| pair.iter().collect()).collect()
 }
 
 /// Shortens `text` to at most `words` words, marking the cut.
@@ -59,5 +97,14 @@ mod tests {
             .collect();
         assert_eq!(words, ["holmes", "violin"]);
         assert_eq!(clip("one two three four", 2), "one two …");
+    }
+
+    #[test]
+    fn chinese_gives_its_character_pairs_and_english_beside_it_its_words() {
+        let words: Vec<String> = content_words("黛玉笑道：好。Holmes的玉").collect();
+        assert_eq!(words, ["黛玉", "玉笑", "笑道", "好", "holmes", "的玉"]);
+        // The English of a mixed text is read as before.
+        let english: Vec<String> = content_words("Holmes's violin, and the Jezail").collect();
+        assert_eq!(english, ["holmes", "violin", "jezail"]);
     }
 }

@@ -300,3 +300,87 @@ fn a_name_known_in_full_is_not_doubled_by_its_shorter_forms() {
         "Holmes nods to Holmes."
     );
 }
+
+#[test]
+fn a_chinese_name_inside_a_sentence_is_hidden_from_a_stranger_until_it_is_spoken() {
+    let text = r#"version = 1
+name = "hlm"
+title = "红楼梦"
+
+[[locations]]
+id = "rongguofu"
+name = "荣国府"
+description = "正房大院。"
+
+[[characters]]
+id = "lin-daiyu"
+name = "林黛玉"
+aliases = ["黛玉"]
+profile = "林如海之女。"
+location = "rongguofu"
+known_as = "一位面生的姑娘"
+
+[[characters]]
+id = "jia-baoyu"
+name = "贾宝玉"
+aliases = ["宝玉"]
+profile = "贾政之子。"
+location = "rongguofu"
+
+[[scenes]]
+id = "meeting"
+location = "rongguofu"
+cast = ["lin-daiyu", "jia-baoyu"]
+beat = "二人初见。"
+max_turns = 4
+"#;
+    let scenario =
+        Scenario::parse(text, std::path::Path::new("hlm.toml")).expect("the scenario parses");
+    let mut state = WorldState::initial(&scenario);
+    let both = ["lin-daiyu", "jia-baoyu"];
+    let smiles = event(
+        1,
+        EventKind::Action,
+        "lin-daiyu",
+        "黛玉笑着看了一眼。",
+        &both,
+    );
+    state.apply(&scenario, &smiles);
+    let seen = view(&scenario, &state, "jia-baoyu")
+        .event(&smiles)
+        .expect("perceived");
+    assert_eq!(seen.text, "一位面生的姑娘笑着看了一眼。");
+    assert!(!words(&seen).contains("黛玉"), "{seen:?}");
+    // A model that knows the book has him say the name he never heard: the world keeps
+    // it out of the line, so no hearer learns it from him.
+    let guessed = dramatis_proto::v1::Action {
+        kind: dramatis_proto::v1::ActionKind::Speech as i32,
+        text: "黛玉妹妹从哪里来？".into(),
+        ..Default::default()
+    };
+    let draft = crate::drafts::resolve(view(&scenario, &state, "jia-baoyu"), &state, &guessed);
+    assert_eq!(draft.text, "一位面生的姑娘妹妹从哪里来？");
+    // She says her name aloud, inside a sentence with no space around it.
+    let says = event(
+        2,
+        EventKind::Speech,
+        "lin-daiyu",
+        "我姓林，名叫黛玉。",
+        &both,
+    );
+    state.apply(&scenario, &says);
+    let again = event(
+        3,
+        EventKind::Action,
+        "lin-daiyu",
+        "黛玉笑着看了一眼。",
+        &both,
+    );
+    let seen = view(&scenario, &state, "jia-baoyu")
+        .event(&again)
+        .expect("perceived");
+    assert_eq!(seen.text, "黛玉笑着看了一眼。");
+    assert_eq!(seen.speaker_name, "黛玉");
+    let draft = crate::drafts::resolve(view(&scenario, &state, "jia-baoyu"), &state, &guessed);
+    assert_eq!(draft.text, "黛玉妹妹从哪里来？");
+}
