@@ -7,7 +7,8 @@
 #   rust     every Rust test (release profile, the build the main job uses),
 #            --no-fail-fast: every test runs, whichever fails; by cargo-nextest
 #            when the machine has it, else by cargo test
-#   fuzz     the scenario parser and inline sandbox specs, 15 s each, from their corpus
+#   fuzz     the scenario parser, inline sandbox specs, cards and EPUBs, 15 s each, from
+#            their corpus (named only: the default run replays the corpus in `rust`)
 #   schema   the scenario JSON Schema against the loader
 #   k8s      the Kubernetes manifests against the API's schemas, offline
 #   grpcio   a Python grpcio client generated from proto/ against a real `dramatis serve`
@@ -32,7 +33,10 @@ suite_rust() {
   if cargo nextest --version >/dev/null 2>&1; then
     local status=0
     cargo nextest run --release --workspace --no-fail-fast -E 'not binary(onnx_memory)' || status=$?
-    cargo test --release -p dramatis-embed --test onnx_memory || status=$?
+    # --workspace: the features nextest built with, so the binary is already built
+    # (with -p alone, cargo resolves the package's features apart and rebuilds its
+    # dependencies: a minute and a half on two cores).
+    cargo test --release --workspace --test onnx_memory || status=$?
     return "$status"
   fi
   cargo test --release --workspace --no-fail-fast
@@ -70,8 +74,13 @@ suite_viewer() {
 }
 
 all=(setup format clippy rust fuzz schema k8s grpcio viewer)
+# The default run leaves the live fuzzers out: their instrumented build of their own is
+# minutes of the CI budget, and the Rust suite replays every committed corpus input
+# through the same checks (crates/scenario/tests/fuzz_corpus.rs). `bash scripts/test.sh
+# fuzz` runs them.
+default=(setup format clippy rust schema k8s grpcio viewer)
 chosen=("$@")
-((${#chosen[@]})) || chosen=("${all[@]}")
+((${#chosen[@]})) || chosen=("${default[@]}")
 for name in "${chosen[@]}"; do
   if ! declare -F "suite_$name" >/dev/null; then
     printf 'test: unknown suite %s (known: %s)\n' "$name" "${all[*]}" >&2

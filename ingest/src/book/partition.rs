@@ -341,7 +341,7 @@ const CHINESE_TIME_SHIFTS: &[&str] = &[
 ];
 
 /// Where sentences of narration inside the Chinese block `text[start..end]` (not its
-/// first) open at another time or thread: byte offsets of their first characters. A
+/// first) open at another time or thread, or move to another place: byte offsets of their first characters. A
 /// sentence inside a quote is speech, not the storyteller's, and cuts nothing.
 fn chinese_shifts_inside(text: &str, start: usize, end: usize) -> Vec<usize> {
     let block = &text[start..end];
@@ -358,7 +358,10 @@ fn chinese_shifts_inside(text: &str, start: usize, end: usize) -> Vec<usize> {
             '。' | '！' | '？' => after_stop = true,
             c if c.is_whitespace() => {}
             _ => {
-                if after_stop && depth == 0 && opens_chinese_shift(&block[i..]) {
+                if after_stop
+                    && depth == 0
+                    && (opens_chinese_shift(&block[i..]) || opens_chinese_move(&block[i..]))
+                {
                     out.push(start + i);
                 }
                 after_stop = false;
@@ -366,6 +369,59 @@ fn chinese_shifts_inside(text: &str, start: usize, end: usize) -> Vec<usize> {
         }
     }
     out
+}
+
+/// Verbs that take a Chinese sentence's subject to another place ("一径回至贾母房中",
+/// "一面来至自己卧室"), and the endings of the place they name after.
+const CHINESE_ARRIVALS: &[&str] = &[
+    "回至",
+    "来至",
+    "來至",
+    "回到",
+    "来到",
+    "來到",
+    "走至",
+    "走到",
+    "进入",
+    "進入",
+    "迳往",
+    "逕往",
+    "一径往",
+    "一徑往",
+    "回往",
+    "竟往",
+    "便往",
+    "遂往",
+    "直往",
+];
+const CHINESE_PLACES: &[&str] = &[
+    "房中", "房里", "房裏", "房内", "房內", "院中", "院内", "院內", "府中", "府里", "府裏", "屋里",
+    "屋裏", "屋内", "屋內", "卧室", "臥室", "门前", "門前", "厅上", "廳上", "家中", "家里", "家裏",
+    "书房", "書房", "上房", "这边", "這邊", "那边", "那邊",
+];
+/// How far after the verb the place's ending may come, in characters.
+const PLACE_REACH: usize = 10;
+
+/// Does a Chinese sentence of narration (its quote-free first sentence, at most 60
+/// characters) take its subject to another place: an arrival verb with a place ending
+/// within a few characters after it? The story moves on there: a scene of its own, so
+/// those left behind hear nothing of it.
+fn opens_chinese_move(text: &str) -> bool {
+    let sentence: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .take_while(|c| !matches!(c, '。' | '！' | '？' | '“' | '「' | '：'))
+        .take(60)
+        .collect();
+    CHINESE_ARRIVALS.iter().any(|verb| {
+        sentence.match_indices(verb).any(|(at, _)| {
+            let after: String = sentence[at + verb.len()..]
+                .chars()
+                .take(PLACE_REACH)
+                .collect();
+            CHINESE_PLACES.iter().any(|place| after.contains(place))
+        })
+    })
 }
 
 /// Does Chinese text open at another time or thread (after any quote mark or
@@ -392,7 +448,7 @@ fn shifts_time(paragraph: &str) -> bool {
     // A Chinese paragraph holds its dialogue with its narration; its opening alone
     // says where it stands.
     if is_chinese(&joined) {
-        return opens_chinese_shift(&joined);
+        return opens_chinese_shift(&joined) || opens_chinese_move(&joined);
     }
     if joined.contains(['"', '“']) {
         return false;

@@ -445,8 +445,68 @@ fn fronted(before: &str) -> bool {
         && !words(before).any(|w| matches!(w.as_str(), "he" | "she" | "they" | "i" | "we" | "it"))
 }
 
+/// Chinese phrases that take a sentence's subject off the stage.
+const CHINESE_EXITS: &[&str] = &[
+    "退去",
+    "退出",
+    "出去了",
+    "告辞",
+    "告辭",
+    "辞去",
+    "辭去",
+    "辞别",
+    "辭別",
+    "走了",
+    "家去了",
+    "回去了",
+    "去了",
+];
+
+/// Openings of a Chinese sentence that goes on with the last speaker as its subject,
+/// unnamed ("说着便起身出去了": having said it, he got up and went out).
+const SAID_AND: &[&str] = &[
+    "说着", "說著", "说毕", "說畢", "言毕", "言畢", "说罢", "說罷",
+];
+
+/// The subject a Chinese sentence takes off the stage: the name that opens it (after
+/// clause openers), when an exit phrase follows that no other person is the subject of
+/// (随他去了 lets someone else go); in a sentence that names no one and opens "说着",
+/// the one who just spoke.
+fn chinese_exit_of(sentence: &str, namer: &Namer, voices: &Voices<'_>) -> Option<String> {
+    let at = CHINESE_EXITS
+        .iter()
+        .filter_map(|p| {
+            sentence
+                .match_indices(p)
+                .map(|(at, _)| at)
+                .find(|at| !sentence[..*at].ends_with(['他', '她', '你', '我']))
+        })
+        .min()?;
+    let mentions = namer.mentions(sentence);
+    let Some(subject) = mentions.first() else {
+        let opening = sentence.trim_start_matches(|c: char| c.is_whitespace() || c == '　');
+        if !SAID_AND.iter().any(|s| opening.starts_with(s)) {
+            return None;
+        }
+        return voices
+            .spoken
+            .iter()
+            .rev()
+            .find(|s| !voices.is_narrator(s))
+            .and_then(|s| s.focus().map(str::to_owned));
+    };
+    (subject.start < at
+        && !subject.shared
+        && super::speech::opens_clause(&sentence[..subject.start])
+        && !sentence[subject.end..at].contains(['“', '「', '：']))
+    .then(|| subject.character.to_owned())
+}
+
 /// The focus character a sentence takes off the stage, if any.
 pub(super) fn exit_of(sentence: &str, namer: &Namer, voices: &Voices<'_>) -> Option<String> {
+    if super::text::is_chinese(sentence) {
+        return chinese_exit_of(sentence, namer, voices);
+    }
     let lower = sentence.to_lowercase();
     let at = EXIT_PHRASES.iter().filter_map(|p| lower.find(p)).min()?;
     // The subject of the clause that holds the exit ("We pulled round to the cove; and

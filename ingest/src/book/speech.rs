@@ -502,7 +502,7 @@ pub(super) fn actors(
     let named = namer
         .mentions(sentence)
         .into_iter()
-        .filter(|m| acts_after(&sentence[m.end..]))
+        .filter(|m| acts_after(&sentence[m.end..]) && opens_clause(&sentence[..m.start]))
         .map(|m| m.character.to_owned());
     let kin = teller
         .map(|t| kin_refs(sentence, t, facts))
@@ -514,6 +514,12 @@ pub(super) fn actors(
         .chain(kin)
         .chain(retold_by.and_then(Speaker::focus).map(str::to_owned))
         .collect()
+}
+
+/// Whether a name after `before` opens its clause (always, unless the text before it
+/// ends in Chinese: see [`chinese::opens_clause`]).
+pub(super) fn opens_clause(before: &str) -> bool {
+    !before.chars().next_back().is_some_and(is_han) || chinese::opens_clause(before)
 }
 
 /// Does the text after a name say that person acted: a verb of acting in the past

@@ -331,7 +331,11 @@ pub fn quoted_paragraphs(text: &str) -> Vec<Paragraph> {
 fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
     // Corner brackets (「」, and 『』 for a quote inside one) are the quotes of
     // traditional-character printing.
-    let (out, open, _) = split_quotes(paragraph, |c, _, _, quoted| {
+    let cited = citations(paragraph);
+    let (out, open, _) = split_quotes(paragraph, |i, c, _, _, quoted| {
+        if cited.contains(&i) {
+            return (false, false);
+        }
         (
             c == '“' || c == '「' || (c == '"' && !quoted),
             c == '”' || c == '」' || (c == '"' && quoted),
@@ -340,12 +344,47 @@ fn segments(paragraph: &str) -> (Vec<Segment>, bool) {
     (out, open)
 }
 
-/// Splits `text` into narration and quotes. `marks(c, before, after, quoted)` says
-/// whether `c` opens or closes a quote there. Returns the segments, whether the last
+/// The longest phrase a Chinese citation quotes, in characters.
+const CITED_CHARS: usize = 20;
+
+/// The positions (char indices) of the marks around each phrase a Chinese sentence
+/// cites rather than a line someone speaks: 有“花气袭人”之句, 上书“太虚幻境”四大字. Its
+/// opening mark follows a Han character (a line follows a colon, a comma or a break),
+/// its closing mark is followed by one, and the phrase ends in no punctuation (a line
+/// does: “好。”黛玉道). The phrase stays in the narration, marks and all.
+fn citations(paragraph: &str) -> Vec<usize> {
+    let chars: Vec<char> = paragraph.chars().collect();
+    let mut out = Vec::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if !matches!(c, '“' | '「') || !i.checked_sub(1).is_some_and(|b| is_han(chars[b])) {
+            continue;
+        }
+        let Some(len) = chars[i + 1..]
+            .iter()
+            .take(CITED_CHARS + 1)
+            .position(|c| matches!(c, '“' | '「' | '”' | '」'))
+        else {
+            continue;
+        };
+        let close = i + 1 + len;
+        let phrase_end = chars[close - 1];
+        if len > 0
+            && matches!(chars[close], '”' | '」')
+            && chars.get(close + 1).is_some_and(|a| is_han(*a))
+            && is_han(phrase_end)
+        {
+            out.extend([i, close]);
+        }
+    }
+    out
+}
+
+/// Splits `text` into narration and quotes. `marks(i, c, before, after, quoted)` says
+/// whether `c`, the `i`th character, opens or closes a quote there. Returns the segments, whether the last
 /// quote was left open, and whether any quote opened.
 fn split_quotes(
     text: &str,
-    marks: impl Fn(char, Option<char>, Option<char>, bool) -> (bool, bool),
+    marks: impl Fn(usize, char, Option<char>, Option<char>, bool) -> (bool, bool),
 ) -> (Vec<Segment>, bool, bool) {
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
@@ -354,7 +393,7 @@ fn split_quotes(
     let mut any = false;
     for (i, &c) in chars.iter().enumerate() {
         let before = i.checked_sub(1).map(|j| chars[j]);
-        let (opens, closes) = marks(c, before, chars.get(i + 1).copied(), quoted);
+        let (opens, closes) = marks(i, c, before, chars.get(i + 1).copied(), quoted);
         if opens && !quoted {
             push_segment(&mut out, &mut piece, false);
             quoted = true;
@@ -378,7 +417,7 @@ fn split_quotes(
 /// closes at the end.
 #[must_use]
 pub fn inner_segments(quote: &str) -> Option<Vec<Segment>> {
-    let (out, _, any) = split_quotes(quote, |c, before, after, _| {
+    let (out, _, any) = split_quotes(quote, |_, c, before, after, _| {
         let opens = c == '‘'
             || c == '『'
             || (c == '\''

@@ -94,6 +94,38 @@ const CHINESE_ADVERBS: &[&str] = &[
 /// speaker.
 const CHINESE_ACTS: &str = "来來去走进進出见見听聽看望瞧笑哭拉拿起坐站立回转轉叫命喝吃送接入到跟随隨携攜拜行跪叹嘆点點摇搖抬低推递遞写寫读讀念唱听躺睡醒梦夢想思忖记記忙赶趕逃跑留住辞辭别別谢謝请請让讓陪伴扶抱拍打放收取买買卖賣带帶领領引叩磕揖迎出翻换換穿戴脱脫洗梳吩咐嘱囑答应應闻聞觉覺知晓曉认認遇逢过過";
 
+/// Words that may stand before the subject of a Chinese clause: a storyteller's "now",
+/// "just then he saw", a conjunction, a time.
+const CLAUSE_OPENERS: &[&str] = &[
+    "却说", "卻說", "且说", "且說", "话说", "話說", "只见", "只見", "忽见", "忽見", "但见", "但見",
+    "原来", "原來", "谁知", "誰知", "于是", "於是", "当下", "當下", "此时", "此時", "一时", "一時",
+    "次日", "这里", "這裏", "這裡", "那里", "那裏", "如今", "后来", "後來", "因此", "便", "又",
+    "因", "遂", "这", "這", "那", "忽", "乃", "也", "就", "才", "方",
+];
+
+/// Whether a name after `before` (the sentence up to it) opens its clause: nothing but
+/// clause openers stands between it and the last punctuation mark. A name inside a
+/// clause is its object or part of a word (找宝玉去, 猫儿狗儿打架): not who acts.
+pub(super) fn opens_clause(before: &str) -> bool {
+    let clause = before
+        .rfind(|c: char| !is_han(c) && !c.is_alphanumeric())
+        .map_or(before, |at| {
+            let mark = before[at..].chars().next().map_or(1, char::len_utf8);
+            &before[at + mark..]
+        });
+    let mut rest = clause;
+    'strip: while !rest.is_empty() {
+        for opener in CLAUSE_OPENERS {
+            if let Some(r) = rest.strip_prefix(opener) {
+                rest = r;
+                continue 'strip;
+            }
+        }
+        return false;
+    }
+    true
+}
+
 /// [`super::acts_after`] for Chinese: after the name (its `的`, `之`, `们` or a comma
 /// excluded), adverbs skipped, the first character begins a verb of doing.
 pub(super) fn acts_after(rest: &str) -> bool {

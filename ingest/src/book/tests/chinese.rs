@@ -3,11 +3,12 @@
 //! fails without its rule.
 
 use super::super::partition::partition;
-use super::super::speech::acts_after;
+use super::super::speech::{acts_after, opens_clause};
 use super::super::text::{
-    Namer, is_description, join_wrapped, parse_characters, read_book, sentences, word_count,
+    Namer, Segment, is_description, join_wrapped, parse_characters, quoted_paragraphs, read_book,
+    sentences, word_count,
 };
-use super::{all_speakers, attributed};
+use super::{all_speakers, assert_on_stage, attributed};
 
 #[test]
 fn a_chinese_name_s_id_is_its_pinyin_the_same_in_either_script_and_homophones_stay_apart() {
@@ -171,4 +172,66 @@ fn a_chinese_name_acts_when_a_verb_of_doing_follows_it_adverbs_skipped() {
     assert!(acts_after("听了，心中纳闷"));
     assert!(!acts_after("的丫头"));
     assert!(!acts_after("道：“来了。”"));
+}
+
+#[test]
+fn a_phrase_cited_in_quotes_inside_a_sentence_is_narration_not_a_line() {
+    let list = "贾宝玉 | 宝玉\n贾母\n";
+    let text = "宝玉因知他本姓花，又曾见旧人诗句有“花气袭人”之句，遂回明贾母，更名袭人。\n\n\
+                贾母笑道：“好。”宝玉也不叫“姐姐”了，只说：“你来。”";
+    let scene = attributed(list, text);
+    // Two lines, not four: “花气袭人” and “姐姐” are what the sentences cite.
+    assert_eq!(all_speakers(&scene), ["jiamu", "jiabaoyu"]);
+    let paragraphs = quoted_paragraphs(text);
+    assert!(
+        matches!(&paragraphs[0].segments[..], [Segment::Narration(n)] if n.contains("“花气袭人”之句")),
+        "{:?}",
+        paragraphs[0].segments
+    );
+}
+
+#[test]
+fn a_chinese_name_acts_only_where_it_opens_its_clause() {
+    assert!(opens_clause(""));
+    assert!(opens_clause("却说"));
+    assert!(opens_clause("众人见了，只见"));
+    assert!(opens_clause("尤氏说道：“"));
+    // An object, and a name that is part of a word: neither is the one who acts.
+    assert!(!opens_clause("我叫他兄弟到那边府里又找"));
+    assert!(!opens_clause("嘱咐小丫头们好生看着猫儿"));
+    // English is read as before.
+    assert!(opens_clause("and then "));
+}
+
+#[test]
+fn a_chinese_paragraph_is_cut_where_its_people_go_to_another_place() {
+    let day = "宝玉在房中坐着看书，袭人在旁做针线，两人说了许多闲话，又吃了茶，\
+               直到天色将晚，方各自歇息，一夜无话，院中静悄悄的，只有檐下铁马叮当作响。";
+    let text = format!(
+        "第一回  甲 乙\n\n    {day}{day}黛玉笑道：“回到房中罢。”{day}他二人道了扰，一径回至贾母\n\
+         房中。{day}{day}{day}\n"
+    );
+    let p = partition(&text);
+    // Once, where the narration moves them; the line that only says it does not.
+    assert_eq!(p.scenes.len(), 2, "{:?}", p.scenes);
+    assert!(text[p.scenes[1].start..].starts_with("他二人道了扰"));
+}
+
+#[test]
+fn a_chinese_subject_that_withdraws_is_off_the_stage_and_one_who_lets_another_go_stays() {
+    let list = "贾蓉\n王熙凤 | 凤姐\n贾瑞\n";
+    let text = "凤姐和贾蓉、贾瑞在房中说话。\n\n贾蓉答应个是，抿着嘴儿一笑，方慢慢退去。\n\n\
+                贾瑞不敢止他，只得随他去了。\n\n凤姐笑道：“好。”贾瑞道：“我也该走。”说着便起身出去了。\n\n\
+                凤姐道：“去罢。”";
+    let scene = attributed(list, text);
+    // 贾蓉 goes after paragraph 1; 贾瑞, who let someone go, only after "说着…出去了".
+    assert_eq!(scene.exits.get("jiarong"), Some(&2), "{:?}", scene.exits);
+    assert_eq!(scene.exits.get("jiarui"), Some(&4), "{:?}", scene.exits);
+    assert!(!scene.exits.contains_key("wangxifeng"));
+    assert_on_stage(&scene, 3, "jiarong", false);
+    assert_on_stage(&scene, 3, "jiarui", true);
+    assert_on_stage(&scene, 3, "wangxifeng", true);
+    // "说着便起身出去了" names no one: the one who just spoke goes.
+    assert_on_stage(&scene, 4, "jiarui", false);
+    assert_on_stage(&scene, 4, "wangxifeng", true);
 }
