@@ -44,8 +44,7 @@ impl Acquaintances {
             }
             EventKind::Speech => {
                 for character in &scenario.characters {
-                    let forms = character.name_forms();
-                    if forms.iter().any(|f| find_word(&event.text, f, 0).is_some()) {
+                    if names_any(&event.text, &character.name_forms()) {
                         for hearer in &event.perceivers {
                             self.heard.insert((hearer.clone(), character.id.clone()));
                         }
@@ -178,7 +177,7 @@ impl Perspective<'_> {
             return false;
         };
         let forms = other.name_forms();
-        let holds = |text: &str| forms.iter().any(|f| find_word(text, f, 0).is_some());
+        let holds = |text: &str| names_any(text, &forms);
         let own = [
             me.profile.as_str(),
             me.goal.as_str(),
@@ -209,12 +208,7 @@ impl Perspective<'_> {
             .scenario
             .characters
             .iter()
-            .filter(|c| {
-                c.id != self.me
-                    && c.name_forms()
-                        .iter()
-                        .any(|f| find_word(text, f, 0).is_some())
-            })
+            .filter(|c| c.id != self.me && names_any(text, &c.name_forms()))
             .map(|c| c.id.as_str())
             .filter(|id| !self.may_name(id))
             .collect();
@@ -419,6 +413,11 @@ impl Perspective<'_> {
             .collect();
         frame
     }
+}
+
+/// Whether `text` holds one of `forms` as a whole word.
+fn names_any(text: &str, forms: &[&str]) -> bool {
+    forms.iter().any(|f| find_word(text, f, 0).is_some())
 }
 
 /// The byte offset of `word` in `text` at or after `from`, as a whole word (not part
